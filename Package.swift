@@ -1,0 +1,73 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "devtrust",
+    products: [
+        .executable(name: "devtrust", targets: ["devtrust"]),
+        .library(name: "DevtrustCLI", targets: ["DevtrustCLI"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+
+        // Base64, base64url, hex and a small strict JSON value type.
+        .target(name: "DevtrustEncoding"),
+
+        // Operating-system helpers shared by the modules: bounded file reads.
+        .target(name: "DevtrustSystem"),
+
+        // The device key: one DeviceKey protocol, backends in parallel files,
+        // P-256 public keys, ECDSA signature encodings, SHA-256, randomness.
+        .target(name: "DevtrustKeys", dependencies: ["COpenSSL", "DevtrustEncoding"]),
+
+        // Compact JWS (ES256), verification, device data and device tokens.
+        .target(name: "DevtrustJOSE", dependencies: ["DevtrustKeys", "DevtrustEncoding"]),
+
+        // The on-disk keystore: layout, atomic writes, locking, permissions, versions.
+        .target(name: "DevtrustKeystore", dependencies: ["DevtrustKeys", "DevtrustEncoding"]),
+
+        // The JSON configuration file and its typed errors.
+        .target(name: "DevtrustConfig", dependencies: ["DevtrustEncoding", "DevtrustSystem"]),
+
+        // The device's identity: its key in the keystore (any backend) and its registrations.
+        .target(name: "DevtrustDevice", dependencies: ["DevtrustKeys", "DevtrustKeystore", "DevtrustJOSE", "DevtrustEncoding"]),
+
+        // The command line: argument parsing, commands, errors to exit codes.
+        .target(
+            name: "DevtrustCLI",
+            dependencies: ["DevtrustDevice", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustSystem"]
+        ),
+        .executableTarget(name: "devtrust", dependencies: ["DevtrustCLI"]),
+
+        // Shared test environment: temporary keystores, the built binary,
+        // independent verifiers (openssl CLI, python3-cryptography, jose).
+        .target(name: "DevtrustTestSupport", path: "Tests/DevtrustTestSupport"),
+
+        .testTarget(name: "DevtrustEncodingTests", dependencies: ["DevtrustEncoding"]),
+        .testTarget(
+            name: "DevtrustKeysTests",
+            dependencies: ["DevtrustKeys", "DevtrustEncoding", "DevtrustTestSupport"]
+        ),
+        .testTarget(
+            name: "DevtrustJOSETests",
+            dependencies: ["DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding", "DevtrustTestSupport"]
+        ),
+        .testTarget(
+            name: "DevtrustKeystoreTests",
+            dependencies: ["DevtrustKeystore", "DevtrustEncoding", "DevtrustTestSupport"]
+        ),
+        .testTarget(
+            name: "DevtrustDeviceTests",
+            dependencies: ["DevtrustDevice", "DevtrustKeystore", "DevtrustKeys", "DevtrustJOSE", "DevtrustTestSupport"]
+        ),
+        .testTarget(name: "DevtrustConfigTests", dependencies: ["DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]),
+        .testTarget(
+            name: "DevtrustCLITests",
+            dependencies: ["DevtrustTestSupport", "DevtrustEncoding"]
+        ),
+    ]
+)

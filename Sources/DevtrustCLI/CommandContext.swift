@@ -1,0 +1,54 @@
+import DevtrustConfig
+import DevtrustKeystore
+
+/// One command's run: its parsed arguments, the environment, and output helpers.
+struct CommandContext {
+    let arguments: ParsedArguments
+    let environment: CommandEnvironment
+
+    var terminal: any Terminal { environment.terminal }
+    var json: Bool { arguments.has("json") }
+    var quiet: Bool { arguments.has("quiet") }
+    var verbose: Bool { arguments.has("verbose") }
+
+    /// Prints the command's artifact on stdout, followed by one newline.
+    func output(_ text: String) {
+        terminal.writeOutput(text.hasSuffix("\n") ? text : text + "\n")
+    }
+
+    /// A message for people, on stderr (silent with --quiet).
+    func info(_ text: String) {
+        if !quiet { terminal.writeError(text + "\n") }
+    }
+
+    func warn(_ text: String) {
+        terminal.writeError("devtrust: warning: " + text + "\n")
+    }
+
+    func detail(_ text: String) {
+        if verbose && !quiet { terminal.writeError(text + "\n") }
+    }
+
+    func keystore() throws -> Keystore {
+        guard let path = KeystoreLocation.resolve(explicit: arguments.value("keystore"), environment: environment.variables,
+                                                  effectiveUserID: environment.effectiveUserID) else {
+            throw UsageError("cannot tell where the keystore is: HOME is not set; pass --keystore DIR or set DEVTRUST_KEYSTORE")
+        }
+        return Keystore(path: path, ownerID: environment.effectiveUserID)
+    }
+
+    func configuration() throws(ConfigError) -> Configuration {
+        try ConfigurationLoader(explicitPath: arguments.value("config"), environment: environment.variables).load()
+    }
+
+    /// Reads an argument's text, or all of stdin for `-`, without the trailing newline.
+    func textArgument(_ value: String, name: String, limit: Int = 1 << 20) throws -> String {
+        guard value == "-" else { return value }
+        guard let bytes = terminal.readInput(limit: limit) else {
+            throw UsageError("\(name) on stdin is larger than \(limit) bytes")
+        }
+        var text = String(decoding: bytes, as: UTF8.self)
+        while let last = text.last, last.isWhitespace { text.removeLast() }
+        return text
+    }
+}

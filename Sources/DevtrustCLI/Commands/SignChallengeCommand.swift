@@ -1,0 +1,22 @@
+import DevtrustDevice
+import DevtrustEncoding
+
+enum SignChallengeCommand {
+    static func run(_ context: CommandContext) throws {
+        let argument = context.arguments.positionals.first ?? "-"
+        if argument == "-" && context.terminal.inputIsTerminal && context.arguments.positionals.isEmpty {
+            throw UsageError("give the challenge as an argument, or pipe it in with `-`", command: "sign-challenge")
+        }
+        let challenge = try context.textArgument(argument, name: "the challenge", limit: 65_536)
+        let bytes: [UInt8]
+        do {
+            bytes = try Base64URL.decode(challenge, padding: .optional)
+        } catch {
+            throw UsageError("the challenge is not base64url (padded or not): \(error)", command: "sign-challenge")
+        }
+        guard !bytes.isEmpty else { throw UsageError("the challenge is empty", command: "sign-challenge") }
+        let device = try DeviceStore(keystore: try context.keystore()).loadKey()
+        let signature = try device.key.sign(message: bytes)
+        context.output(Base64.encode(signature.der))
+    }
+}

@@ -1,0 +1,18 @@
+/// The exit codes of the CLI contract.
+public enum ExitCode: Int32, Sendable {
+    case success = 0
+    /// A failure; for `verify`, an invalid signature or token.
+    case failure = 1
+    /// Unknown option, missing argument, bad value, unusable configuration.
+    case usage = 2
+    /// No device key, or the device is not registered where it must be.
+    case noKeyOrNotRegistered = 3
+    /// The server refused: a flow error, a rejected grant.
+    case serverRefused = 4
+    /// Network or TLS failure, timeout, a server that does not speak the protocol.
+    case network = 5
+    /// TPM unreachable, key not loadable, permission.
+    case tpm = 6
+    /// Keystore unsafe, corrupt or locked.
+    case keystore = 7
+}

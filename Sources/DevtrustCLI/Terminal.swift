@@ -1,0 +1,63 @@
+import Glibc
+
+/// Where a command writes and reads. The real process uses file descriptors
+/// 0, 1 and 2; tests run commands in-process with captured streams.
+public protocol Terminal: AnyObject {
+    func writeOutput(_ text: String)
+    func writeError(_ text: String)
+    /// All of standard input (up to `limit` bytes), or nil past the limit.
+    func readInput(limit: Int) -> [UInt8]?
+    /// One line from the user, or nil at end of input.
+    func readLine(prompt: String) -> String?
+    var inputIsTerminal: Bool { get }
+    var errorIsTerminal: Bool { get }
+}
+
+/// The process's own standard streams.
+public final class ProcessTerminal: Terminal {
+    public init() {}
+
+    public func writeOutput(_ text: String) { Self.writeAll(1, Array(text.utf8)) }
+    public func writeError(_ text: String) { Self.writeAll(2, Array(text.utf8)) }
+
+    public var inputIsTerminal: Bool { isatty(0) == 1 }
+    public var errorIsTerminal: Bool { isatty(2) == 1 }
+
+    public func readInput(limit: Int) -> [UInt8]? {
+        var contents = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let count = read(0, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            contents += chunk.prefix(count)
+            if contents.count > limit { return nil }
+        }
+        return contents
+    }
+
+    public func readLine(prompt: String) -> String? {
+        writeError(prompt)
+        var line = [UInt8]()
+        var byte: UInt8 = 0
+        while true {
+            let count = read(0, &byte, 1)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return line.isEmpty ? nil : String(decoding: line, as: UTF8.self) }
+            if byte == 0x0A { return String(decoding: line, as: UTF8.self) }
+            line.append(byte)
+        }
+    }
+
+    private static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            written += count
+        }
+    }
+}

@@ -1,0 +1,29 @@
+import DevtrustEncoding
+
+/// A configuration file that cannot be used; the CLI exits with 2.
+public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
+    public enum Problem: Equatable, Sendable {
+        case notFound
+        case unreadable(String)
+        case notJSON(String)
+        /// `missingRequiredField`, `invalidType`, ... with the field's path.
+        case field(JSONFieldError)
+    }
+
+    public let file: String
+    public let problem: Problem
+
+    public init(file: String, problem: Problem) {
+        self.file = file
+        self.problem = problem
+    }
+
+    public var description: String {
+        switch problem {
+        case .notFound: return "configuration file \(file) does not exist (given by --config or DEVTRUST_CONFIG)"
+        case let .unreadable(reason): return "cannot read configuration file \(file): \(reason)"
+        case let .notJSON(reason): return "configuration file \(file) is not valid JSON: \(reason)"
+        case let .field(error): return "configuration file \(file): \(error); see docs/configuration.md"
+        }
+    }
+}

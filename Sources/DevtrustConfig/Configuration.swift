@@ -1,0 +1,68 @@
+import DevtrustEncoding
+
+/// Site defaults from the JSON configuration file (docs/configuration.md).
+public struct Configuration: Equatable, Sendable {
+    /// The `platform` claim; `linux` unless the administrator says otherwise.
+    public var platform: String
+    /// Extra flat claims added to every device data JWT and device token, in order.
+    public var claims: [(name: String, value: String)]
+    /// The file this came from, nil for built-in defaults.
+    public var source: String?
+
+    public static let knownFields = ["platform", "claims"]
+
+    public init(platform: String = "linux", claims: [(name: String, value: String)] = [], source: String? = nil) {
+        self.platform = platform
+        self.claims = claims
+        self.source = source
+    }
+
+    public static func == (lhs: Configuration, rhs: Configuration) -> Bool {
+        lhs.platform == rhs.platform && lhs.source == rhs.source
+            && lhs.claims.map(\.name) == rhs.claims.map(\.name) && lhs.claims.map(\.value) == rhs.claims.map(\.value)
+    }
+
+    /// Parses a configuration document; errors name the field and the file.
+    public static func parse(_ bytes: [UInt8], file: String) throws(ConfigError) -> Configuration {
+        let document: JSONValue
+        do {
+            document = try JSONParser.parse(bytes)
+        } catch {
+            throw ConfigError(file: file, problem: .notJSON(error.description))
+        }
+        do throws(JSONFieldError) {
+            let reader = try JSONObjectReader(document, path: "")
+            try reader.rejectUnknownFields(known: knownFields)
+            var configuration = Configuration(source: file)
+            if let platform = try reader.optionalString("platform") {
+                guard !platform.isEmpty else {
+                    throw JSONFieldError(path: "platform", kind: .invalidValue("must not be empty"))
+                }
+                configuration.platform = platform
+            }
+            for (name, value) in try reader.optionalStringMap("claims") {
+                if let problem = ClaimName.problem(with: name) {
+                    throw JSONFieldError(path: "claims.\(name)", kind: .invalidValue(problem))
+                }
+                configuration.claims.append((name, value))
+            }
+            return configuration
+        } catch {
+            throw ConfigError(file: file, problem: .field(error))
+        }
+    }
+}
+
+/// Rules for the names of claims that users and administrators add.
+public enum ClaimName {
+    /// Why `name` cannot be used as a claim, or nil when it can.
+    public static func problem(with name: String) -> String? {
+        if name.isEmpty { return "a claim name must not be empty" }
+        if name == "jti" || name == "iat" { return "\(name) is set by devtrust on every token and cannot be overridden" }
+        if name == "attestationToken" {
+            return "attestationToken is for Play Integrity / App Attest only; a Linux device must not send one (the server would mark it as failing integrity)"
+        }
+        if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) { return "a claim name must not contain control characters" }
+        return nil
+    }
+}

@@ -1,0 +1,29 @@
+import DevtrustKeystore
+
+/// The device is not in the state a command needs.
+public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
+    case noDeviceKey(keystore: String)
+    /// `init --backend X` when a key of another backend exists.
+    case keyExistsWithOtherBackend(existing: String, requested: String)
+    case notRegistered(server: String?)
+    case ambiguousRegistration(servers: [String])
+    /// The registration was made with a key that is no longer the device key.
+    case registrationForOtherKey(registrationId: String, server: String)
+
+    public var description: String {
+        switch self {
+        case let .noDeviceKey(keystore):
+            return "there is no device key in \(keystore); run `devtrust init` first"
+        case let .keyExistsWithOtherBackend(existing, requested):
+            return "a \(existing) device key already exists; `devtrust init --backend \(requested) --force` replaces it (and forgets its registrations)"
+        case let .notRegistered(server?):
+            return "this device is not registered with \(server); run `devtrust register --server URL`, or pass --device-id"
+        case .notRegistered(nil):
+            return "this device is not registered with any server; run `devtrust register --server URL`, or pass --device-id"
+        case let .ambiguousRegistration(servers):
+            return "this device is registered with several servers (\(servers.joined(separator: ", "))); choose one with --server"
+        case let .registrationForOtherKey(registrationId, server):
+            return "registration \(registrationId) with \(server) was made with a different key than the current one; run `devtrust register --server \(server)` again"
+        }
+    }
+}

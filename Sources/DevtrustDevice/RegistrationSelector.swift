@@ -1,0 +1,44 @@
+import DevtrustKeystore
+
+/// Picks the registration a device token is for: the one matching `--server`
+/// (its URL, or its host, or host and path), or the only one.
+public enum RegistrationSelector {
+    public static func select(from state: KeystoreState, server: String?) throws(DeviceError) -> RegistrationRecord {
+        let candidates: [RegistrationRecord]
+        if let server {
+            candidates = state.registrations.filter { matches($0.server, server) }
+        } else {
+            candidates = state.registrations
+        }
+        guard let first = candidates.first else { throw .notRegistered(server: server) }
+        guard candidates.count == 1 else { throw .ambiguousRegistration(servers: candidates.map(\.server)) }
+        if let key = state.key, first.keyFingerprint != key.fingerprint {
+            throw .registrationForOtherKey(registrationId: first.registrationId, server: first.server)
+        }
+        return first
+    }
+
+    /// `https://Host:443/t/acme/` names the same server as `https://host/t/acme`;
+    /// a NAME is the URL without its scheme, or just the host.
+    static func matches(_ recorded: String, _ wanted: String) -> Bool {
+        let recordedParts = normalized(recorded)
+        let wantedParts = normalized(wanted)
+        if wanted.contains("://") { return recordedParts == wantedParts }
+        return wantedParts.location == recordedParts.location || wantedParts.location == recordedParts.host
+    }
+
+    private static func normalized(_ url: String) -> (scheme: String, host: String, location: String) {
+        var rest = Substring(url)
+        var scheme = ""
+        if let colon = rest.firstIndex(of: ":"), rest[colon...].hasPrefix("://") {
+            scheme = rest[..<colon].lowercased()
+            rest = rest[rest.index(colon, offsetBy: 3)...]
+        }
+        while rest.hasSuffix("/") { rest = rest.dropLast() }
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        var host = rest[..<slash].lowercased()
+        if scheme == "https" && host.hasSuffix(":443") { host.removeLast(4) }
+        if scheme == "http" && host.hasSuffix(":80") { host.removeLast(3) }
+        return (scheme, host, host + rest[slash...])
+    }
+}

@@ -1,0 +1,56 @@
+import DevtrustEncoding
+import DevtrustKeys
+
+/// Flat string claims describing the device, in the order they are sent.
+public struct DeviceAttributes: Equatable, Sendable {
+    public private(set) var claims: JSONObject
+
+    /// Claim names devtrust sets itself on every token.
+    public static let reservedNames: Set<String> = ["jti", "iat"]
+    /// Claims a Linux agent must never send (see the server contract, section 2).
+    public static let forbiddenNames: Set<String> = ["attestationToken"]
+
+    public init(platform: String = "linux") {
+        claims = ["platform": .string(platform)]
+    }
+
+    /// Sets a claim; a later value replaces an earlier one in place.
+    public mutating func set(_ name: String, _ value: String) {
+        claims[name] = .string(value)
+    }
+}
+
+/// Mints device data and device tokens: ES256 JWTs with a fresh `jti` and the
+/// current `iat`, top-level string attributes, and for a token the `deviceId` header.
+public struct DeviceTokenMinter: Sendable {
+    public let key: any DeviceKey
+    public let clock: any Clock
+    public let random: any RandomSource
+
+    public init(key: any DeviceKey, clock: any Clock = SystemClock(), random: any RandomSource = SystemRandom()) {
+        self.key = key
+        self.clock = clock
+        self.random = random
+    }
+
+    /// `deviceData` for the registration step: header `{"alg":"ES256","typ":"JWT"}`.
+    public func deviceData(attributes: DeviceAttributes) throws -> String {
+        try mint(header: ["alg": .string("ES256"), "typ": .string("JWT")], attributes: attributes)
+    }
+
+    /// A device token: as device data, plus the header `deviceId` (the registration id).
+    public func deviceToken(deviceId: String, attributes: DeviceAttributes) throws -> String {
+        try mint(header: ["alg": .string("ES256"), "typ": .string("JWT"), "deviceId": .string(deviceId)], attributes: attributes)
+    }
+
+    private func mint(header: JSONObject, attributes: DeviceAttributes) throws -> String {
+        var claims: JSONObject = [
+            "jti": .string(try UUIDv4.make(using: random)),
+            "iat": .integer(clock.secondsSinceEpoch()),
+        ]
+        for member in attributes.claims.members where !DeviceAttributes.reservedNames.contains(member.key) {
+            claims[member.key] = member.value
+        }
+        return try CompactJWS.sign(header: header, payload: claims, with: key)
+    }
+}

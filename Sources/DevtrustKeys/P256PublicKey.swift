@@ -1,0 +1,132 @@
+import COpenSSL
+import DevtrustEncoding
+
+public struct PublicKeyError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let message: String
+
+    public var description: String { message }
+}
+
+/// A P-256 public key: the affine point (x, y), validated to be on the curve.
+public struct P256PublicKey: Equatable, Hashable, Sendable {
+    public let x: [UInt8]
+    public let y: [UInt8]
+
+    /// DER of SEQUENCE { SEQUENCE { id-ecPublicKey, prime256v1 }, BIT STRING } up to the point.
+    private static let spkiPrefix: [UInt8] = Hex.decodeConstant(
+        "3059301306072a8648ce3d020106082a8648ce3d030107034200")
+
+    /// A DER SubjectPublicKeyInfo for an EC key on P-256 (uncompressed or compressed point).
+    public init(spki: [UInt8]) throws(PublicKeyError) {
+        OpenSSLLibrary.ensureInitialized()
+        let parsed: (key: OpaquePointer, consumed: Int)? = spki.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            guard buffer.count > 0, let key = d2i_PUBKEY(nil, &cursor, buffer.count), let end = cursor else { return nil }
+            return (key, end - buffer.baseAddress!)
+        }
+        guard let parsed else {
+            OpenSSLLibrary.clearErrors()
+            throw PublicKeyError(message: "not a DER SubjectPublicKeyInfo with a valid public key")
+        }
+        let key = EVPKey(taking: parsed.key)
+        guard parsed.consumed == spki.count else {
+            throw PublicKeyError(message: "\(spki.count - parsed.consumed) unexpected byte(s) after the SubjectPublicKeyInfo")
+        }
+        try self.init(key)
+    }
+
+    /// The point from a JWK's `x` and `y` (32 bytes each).
+    public init(x: [UInt8], y: [UInt8]) throws(PublicKeyError) {
+        guard x.count == 32, y.count == 32 else {
+            throw PublicKeyError(message: "P-256 coordinates are 32 bytes each (got \(x.count) and \(y.count))")
+        }
+        try self.init(spki: Self.spkiPrefix + [0x04] + x + y)
+    }
+
+    init(_ key: EVPKey) throws(PublicKeyError) {
+        guard key.isP256 else { throw PublicKeyError(message: "the key is not an EC key on the P-256 curve") }
+        guard let point = try? key.uncompressedPublicPoint() else {
+            OpenSSLLibrary.clearErrors()
+            throw PublicKeyError(message: "cannot read the public point")
+        }
+        x = Array(point[1..<33])
+        y = Array(point[33..<65])
+    }
+
+    /// Standard DER SubjectPublicKeyInfo with the uncompressed point.
+    public var spki: [UInt8] { Self.spkiPrefix + [0x04] + x + y }
+
+    /// What registration sends as `publicKey`: standard base64 of the SPKI.
+    public var spkiBase64: String { Base64.encode(spki) }
+
+    public var pem: String {
+        let body = Base64.encode(spki)
+        var lines = ["-----BEGIN PUBLIC KEY-----"]
+        var start = body.startIndex
+        while start < body.endIndex {
+            let end = body.index(start, offsetBy: 64, limitedBy: body.endIndex) ?? body.endIndex
+            lines.append(String(body[start..<end]))
+            start = end
+        }
+        lines.append("-----END PUBLIC KEY-----")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A public JWK: `{"kty":"EC","crv":"P-256","x":...,"y":...}`.
+    public var jwk: JSONObject {
+        ["kty": .string("EC"), "crv": .string("P-256"), "x": .string(Base64URL.encode(x)), "y": .string(Base64URL.encode(y))]
+    }
+
+    /// RFC 7638 JWK thumbprint (SHA-256, base64url): the key's fingerprint everywhere in devtrust.
+    public var thumbprint: String {
+        // RFC 7638 section 3.2: the required members in lexicographic order, no whitespace.
+        let canonical: JSONObject = [
+            "crv": .string("P-256"), "kty": .string("EC"),
+            "x": .string(Base64URL.encode(x)), "y": .string(Base64URL.encode(y)),
+        ]
+        return Base64URL.encode(SHA256.hash(JSONWriter.bytes(.object(canonical))).bytes)
+    }
+
+    /// Parses `-----BEGIN PUBLIC KEY-----` PEM text.
+    public init(pem text: String) throws(PublicKeyError) {
+        var inside = false
+        var body = ""
+        var sawEnd = false
+        for line in text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
+            let trimmed = line.trimmingSpaces
+            if trimmed == "-----BEGIN PUBLIC KEY-----" { inside = true; continue }
+            if trimmed == "-----END PUBLIC KEY-----" { sawEnd = inside; break }
+            if inside { body += trimmed }
+        }
+        guard sawEnd else { throw PublicKeyError(message: "no -----BEGIN PUBLIC KEY----- block") }
+        guard let der = try? Base64.decode(body, padding: .required) else {
+            throw PublicKeyError(message: "the PUBLIC KEY block is not valid base64")
+        }
+        try self.init(spki: der)
+    }
+
+    /// Verifies an ECDSA signature over a SHA-256 digest.
+    public func isValidSignature(_ signature: ECDSASignature, for digest: SHA256Digest) -> Bool {
+        OpenSSLLibrary.ensureInitialized()
+        let spki = self.spki
+        let key: OpaquePointer? = spki.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_PUBKEY(nil, &cursor, buffer.count)
+        }
+        guard let key else { OpenSSLLibrary.clearErrors(); return false }
+        defer { EVP_PKEY_free(key) }
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else { OpenSSLLibrary.clearErrors(); return false }
+        defer { EVP_PKEY_CTX_free(context) }
+        let der = signature.der
+        let result = EVP_PKEY_verify_init(context) == 1
+            && EVP_PKEY_verify(context, der, der.count, digest.bytes, digest.bytes.count) == 1
+        OpenSSLLibrary.clearErrors()
+        return result
+    }
+}
+
+extension Substring {
+    var trimmingSpaces: String {
+        String(drop(while: { $0 == " " || $0 == "\t" || $0 == "\r" }).reversed().drop(while: { $0 == " " || $0 == "\t" || $0 == "\r" }).reversed())
+    }
+}

@@ -1,0 +1,83 @@
+import COpenSSL
+
+/// A P-256 key held by OpenSSL, stored as an unencrypted PKCS#8 PEM file
+/// (`-----BEGIN PRIVATE KEY-----`, readable by `openssl pkey`).
+public struct SoftwareDeviceKey: DeviceKey {
+    private let key: EVPKey
+    public let publicKey: P256PublicKey
+
+    public var backend: KeyBackend { .software }
+
+    private init(key: EVPKey) throws {
+        self.key = key
+        do {
+            publicKey = try P256PublicKey(key)
+        } catch {
+            throw KeyFileError(message: "the key is not a P-256 EC key: \(error)")
+        }
+    }
+
+    /// A fresh key from OpenSSL's CSPRNG.
+    public static func generate() throws -> SoftwareDeviceKey {
+        OpenSSLLibrary.ensureInitialized()
+        guard let context = devtrust_ec_keygen_context() else { throw OpenSSLError.capture("EVP_PKEY_CTX_new_from_name") }
+        defer { EVP_PKEY_CTX_free(context) }
+        var generated: OpaquePointer?
+        guard EVP_PKEY_keygen_init(context) == 1,
+              EVP_PKEY_CTX_set_group_name(context, "P-256") == 1,
+              EVP_PKEY_generate(context, &generated) == 1,
+              let generated else {
+            throw OpenSSLError.capture("generating a P-256 key")
+        }
+        return try SoftwareDeviceKey(key: EVPKey(taking: generated))
+    }
+
+    /// Reads a PKCS#8 PEM private key. The caller owns `pem` and should zeroize it.
+    public init(pkcs8PEM pem: [UInt8]) throws {
+        OpenSSLLibrary.ensureInitialized()
+        // The decoder keeps this pointer and writes the key through it later,
+        // so it must outlive the call that receives it.
+        let result = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: 1)
+        result.initialize(to: nil)
+        defer { result.deallocate() }
+        guard let decoder = devtrust_pkcs8_pem_decoder(result) else {
+            throw OpenSSLError.capture("OSSL_DECODER_CTX_new_for_pkey")
+        }
+        defer { OSSL_DECODER_CTX_free(decoder) }
+        let ok = pem.withUnsafeBufferPointer { buffer -> Bool in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            var remaining = buffer.count
+            return buffer.count > 0 && OSSL_DECODER_from_data(decoder, &cursor, &remaining) == 1
+        }
+        guard ok, let decoded = result.pointee else {
+            OpenSSLLibrary.clearErrors()
+            throw KeyFileError(message: "not a PKCS#8 PEM EC private key (-----BEGIN PRIVATE KEY-----)")
+        }
+        try self.init(key: EVPKey(taking: decoded))
+    }
+
+    /// The private key as PKCS#8 PEM. Secret: the caller writes it and zeroizes it.
+    public func pkcs8PEM() throws -> [UInt8] {
+        guard let bio = BIO_new(BIO_s_secmem()) else { throw OpenSSLError.capture("BIO_new") }
+        defer { BIO_free(bio) }
+        guard PEM_write_bio_PrivateKey(bio, key.pointer, nil, nil, 0, nil, nil) == 1 else {
+            throw OpenSSLError.capture("PEM_write_bio_PrivateKey")
+        }
+        var data: UnsafeMutablePointer<CChar>?
+        let length = devtrust_BIO_get_mem_data(bio, &data)
+        guard length > 0, let data else { throw OpenSSLError.capture("BIO_get_mem_data") }
+        return data.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
+    }
+
+    public func sign(digest: SHA256Digest) throws -> ECDSASignature {
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key.pointer, nil) else { throw OpenSSLError.capture("EVP_PKEY_CTX_new_from_pkey") }
+        defer { EVP_PKEY_CTX_free(context) }
+        var der = [UInt8](repeating: 0, count: 80)
+        var length = der.count
+        guard EVP_PKEY_sign_init(context) == 1,
+              EVP_PKEY_sign(context, &der, &length, digest.bytes, digest.bytes.count) == 1 else {
+            throw OpenSSLError.capture("EVP_PKEY_sign")
+        }
+        return try ECDSASignature(der: Array(der.prefix(length)))
+    }
+}

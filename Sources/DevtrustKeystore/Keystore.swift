@@ -1,0 +1,130 @@
+import DevtrustEncoding
+import Glibc
+
+/// What a reader got: the manifest and, when there is a key, its file's bytes,
+/// both from the same committed state.
+public struct KeystoreSnapshot: Sendable {
+    public let state: KeystoreState
+    /// The key file's contents. For a software key this is secret: zeroize it after use.
+    public var keyFile: [UInt8]?
+}
+
+/// Files the body of `Keystore.update` writes before the manifest commits them.
+public final class KeystoreStaging {
+    fileprivate let directory: PrivateDirectory
+    fileprivate var writtenFiles: [String] = []
+
+    fileprivate init(directory: PrivateDirectory) {
+        self.directory = directory
+    }
+
+    /// Writes a key file atomically. It becomes part of the keystore only if
+    /// the manifest that `update` writes next names it; otherwise it is removed.
+    public func writeKeyFile(named name: String, contents: [UInt8]) throws(KeystoreError) {
+        precondition(KeystoreFormat.isPlainFileName(name) && name.hasPrefix(Keystore.keyFilePrefix))
+        try directory.writeAtomically(name, contents)
+        writtenFiles.append(name)
+    }
+
+    public var directoryPath: String { directory.path }
+}
+
+/// The keystore directory (see keystore/README.md).
+///
+/// Writers take an exclusive lock, write new files under new names, then
+/// commit by atomically replacing `keystore.json`; files no longer named are
+/// deleted afterwards. A crash at any point leaves the old state or the new
+/// one. Readers take no lock.
+public struct Keystore: Sendable {
+    static let keyFilePrefix = "key-"
+
+    public let path: String
+    public let ownerID: UInt32
+    public var lockTimeoutMilliseconds: Int
+
+    public init(path: String, ownerID: UInt32 = geteuid(), lockTimeoutMilliseconds: Int = 10_000) {
+        self.path = path
+        self.ownerID = ownerID
+        self.lockTimeoutMilliseconds = lockTimeoutMilliseconds
+    }
+
+    public var manifestPath: String { path.hasSuffix("/") ? path + KeystoreFormat.manifestName : path + "/" + KeystoreFormat.manifestName }
+
+    /// The committed state, or nil when there is no keystore yet.
+    public func load() throws(KeystoreError) -> KeystoreState? {
+        guard let directory = try PrivateDirectory.open(path, ownerID: ownerID) else { return nil }
+        return try Self.readState(in: directory)
+    }
+
+    /// The committed state with the key file it names. If a writer replaces
+    /// the key between the two reads, the read starts over.
+    public func loadWithKey() throws(KeystoreError) -> KeystoreSnapshot? {
+        guard let directory = try PrivateDirectory.open(path, ownerID: ownerID) else { return nil }
+        var attempts = 0
+        while true {
+            guard let state = try Self.readState(in: directory) else { return nil }
+            guard let key = state.key else { return KeystoreSnapshot(state: state, keyFile: nil) }
+            if let contents = try directory.read(key.file, requirePrivate: true) {
+                return KeystoreSnapshot(state: state, keyFile: contents)
+            }
+            attempts += 1
+            if attempts >= 3 { throw .keyFileMissing(path: directory.pathOf(key.file)) }
+        }
+    }
+
+    /// Runs `body` on the current state under the lock, then commits the new
+    /// state. If `body` throws, nothing changes and the files it staged are removed.
+    @discardableResult
+    public func update<Result>(_ body: (inout KeystoreState, KeystoreStaging) throws -> Result) throws -> Result {
+        let previousMask = umask(0o077)
+        defer { umask(previousMask) }
+        let directory = try PrivateDirectory.openOrCreate(path, ownerID: ownerID)
+        let lock = try KeystoreLock(in: directory, timeoutMilliseconds: lockTimeoutMilliseconds)
+        defer { withExtendedLifetime(lock) {} }
+
+        try removeLeftoverTemporaryFiles(in: directory)
+        let before = try Self.readState(in: directory) ?? .empty
+        var state = before
+        let staging = KeystoreStaging(directory: directory)
+        let result: Result
+        do {
+            result = try body(&state, staging)
+            if state != before || !staging.writtenFiles.isEmpty {
+                try directory.writeAtomically(KeystoreFormat.manifestName, KeystoreFormat.encode(state))
+            }
+        } catch {
+            // Whatever got committed keeps its key file; other staged files go
+            // (if even the manifest cannot be read, the next writer cleans up).
+            if let committed = try? Self.readState(in: directory) ?? .empty {
+                for name in staging.writtenFiles where name != committed.key?.file {
+                    try? directory.remove(name)
+                }
+            }
+            throw error
+        }
+        try removeUnreferencedKeyFiles(in: directory, keeping: state.key?.file)
+        return result
+    }
+
+    private static func readState(in directory: PrivateDirectory) throws(KeystoreError) -> KeystoreState? {
+        guard let bytes = try directory.read(KeystoreFormat.manifestName, requirePrivate: false) else { return nil }
+        return try KeystoreFormat.decode(bytes, path: directory.pathOf(KeystoreFormat.manifestName))
+    }
+
+    /// Temp files of a writer that crashed before its rename.
+    private func removeLeftoverTemporaryFiles(in directory: PrivateDirectory) throws(KeystoreError) {
+        for name in try directory.entries() where name.hasPrefix(PrivateDirectory.temporaryPrefix) {
+            try directory.remove(name)
+        }
+    }
+
+    /// Key files of replaced keys, and of a writer that crashed before its commit.
+    private func removeUnreferencedKeyFiles(in directory: PrivateDirectory, keeping current: String?) throws(KeystoreError) {
+        var removed = false
+        for name in try directory.entries() where name.hasPrefix(Self.keyFilePrefix) && name != current {
+            try directory.remove(name)
+            removed = true
+        }
+        if removed { try directory.sync() }
+    }
+}

@@ -1,0 +1,62 @@
+import DevtrustEncoding
+import DevtrustKeys
+
+/// The device key as the keystore records it; the key material is in `file`.
+public struct KeyRecord: Equatable, Sendable {
+    public var backend: KeyBackend
+    /// A file name inside the keystore directory (never a path).
+    public var file: String
+    /// RFC 7638 thumbprint of the public key.
+    public var fingerprint: String
+    public var createdAt: String
+
+    public init(backend: KeyBackend, file: String, fingerprint: String, createdAt: String) {
+        self.backend = backend
+        self.file = file
+        self.fingerprint = fingerprint
+        self.createdAt = createdAt
+    }
+
+    /// The file name devtrust gives a key: one per key, so a new key never
+    /// overwrites the file the current manifest names.
+    public static func fileName(fingerprint: String) -> String {
+        "key-\(fingerprint.prefix(16)).pem"
+    }
+}
+
+/// A completed Device Registration: the device's id at one server.
+public struct RegistrationRecord: Equatable, Sendable {
+    /// The server's registrationId: the `deviceId` header of device tokens.
+    public var registrationId: String
+    /// The server base URL registration ran against.
+    public var server: String
+    public var flowType: String
+    /// Fingerprint of the key that was registered.
+    public var keyFingerprint: String
+    public var registeredAt: String
+
+    public init(registrationId: String, server: String, flowType: String, keyFingerprint: String, registeredAt: String) {
+        self.registrationId = registrationId
+        self.server = server
+        self.flowType = flowType
+        self.keyFingerprint = keyFingerprint
+        self.registeredAt = registeredAt
+    }
+}
+
+/// Everything `keystore.json` says.
+public struct KeystoreState: Equatable, Sendable {
+    public var key: KeyRecord?
+    public var registrations: [RegistrationRecord]
+    /// TPM persistent handles devtrust itself made (an SRK it persisted), so
+    /// that `reset` removes those and never anything it did not create.
+    public var tpmPersistentHandles: [UInt32]
+
+    public init(key: KeyRecord? = nil, registrations: [RegistrationRecord] = [], tpmPersistentHandles: [UInt32] = []) {
+        self.key = key
+        self.registrations = registrations
+        self.tpmPersistentHandles = tpmPersistentHandles
+    }
+
+    public static let empty = KeystoreState()
+}

@@ -1,0 +1,4 @@
+import DevtrustCLI
+import Glibc
+
+exit(DevtrustCommandLine.run(Array(CommandLine.arguments.dropFirst()), environment: .process()))
