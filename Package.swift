@@ -50,7 +50,8 @@ let package = Package(
         .testTarget(name: "DevtrustEncodingTests", dependencies: ["DevtrustEncoding"]),
         .testTarget(
             name: "DevtrustKeysTests",
-            dependencies: ["DevtrustKeys", "DevtrustEncoding", "DevtrustTestSupport"]
+            dependencies: ["DevtrustKeys", "DevtrustEncoding", "DevtrustTestSupport"],
+            exclude: ["Vectors"]
         ),
         .testTarget(
             name: "DevtrustJOSETests",

@@ -34,6 +34,8 @@ public struct Base64DecodingError: Error, Equatable, Sendable, CustomStringConve
 
     public let reason: Reason
 
+    public init(reason: Reason) { self.reason = reason }
+
     public var description: String {
         switch reason {
         case let .invalidCharacter(character, offset):

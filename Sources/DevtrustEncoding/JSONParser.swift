@@ -3,6 +3,11 @@ public struct JSONParseError: Error, Equatable, Sendable, CustomStringConvertibl
     /// Byte offset into the input where the problem was found.
     public let offset: Int
 
+    public init(message: String, offset: Int) {
+        self.message = message
+        self.offset = offset
+    }
+
     public var description: String { "\(message) at byte \(offset)" }
 }
 

@@ -16,6 +16,8 @@ public struct SignatureEncodingError: Error, Equatable, Sendable, CustomStringCo
 
     public let reason: Reason
 
+    public init(reason: Reason) { self.reason = reason }
+
     public var description: String {
         switch reason {
         case let .wrongRawLength(count): return "a raw ES256 signature is 64 bytes (r||s), this one is \(count)"

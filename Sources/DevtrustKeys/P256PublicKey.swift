@@ -4,6 +4,8 @@ import DevtrustEncoding
 public struct PublicKeyError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
 
+    public init(message: String) { self.message = message }
+
     public var description: String { message }
 }
 

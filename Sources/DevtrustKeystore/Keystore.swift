@@ -76,8 +76,6 @@ public struct Keystore: Sendable {
     /// state. If `body` throws, nothing changes and the files it staged are removed.
     @discardableResult
     public func update<Result>(_ body: (inout KeystoreState, KeystoreStaging) throws -> Result) throws -> Result {
-        let previousMask = umask(0o077)
-        defer { umask(previousMask) }
         let directory = try PrivateDirectory.openOrCreate(path, ownerID: ownerID)
         let lock = try KeystoreLock(in: directory, timeoutMilliseconds: lockTimeoutMilliseconds)
         defer { withExtendedLifetime(lock) {} }

@@ -1,0 +1,86 @@
+import DevtrustEncoding
+import DevtrustKeys
+import DevtrustKeystore
+import Testing
+
+@Suite struct KeystoreFormatTests {
+    static let sample = KeystoreState(
+        key: KeyRecord(backend: .software, file: "key-abc.pem", fingerprint: "abc", createdAt: "2026-11-30T00:00:00Z"),
+        registrations: [RegistrationRecord(registrationId: "r1", server: "https://s", flowType: "REGISTRATION", keyFingerprint: "abc", registeredAt: "2026-11-30T00:00:01Z")],
+        tpmPersistentHandles: [0x8100_0001])
+
+    @Test func roundTrips() throws {
+        let bytes = KeystoreFormat.encode(Self.sample)
+        #expect(try KeystoreFormat.decode(bytes, path: "k") == Self.sample)
+        #expect(String(decoding: bytes, as: UTF8.self).contains(#""tpmPersistentHandles": [\#n    "0x81000001"\#n  ]"#))
+        #expect(try KeystoreFormat.decode(KeystoreFormat.encode(.empty), path: "k") == .empty)
+    }
+
+    static func document(_ edit: (inout JSONObject) -> Void) -> [UInt8] {
+        var object = try! JSONParser.parse(KeystoreFormat.encode(sample)).objectValue!
+        edit(&object)
+        return JSONWriter.bytes(.object(object))
+    }
+
+    @Test func refusesANewerVersion() {
+        #expect(throws: KeystoreError.unsupportedVersion(path: "k", found: 2, supported: 1)) {
+            try KeystoreFormat.decode(Self.document { $0["version"] = .integer(2) }, path: "k")
+        }
+    }
+
+    @Test(arguments: [
+        ("version 0", "there is no keystore version 0"),
+        ("no version", "missing required field \"version\""),
+        ("string version", "field \"version\" must be an integer"),
+        ("unknown field", "unknown field \"extra\""),
+        ("bad backend", "unknown backend \"hsm\""),
+        ("path as file", "must be a file name inside the keystore"),
+        ("hidden file", "must be a file name inside the keystore"),
+        ("registration missing server", "missing required field \"registrations[0].server\""),
+        ("registrations without key", "registrations are recorded but there is no key"),
+        ("bad handle", "tpmPersistentHandles[0]"),
+        ("not an object", "must be an object"),
+    ])
+    func corruptDocumentsNameTheProblem(name: String, expected: String) {
+        let bytes: [UInt8]
+        switch name {
+        case "version 0": bytes = Self.document { $0["version"] = .integer(0) }
+        case "no version": bytes = Self.document { $0["version"] = nil }
+        case "string version": bytes = Self.document { $0["version"] = .string("1") }
+        case "unknown field": bytes = Self.document { $0["extra"] = .bool(true) }
+        case "bad backend": bytes = Self.document { edit(&$0, "key") { $0["backend"] = .string("hsm") } }
+        case "path as file": bytes = Self.document { edit(&$0, "key") { $0["file"] = .string("../../etc/shadow") } }
+        case "hidden file": bytes = Self.document { edit(&$0, "key") { $0["file"] = .string(".lock") } }
+        case "registration missing server":
+            bytes = Self.document { object in
+                var record = object["registrations"]!.arrayValue![0].objectValue!
+                record["server"] = nil
+                object["registrations"] = .array([.object(record)])
+            }
+        case "registrations without key": bytes = Self.document { $0["key"] = .null }
+        case "bad handle": bytes = Self.document { $0["tpmPersistentHandles"] = .array([.integer(5)]) }
+        default: bytes = Array("[1]".utf8)
+        }
+        do {
+            let state = try KeystoreFormat.decode(bytes, path: "/ks/keystore.json")
+            Issue.record("accepted \(name): \(state)")
+        } catch let KeystoreError.corrupt(path, detail) {
+            #expect(path == "/ks/keystore.json")
+            #expect(detail.contains(expected), "\(detail)")
+        } catch {
+            Issue.record("\(name): \(error)")
+        }
+    }
+
+    @Test func garbageIsCorrupt() {
+        for text in ["", "{", "null", "\u{0}\u{1}", #"{"version":1,"version":1}"#] {
+            #expect(throws: KeystoreError.self) { try KeystoreFormat.decode(Array(text.utf8), path: "k") }
+        }
+    }
+}
+
+private func edit(_ object: inout JSONObject, _ key: String, _ change: (inout JSONObject) -> Void) {
+    var inner = object[key]!.objectValue!
+    change(&inner)
+    object[key] = .object(inner)
+}

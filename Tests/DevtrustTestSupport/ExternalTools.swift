@@ -1,0 +1,42 @@
+import Foundation
+
+/// Independent verifiers the tests cross-check devtrust against. When CI=true
+/// a missing tool is a failure, not a skip: tests gate on `available(...)`.
+public enum ExternalTool: String, Sendable {
+    case openssl = "/usr/bin/openssl"
+    /// Debian's python3 with python3-cryptography (the pyenv `python3` on PATH lacks it).
+    case python = "/usr/bin/python3"
+    case jose = "/usr/bin/jose"
+
+    public static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
+
+    public var isInstalled: Bool {
+        guard FileManager.default.isExecutableFile(atPath: rawValue) else { return false }
+        if self == .python {
+            return (try? ProcessRunner.run(rawValue, ["-c", "import cryptography"]).status) == 0
+        }
+        return true
+    }
+
+    /// Run the test when the tool is here, or always on CI (where its absence must fail).
+    public var shouldRun: Bool { isInstalled || Self.isCI }
+
+    @discardableResult
+    public func run(_ arguments: [String], stdin: [UInt8]? = nil) throws -> ProcessResult {
+        try ProcessRunner.run(rawValue, arguments, environment: ["PATH": "/usr/bin:/bin"], stdin: stdin)
+    }
+}
+
+/// Paths inside the repository, for fixtures and scripts.
+public enum Repository {
+    public static func root(file: StaticString = #filePath) -> String {
+        var url = URL(fileURLWithPath: "\(file)")
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url.path }
+        }
+        fatalError("no Package.swift above \(file)")
+    }
+
+    public static func path(_ relative: String) -> String { root() + "/" + relative }
+}
