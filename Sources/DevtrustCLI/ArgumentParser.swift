@@ -66,7 +66,10 @@ struct ArgumentParser {
                 optionsEnded = true
                 continue
             }
-            if !optionsEnded && argument.hasPrefix("-") && argument != "-" {
+            // A single-dash word longer than "-x" is an operand: base64url
+            // challenges start with "-" one time in 64 (no bundled short flags).
+            let isOperandWithDash = !argument.hasPrefix("--") && argument.count > 2 && (commandSpec?.maximumPositionals ?? 0) > 0
+            if !optionsEnded && argument.hasPrefix("-") && argument != "-" && !isOperandWithDash {
                 let (spec, inlineValue) = try lookUp(argument, command: commandSpec)
                 if let _ = spec.valueName {
                     let value: String
@@ -127,6 +130,9 @@ struct ArgumentParser {
         }
         if command == nil, commands.contains(where: { $0.options.contains(where: { "--" + $0.long == argument.split(separator: "=").first.map(String.init) }) }) {
             throw UsageError("option \(argument) must come after the command it belongs to")
+        }
+        if let command, command.maximumPositionals > 0 {
+            throw UsageError("unknown option \(argument) (an argument that starts with \"-\" goes after `--`)", command: command.name)
         }
         throw UsageError("unknown option \(argument)", command: command?.name)
     }

@@ -1,0 +1,197 @@
+import DevtrustEncoding
+import DevtrustTestSupport
+import Foundation
+import Testing
+
+/// Every exit code of ../shared/docs/cli-contract.md that these commands can
+/// produce, from the real binary.
+@Suite struct CLIExitCodeTests {
+    static let challenge = "q3x3Zp3j0JvFf1m7m3kF5G8W2sV6l9d0QhYp4n1eT0Y"
+
+    func devtrust(_ directory: TemporaryDirectory) -> DevtrustBinary {
+        DevtrustBinary(keystore: directory.file("ks"))
+    }
+
+    @Test func successPathsPrintOnlyTheArtifact() throws {
+        let directory = TemporaryDirectory()
+        let cli = devtrust(directory)
+        let initResult = try cli.run("init", "--backend", "software")
+        #expect(initResult.status == 0 && initResult.stdout.isEmpty)
+        #expect(initResult.stderr.contains("created a software P-256 device key in \(directory.file("ks"))/key-"))
+
+        let spki = try cli.run("pubkey")
+        #expect(spki.status == 0 && spki.stderr.isEmpty)
+        #expect(spki.stdout.hasSuffix("\n") && !spki.output.contains("\n") && spki.output.hasPrefix("MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE"))
+        let pem = try cli.run("pubkey", "--format", "pem")
+        #expect(pem.stdout.hasPrefix("-----BEGIN PUBLIC KEY-----\n") && pem.stdout.hasSuffix("-----END PUBLIC KEY-----\n"))
+        let jwk = try cli.run("pubkey", "--format=jwk")
+        #expect(try JSONParser.parse(jwk.output).objectValue?.keys == ["kty", "crv", "x", "y"])
+        let thumbprint = try cli.run("pubkey", "--format", "thumbprint")
+        #expect(thumbprint.output.count == 43)
+
+        for arguments in [["sign-challenge", Self.challenge], ["device-data", "--claim", "lockScreen=true"],
+                          ["token", "--device-id", "74070bae-df8c-42bf-8754-5173c237c936"], ["status"], ["--version"], ["--help"], ["help", "token"]] {
+            let result = try cli.run(arguments)
+            #expect(result.status == 0, "\(arguments): \(result)")
+            #expect(result.stdout.hasSuffix("\n") && !result.stdout.hasSuffix("\n\n"), "\(arguments)")
+            #expect(result.stderr.isEmpty, "\(arguments): \(result.stderr)")
+        }
+        let token = try cli.run("token", "--device-id", "X").output
+        let verify = try cli.run("verify", "--public-key", spki.output, "--jwt", token, "--max-age", "60")
+        #expect(verify.status == 0 && verify.stdout.isEmpty && verify.stderr.hasPrefix("valid: "))
+        let quiet = try cli.run("-q", "verify", "--public-key", spki.output, "--jwt", token)
+        #expect(quiet.status == 0 && quiet.stderr.isEmpty)
+    }
+
+    @Test func exitOneInvalidAndFailure() throws {
+        let directory = TemporaryDirectory()
+        let cli = devtrust(directory)
+        try cli.run("init")
+        let spki = try cli.run("pubkey").output
+        let token = try cli.run("token", "--device-id", "X").output
+        var tampered = Array(token)
+        tampered[tampered.count - 3] = tampered[tampered.count - 3] == "A" ? "B" : "A"
+        let invalid = try cli.run("verify", "--public-key", spki, "--jwt", String(tampered))
+        #expect(invalid.status == 1 && invalid.stderr == "devtrust: error: invalid: the signature does not verify with this public key\n")
+        let json = try cli.run("verify", "--json", "--public-key", spki, "--jwt", "a.b.c")
+        #expect(json.status == 1)
+        #expect(try JSONParser.parse(json.output).objectValue?["valid"] == .bool(false))
+        // iat has whole seconds: two seconds later the token is at least 2 s old.
+        Thread.sleep(forTimeInterval: 2.05)
+        let stale = try cli.run("verify", "--public-key", spki, "--jwt", token, "--max-age", "1")
+        #expect(stale.status == 1 && stale.stderr.contains("old, older than --max-age 1 s"), "\(stale)")
+        let other = DevtrustBinary(keystore: directory.file("other"))
+        try other.run("init")
+        let wrongKey = try cli.run("verify", "--public-key", try other.run("pubkey").output, "--jwt", token)
+        #expect(wrongKey.status == 1)
+        let backendMismatch = try cli.run("init", "--backend", "tpm")
+        #expect(backendMismatch.status == 1 && backendMismatch.stderr.contains("--force"))
+    }
+
+    @Test(arguments: [
+        (["frobnicate"], "unknown command \"frobnicate\""),
+        (["pubkey", "--frob"], "unknown option --frob"),
+        (["token", "--device-id"], "option --device-id needs a value"),
+        (["--keystore"], "option --keystore needs a value"),
+        (["pubkey", "--format", "der"], "--format must be spki, pem, jwk or thumbprint"),
+        (["init", "--backend", "hsm"], "--backend must be auto, tpm or software"),
+        (["sign-challenge", "q3x3Zp3j0JvFf1m7m3kF5G8W2sV6l9d0QhYp4n1eT0Y+"], "the challenge is not base64url"),
+        (["sign-challenge", "ab/c"], "the challenge is not base64url"),
+        (["sign-challenge", "q3x3Zp3j0JvFf1m7m3kF5G8W2sV6l9d0QhYp4n1eT0Y=="], "the challenge is not base64url"),
+        (["sign-challenge", ""], "the challenge is empty"),
+        (["sign-challenge", "a", "b"], "unexpected argument \"b\""),
+        (["token", "--claim", "lockScreen"], "--claim takes NAME=VALUE"),
+        (["token", "--claim", "jti=1"], "jti is set by devtrust"),
+        (["device-data", "--claim", "attestationToken=x"], "attestationToken is for Play Integrity"),
+        (["token", "--device-id", ""], "--device-id must be 1 to 256 printable characters"),
+        (["verify", "--jwt", "a.b.c"], "--public-key is required"),
+        (["verify", "--public-key", "MFkw"], "give either --jwt, or --signature with --message"),
+        (["verify", "--public-key", "MFkw", "--jwt", "a", "--signature", "b"], "give either --jwt"),
+        (["verify", "--public-key", "MFkw", "--signature", "b"], "--signature and --message go together"),
+        (["verify", "--public-key", "notbase64!", "--jwt", "a.b.c"], "--public-key is neither"),
+        (["verify", "--public-key", "MFkw", "--jwt", "a.b.c"], "--public-key: not a DER SubjectPublicKeyInfo"),
+        (["verify", "--public-key", "MFkw", "--jwt", "a.b.c", "--max-age", "soon"], "--max-age takes a positive number"),
+        (["token", "--version=1"], "option --version takes no value"),
+        (["--config", "/nonexistent/devtrust.json", "token", "--device-id", "x"], "configuration file /nonexistent/devtrust.json does not exist"),
+        (["reset"], "confirm with --yes"),
+        (["token", "--device-id", "a", "--device-id", "b"], "option --device-id is given more than once"),
+        (["--claim", "a=b", "token"], "option --claim must come after the command it belongs to"),
+    ])
+    func exitTwoUsage(arguments: [String], message: String) throws {
+        let directory = TemporaryDirectory()
+        let cli = devtrust(directory)
+        try cli.run("init")
+        let result = try cli.run(arguments)
+        #expect(result.status == 2, "\(arguments): \(result)")
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.hasPrefix("devtrust: error: ") && result.stderr.contains(message), "\(result.stderr)")
+    }
+
+    @Test func exitTwoForABadConfigurationFile() throws {
+        let directory = TemporaryDirectory()
+        var cli = devtrust(directory)
+        try cli.run("init")
+        let config = directory.write("config.json", #"{"claims":{"lockScreen":true}}"#)
+        cli.extraEnvironment["DEVTRUST_CONFIG"] = config
+        let result = try cli.run("token", "--device-id", "x")
+        #expect(result.status == 2)
+        #expect(result.stderr == "devtrust: error: configuration file \(config): field \"claims.lockScreen\" must be a string, found a boolean (true); see docs/configuration.md\n")
+    }
+
+    @Test func exitThreeNoKeyOrNotRegistered() throws {
+        let directory = TemporaryDirectory()
+        let cli = devtrust(directory)
+        for arguments in [["pubkey"], ["sign-challenge", Self.challenge], ["device-data"], ["token", "--device-id", "x"]] {
+            let result = try cli.run(arguments)
+            #expect(result.status == 3, "\(arguments): \(result)")
+            #expect(result.stderr == "devtrust: error: there is no device key in \(directory.file("ks")); run `devtrust init` first\n")
+        }
+        try cli.run("init")
+        let unregistered = try cli.run("token")
+        #expect(unregistered.status == 3)
+        #expect(unregistered.stderr.contains("not registered with any server; run `devtrust register --server URL`, or pass --device-id"))
+    }
+
+    @Test func tokensUseTheRegistrationRecord() throws {
+        let directory = TemporaryDirectory()
+        let keystore = copyKeystoreFixture("v1/software-registered", into: directory)
+        let cli = DevtrustBinary(keystore: keystore)
+        let ambiguous = try cli.run("token")
+        #expect(ambiguous.status == 2 && ambiguous.stderr.contains("choose one with --server"))
+        let token = try cli.run("token", "--server", "api.asgardeo.io")
+        #expect(token.status == 0)
+        let header = try JSONParser.parse(Base64URL.decode(String(token.output.split(separator: ".")[0])))
+        #expect(header.objectValue?["deviceId"] == .string("74070bae-df8c-42bf-8754-5173c237c936"))
+        let other = try cli.run("token", "--server", "https://localhost:9443/")
+        #expect(other.status == 0)
+        let missing = try cli.run("token", "--server", "https://example.org")
+        #expect(missing.status == 3 && missing.stderr.contains("not registered with https://example.org"))
+    }
+
+    @Test func exitSevenKeystoreProblems() throws {
+        let directory = TemporaryDirectory()
+        let cli = devtrust(directory)
+        try cli.run("init")
+        let keystore = directory.file("ks")
+        chmod(keystore, 0o750)
+        let exposed = try cli.run("token", "--device-id", "x")
+        #expect(exposed.status == 7)
+        #expect(exposed.stderr.contains("mode 750") && exposed.stderr.contains("Run: chmod 700 \(keystore)"))
+        chmod(keystore, 0o700)
+
+        let keyFile = try #require(directory.entries("ks").first { $0.hasPrefix("key-") })
+        chmod(keystore + "/" + keyFile, 0o644)
+        let exposedKey = try cli.run("sign-challenge", Self.challenge)
+        #expect(exposedKey.status == 7 && exposedKey.stderr.contains("chmod 600 \(keystore)/\(keyFile)"))
+        chmod(keystore + "/" + keyFile, 0o600)
+
+        let manifest = try #require(directory.read("ks/keystore.json"))
+        directory.write("ks/keystore.json", #"{"version":3,"key":null,"registrations":[]}"#)
+        let newer = try cli.run("status")
+        #expect(newer.status == 7 && newer.stderr.contains("keystore version 3, newer than this devtrust supports (1); upgrade devtrust"))
+        directory.write("ks/keystore.json", "{\"version\":1,")
+        let corrupt = try cli.run("pubkey")
+        #expect(corrupt.status == 7 && corrupt.stderr.contains("is corrupt: not valid JSON"))
+        directory.write("ks/keystore.json", manifest)
+        directory.write("ks/" + keyFile, "-----BEGIN PRIVATE KEY-----\ngarbage\n-----END PRIVATE KEY-----\n")
+        let badKey = try cli.run("token", "--device-id", "x")
+        #expect(badKey.status == 7 && badKey.stderr.contains("not a PKCS#8 PEM EC private key"))
+        let status = try cli.run("status", "--json")
+        #expect(status.status == 0)
+        #expect(try JSONParser.parse(status.output).objectValue?["key"]?.objectValue?["loads"] == .bool(false))
+    }
+
+    @Test func resetNeedsConfirmationAndForgetsEverything() throws {
+        let directory = TemporaryDirectory()
+        let keystore = copyKeystoreFixture("v1/software-registered", into: directory)
+        let cli = DevtrustBinary(keystore: keystore)
+        let refused = try cli.run("reset")
+        #expect(refused.status == 2)
+        let reset = try cli.run("reset", "--yes")
+        #expect(reset.status == 0 && reset.stderr.contains("deleted the device key and 2 registration(s)"))
+        let status = try JSONParser.parse(try cli.run("status", "--json").output).objectValue!
+        #expect(status["key"] == .null && status["registrations"] == .array([]) && status["signIns"] == .array([]))
+        #expect(try cli.run("pubkey").status == 3)
+        #expect(try cli.run("reset", "--yes").stderr.contains("nothing to reset"))
+    }
+}

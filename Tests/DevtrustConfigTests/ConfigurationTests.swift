@@ -1,0 +1,58 @@
+import DevtrustConfig
+import DevtrustEncoding
+import DevtrustTestSupport
+import Testing
+
+@Suite struct ConfigurationTests {
+    @Test func parsesPlatformAndClaimsInOrder() throws {
+        let configuration = try Configuration.parse(Array(#"{"platform":"linux-kiosk","claims":{"site":"berlin","lockScreen":"true"}}"#.utf8), file: "/etc/devtrust/config.json")
+        #expect(configuration.platform == "linux-kiosk")
+        #expect(configuration.claims.map(\.name) == ["site", "lockScreen"])
+        #expect(configuration.claims.map(\.value) == ["berlin", "true"])
+        #expect(try Configuration.parse(Array("{}".utf8), file: "f") == Configuration(source: "f"))
+    }
+
+    @Test(arguments: [
+        (#"{"claims":{"lockScreen":true}}"#, "configuration file /c.json: field \"claims.lockScreen\" must be a string, found a boolean (true); see docs/configuration.md"),
+        (#"{"claims":["a"]}"#, "configuration file /c.json: field \"claims\" must be an object, found an array; see docs/configuration.md"),
+        (#"{"platform":7}"#, "configuration file /c.json: field \"platform\" must be a string, found a number (7); see docs/configuration.md"),
+        (#"{"platform":""}"#, "configuration file /c.json: field \"platform\": must not be empty; see docs/configuration.md"),
+        (#"{"claimz":{}}"#, "configuration file /c.json: unknown field \"claimz\" (known fields: platform, claims); see docs/configuration.md"),
+        (#"{"claims":{"jti":"x"}}"#, "configuration file /c.json: field \"claims.jti\": jti is set by devtrust on every token and cannot be overridden; see docs/configuration.md"),
+        (#"{"claims":{"attestationToken":"x"}}"#, "attestationToken is for Play Integrity"),
+        ("[]", "configuration file /c.json: field \"(top level)\" must be an object, found an array; see docs/configuration.md"),
+        (#"{"platform":"linux",}"#, "configuration file /c.json is not valid JSON: expected a string key at byte 20"),
+    ])
+    func typedErrorsNameTheFieldAndFile(text: String, message: String) {
+        do {
+            let configuration = try Configuration.parse(Array(text.utf8), file: "/c.json")
+            Issue.record("accepted \(text): \(configuration)")
+        } catch {
+            #expect(error.description.contains(message), "\(error.description)")
+        }
+    }
+
+    @Test func locationOrder() throws {
+        let directory = TemporaryDirectory()
+        let xdg = directory.write("xdg/devtrust/config.json", "{}")
+        let system = directory.write("root/etc/devtrust/config.json", "{}")
+        func location(_ explicit: String?, _ environment: [String: String]) -> String? {
+            ConfigurationLoader(explicitPath: explicit, environment: environment, root: directory.file("root")).location()?.path
+        }
+        #expect(location("/explicit.json", ["DEVTRUST_CONFIG": "/env.json"]) == "/explicit.json")
+        #expect(location(nil, ["DEVTRUST_CONFIG": "/env.json", "XDG_CONFIG_HOME": directory.file("xdg")]) == "/env.json")
+        #expect(location(nil, ["XDG_CONFIG_HOME": directory.file("xdg")]) == xdg)
+        #expect(location(nil, ["XDG_CONFIG_HOME": directory.file("nothing"), "HOME": directory.file("home")]) == system)
+        #expect(location(nil, ["HOME": directory.file("root/etc")]) == system)
+    }
+
+    @Test func anExplicitFileMustExistADefaultOneNeedNot() throws {
+        let directory = TemporaryDirectory()
+        #expect(throws: ConfigError(file: directory.file("missing.json"), problem: .notFound)) {
+            try ConfigurationLoader(explicitPath: directory.file("missing.json"), environment: [:], root: directory.path).load()
+        }
+        #expect(try ConfigurationLoader(explicitPath: nil, environment: ["HOME": directory.path], root: directory.path).load() == Configuration())
+        let file = directory.write("c.json", #"{"claims":{"a":"b"}}"#)
+        #expect(try ConfigurationLoader(explicitPath: nil, environment: ["DEVTRUST_CONFIG": file], root: directory.path).load().claims.first?.value == "b")
+    }
+}

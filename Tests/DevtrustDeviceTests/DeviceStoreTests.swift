@@ -1,0 +1,108 @@
+import DevtrustDevice
+import DevtrustKeys
+import DevtrustKeystore
+import DevtrustTestSupport
+import Testing
+
+@Suite struct DeviceStoreTests {
+    @Test func initIsIdempotentAndForceReplacesAndForgetsRegistrations() throws {
+        let directory = TemporaryDirectory()
+        let keystore = Keystore(path: directory.file("ks"))
+        let store = DeviceStore(keystore: keystore)
+        guard case let .created(first, dropped) = try store.initialize(backend: .software, force: false) else {
+            Issue.record("first init did not create a key")
+            return
+        }
+        #expect(dropped.isEmpty)
+        guard case let .kept(kept) = try store.initialize(backend: .auto, force: false) else {
+            Issue.record("second init replaced the key")
+            return
+        }
+        #expect(kept == first)
+        #expect(throws: DeviceError.keyExistsWithOtherBackend(existing: "software", requested: "tpm")) {
+            try store.initialize(backend: .tpm, force: false)
+        }
+        try keystore.update { state, _ in
+            state.registrations = [RegistrationRecord(registrationId: "r", server: "https://s", flowType: "REGISTRATION",
+                                                      keyFingerprint: first.fingerprint, registeredAt: "t")]
+        }
+        guard case let .created(second, forgotten) = try store.initialize(backend: .software, force: true) else {
+            Issue.record("--force did not replace the key")
+            return
+        }
+        #expect(second.fingerprint != first.fingerprint)
+        #expect(forgotten.map(\.registrationId) == ["r"])
+        #expect(try store.state().registrations.isEmpty)
+        #expect(try store.loadKey().key.fingerprint == second.fingerprint)
+        #expect(directory.entries("ks").filter { $0.hasPrefix("key-") } == [second.file])
+    }
+
+    @Test func noKeyIsReported() throws {
+        let directory = TemporaryDirectory()
+        let store = DeviceStore(keystore: Keystore(path: directory.file("ks")))
+        #expect(throws: DeviceError.noDeviceKey(keystore: directory.file("ks"))) { try store.loadKey() }
+        #expect(try store.reset() == .empty)
+    }
+
+    @Test func aSwappedKeyFileIsDetected() throws {
+        let directory = TemporaryDirectory()
+        let keystore = Keystore(path: directory.file("ks"))
+        let store = DeviceStore(keystore: keystore)
+        guard case let .created(record, _) = try store.initialize(backend: .software, force: false) else { return }
+        directory.write("ks/" + record.file, try SoftwareDeviceKey.generate().pkcs8PEM())
+        #expect(throws: KeystoreError.self) { try store.loadKey() }
+        directory.write("ks/" + record.file, "not a key")
+        do {
+            _ = try store.loadKey()
+            Issue.record("loaded a garbage key file")
+        } catch let KeystoreError.corrupt(path, detail) {
+            #expect(path == directory.file("ks/" + record.file))
+            #expect(detail.contains("PKCS#8"))
+        }
+    }
+
+    @Test func resetRemovesKeyAndRegistrations() throws {
+        let directory = TemporaryDirectory()
+        let store = DeviceStore(keystore: Keystore(path: directory.file("ks")))
+        _ = try store.initialize(backend: .software, force: false)
+        let removed = try store.reset()
+        #expect(removed.key != nil)
+        #expect(try store.state() == .empty)
+        #expect(directory.entries("ks") == [".lock", "keystore.json"])
+    }
+}
+
+@Suite struct RegistrationSelectorTests {
+    static func state(_ servers: [String], fingerprint: String = "fp") -> KeystoreState {
+        KeystoreState(
+            key: KeyRecord(backend: .software, file: "key-x.pem", fingerprint: "fp", createdAt: "t"),
+            registrations: servers.enumerated().map { index, server in
+                RegistrationRecord(registrationId: "id\(index)", server: server, flowType: "REGISTRATION", keyFingerprint: fingerprint, registeredAt: "t")
+            })
+    }
+
+    @Test func picksTheOnlyOneOrTheNamedOne() throws {
+        #expect(try RegistrationSelector.select(from: Self.state(["https://a.example/t/acme"]), server: nil).registrationId == "id0")
+        let two = Self.state(["https://api.asgardeo.io/t/acme", "https://localhost:9443"])
+        #expect(throws: DeviceError.ambiguousRegistration(servers: ["https://api.asgardeo.io/t/acme", "https://localhost:9443"])) {
+            try RegistrationSelector.select(from: two, server: nil)
+        }
+        for name in ["https://API.asgardeo.io:443/t/acme/", "api.asgardeo.io/t/acme", "api.asgardeo.io"] {
+            #expect(try RegistrationSelector.select(from: two, server: name).registrationId == "id0", "\(name)")
+        }
+        #expect(try RegistrationSelector.select(from: two, server: "localhost:9443").registrationId == "id1")
+        #expect(throws: DeviceError.notRegistered(server: "https://api.asgardeo.io/t/other")) {
+            try RegistrationSelector.select(from: two, server: "https://api.asgardeo.io/t/other")
+        }
+        #expect(throws: DeviceError.notRegistered(server: "http://api.asgardeo.io/t/acme")) {
+            try RegistrationSelector.select(from: two, server: "http://api.asgardeo.io/t/acme")
+        }
+        #expect(throws: DeviceError.notRegistered(server: nil)) { try RegistrationSelector.select(from: Self.state([]), server: nil) }
+    }
+
+    @Test func aRegistrationOfAnotherKeyIsRefused() {
+        #expect(throws: DeviceError.registrationForOtherKey(registrationId: "id0", server: "https://a")) {
+            try RegistrationSelector.select(from: Self.state(["https://a"], fingerprint: "old"), server: nil)
+        }
+    }
+}
