@@ -46,3 +46,36 @@ import Testing
         }
     }
 }
+
+/// What devtrust writes matches the committed JSON Schema (checked by python3-jsonschema).
+@Suite struct KeystoreSchemaTests {
+    static var validatorAvailable: Bool {
+        ExternalTool.python.isInstalled && (try? ExternalTool.python.run(["-c", "import jsonschema"]).status) == 0
+    }
+
+    @Test(.enabled(if: validatorAvailable || ExternalTool.isCI))
+    func writtenKeystoresAndFixturesMatchTheSchema() throws {
+        #expect(Self.validatorAvailable, "python3-jsonschema is required (apt-get install python3-jsonschema)")
+        let directory = TemporaryDirectory()
+        let keystore = Keystore(path: directory.file("ks"))
+        let store = DeviceStore(keystore: keystore)
+        _ = try store.initialize(backend: .software, force: false)
+        try keystore.update { state, _ in
+            state.registrations.append(RegistrationRecord(registrationId: "74070bae-df8c-42bf-8754-5173c237c936", server: "https://api.asgardeo.io/t/acme",
+                                                          flowType: "REGISTRATION", keyFingerprint: state.key!.fingerprint, registeredAt: "2026-11-30T04:00:00Z"))
+            state.tpmPersistentHandles = [0x8100_0001]
+        }
+        let broken = directory.write("broken.json", #"{"version":1,"key":null,"registrations":[{"registrationId":"x"}]}"#)
+        let files = [keystore.manifestPath, broken] + KeystoreCompatibilityTests.fixtures.map { Repository.path("keystore/fixtures/\($0)/keystore.json") }
+        let result = try ExternalTool.python.run([Repository.path("Tests/Interop/validate_keystore.py"), Repository.path("keystore/schema")] + files)
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == files.count, "\(result)")
+        for (line, file) in zip(lines, files) {
+            if file == broken {
+                #expect(line.hasPrefix("invalid "), "the validator accepted a broken record: \(line)")
+            } else {
+                #expect(line == "ok \(file)")
+            }
+        }
+    }
+}
