@@ -14,7 +14,13 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
 
-        // Base64, base64url, hex and a small strict JSON value type.
+        .systemLibrary(
+            name: "CTPM2",
+            pkgConfig: "tss2-esys",
+            providers: [.apt(["libtss2-dev"])]
+        ),
+
+        // Base64, base64url, hex, DER and PEM, and a small strict JSON value type.
         .target(name: "DevtrustEncoding"),
 
         // Operating-system helpers shared by the modules: bounded file reads.
@@ -22,7 +28,7 @@ let package = Package(
 
         // The device key: one DeviceKey protocol, backends in parallel files,
         // P-256 public keys, ECDSA signature encodings, SHA-256, randomness.
-        .target(name: "DevtrustKeys", dependencies: ["COpenSSL", "DevtrustEncoding"]),
+        .target(name: "DevtrustKeys", dependencies: ["COpenSSL", "CTPM2", "DevtrustEncoding"]),
 
         // Compact JWS (ES256), verification, device data and device tokens.
         .target(name: "DevtrustJOSE", dependencies: ["DevtrustKeys", "DevtrustEncoding"]),

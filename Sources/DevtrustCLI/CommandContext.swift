@@ -1,4 +1,6 @@
 import DevtrustConfig
+import DevtrustDevice
+import DevtrustKeys
 import DevtrustKeystore
 
 /// One command's run: its parsed arguments, the environment, and output helpers.
@@ -35,6 +37,15 @@ struct CommandContext {
             throw UsageError("cannot tell where the keystore is: HOME is not set; pass --keystore DIR or set DEVTRUST_KEYSTORE")
         }
         return Keystore(path: path, ownerID: environment.effectiveUserID)
+    }
+
+    /// The TPM as `--tcti` and the environment choose it.
+    var tpmSelection: TPMSelection {
+        TPMSelection(explicit: arguments.value("tcti"), environment: environment.variables)
+    }
+
+    func deviceStore() throws -> DeviceStore {
+        DeviceStore(keystore: try keystore(), clock: environment.clock, tpm: tpmSelection)
     }
 
     func configuration() throws(ConfigError) -> Configuration {

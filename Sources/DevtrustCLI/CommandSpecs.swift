@@ -19,6 +19,7 @@ enum CommandSpecs {
         CommandSpec(name: "init", summary: "create the device key", positionalUsage: "", maximumPositionals: 0, options: [
             .value("backend", "auto|tpm|software", "where the key lives (default auto: the TPM when one answers)"),
             .flag("force", "replace an existing key (forgets the registrations made with it)"),
+            .value("import", "FILE", "use this key file: a TSS2 PRIVATE KEY (tpm2-openssl) or a PKCS#8 P-256 PRIVATE KEY"),
         ]),
         CommandSpec(name: "pubkey", summary: "print the device's public key", positionalUsage: "", maximumPositionals: 0, options: [
             .value("format", "spki|pem|jwk|thumbprint", "spki (default): standard base64 DER SubjectPublicKeyInfo"),

@@ -34,7 +34,13 @@ struct ErrorReport {
                 return ErrorReport(.usage, error.description)
             case .keyExistsWithOtherBackend:
                 return ErrorReport(.failure, error.description)
+            case .importedKeyBackend:
+                return ErrorReport(.usage, error.description)
             }
+        case let error as TPMError:
+            return ErrorReport(.tpm, error.description)
+        case let error as KeyFileError:
+            return ErrorReport(.usage, error.description)
         case let error as CLIError:
             switch error {
             case let .invalid(reason): return ErrorReport(.failure, "invalid: " + reason)

@@ -5,6 +5,8 @@ public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
     case noDeviceKey(keystore: String)
     /// `init --backend X` when a key of another backend exists.
     case keyExistsWithOtherBackend(existing: String, requested: String)
+    /// `init --backend X --import FILE` where FILE holds a key of another backend.
+    case importedKeyBackend(requested: String, found: String)
     case notRegistered(server: String?)
     case ambiguousRegistration(servers: [String])
     /// The registration was made with a key that is no longer the device key.
@@ -16,6 +18,8 @@ public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
             return "there is no device key in \(keystore); run `devtrust init` first"
         case let .keyExistsWithOtherBackend(existing, requested):
             return "a \(existing) device key already exists; `devtrust init --backend \(requested) --force` replaces it (and forgets its registrations)"
+        case let .importedKeyBackend(requested, found):
+            return "--backend \(requested) was asked for, but the imported file holds a \(found) key"
         case let .notRegistered(server?):
             return "this device is not registered with \(server); run `devtrust register --server URL`, or pass --device-id"
         case .notRegistered(nil):

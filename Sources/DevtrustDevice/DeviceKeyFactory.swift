@@ -1,10 +1,20 @@
 import DevtrustKeys
 import DevtrustKeystore
 
+/// A key file, read and checked, before it goes into the keystore.
+public struct NewDeviceKey {
+    public let key: any DeviceKey
+    /// The file's contents (secret for a software key: zeroized after writing).
+    public var file: [UInt8]
+    public var tpmParent: [UInt8]?
+    public var createdPersistentHandle: UInt32?
+    public var notes: [String]
+}
+
 /// Turns key files into keys and makes new keys, for each backend.
 public enum DeviceKeyFactory {
     /// Loads the key a record names from its file's bytes (which it zeroizes).
-    public static func load(_ record: KeyRecord, file: inout [UInt8], path: String) throws -> any DeviceKey {
+    public static func load(_ record: KeyRecord, file: inout [UInt8], path: String, tpm: TPMSelection) throws -> any DeviceKey {
         defer { file.zeroize() }
         let key: any DeviceKey
         switch record.backend {
@@ -15,7 +25,11 @@ public enum DeviceKeyFactory {
                 throw KeystoreError.corrupt(path: path, detail: error.message)
             }
         case .tpm:
-            throw KeystoreError.corrupt(path: path, detail: "this devtrust has no TPM backend")
+            do {
+                key = try TPMDeviceKey(keyFile: try TSS2KeyFile(pem: String(decoding: file, as: UTF8.self)), selection: tpm, parentMetadata: record.tpmParent)
+            } catch let TPMError.unsupportedKey(reason) {
+                throw KeystoreError.corrupt(path: path, detail: reason)
+            }
         }
         guard key.fingerprint == record.fingerprint else {
             throw KeystoreError.corrupt(path: path, detail: "the key in the file (fingerprint \(key.fingerprint)) is not the one keystore.json records (\(record.fingerprint))")
@@ -23,9 +37,29 @@ public enum DeviceKeyFactory {
         return key
     }
 
-    /// A new software key and the file that holds it (secret: zeroize after writing).
-    public static func createSoftwareKey() throws -> (key: any DeviceKey, file: [UInt8]) {
+    public static func createSoftwareKey() throws -> NewDeviceKey {
         let key = try SoftwareDeviceKey.generate()
-        return (key, try key.pkcs8PEM())
+        return NewDeviceKey(key: key, file: try key.pkcs8PEM(), notes: [])
+    }
+
+    public static func createTPMKey(_ selection: TPMSelection) throws -> NewDeviceKey {
+        let provisioning = try TPMKeyProvisioner.create(selection)
+        return NewDeviceKey(key: provisioning.key, file: Array(provisioning.key.keyFile.pem.utf8), tpmParent: provisioning.key.parentMetadata,
+                            createdPersistentHandle: provisioning.createdPersistentHandle, notes: provisioning.notes)
+    }
+
+    /// A key file made elsewhere: a TSS2 PRIVATE KEY (TPM) or a PKCS#8 P-256 key (software).
+    public static func importKey(_ contents: [UInt8], source: String, selection: TPMSelection) throws -> NewDeviceKey {
+        let text = String(decoding: contents, as: UTF8.self)
+        if text.contains("-----BEGIN \(TSS2KeyFile.pemLabel)-----") {
+            let provisioning = try TPMKeyProvisioner.adopt(try TSS2KeyFile(pem: text), selection)
+            return NewDeviceKey(key: provisioning.key, file: Array(provisioning.key.keyFile.pem.utf8), tpmParent: provisioning.key.parentMetadata,
+                                notes: provisioning.notes)
+        }
+        if text.contains("-----BEGIN PRIVATE KEY-----") {
+            let key = try SoftwareDeviceKey(pkcs8PEM: contents)
+            return NewDeviceKey(key: key, file: try key.pkcs8PEM(), notes: [])
+        }
+        throw KeyFileError(message: "\(source) is neither a TSS2 PRIVATE KEY (TPM) nor a PKCS#8 PRIVATE KEY PEM file")
     }
 }

@@ -17,8 +17,19 @@ public enum BackendChoice: String, Sendable {
 
 /// What `init` did.
 public enum InitOutcome: Sendable {
-    case created(KeyRecord, dropped: [RegistrationRecord])
+    /// A new key; `dropped` are the registrations of the key it replaced,
+    /// `notes` what the user should know (why software, a transient parent).
+    case created(KeyRecord, dropped: [RegistrationRecord], notes: [String])
     case kept(KeyRecord)
+}
+
+/// What `reset` removed.
+public struct ResetOutcome: Sendable {
+    public let previous: KeystoreState
+    public let evictedHandles: [UInt32]
+    /// Handles devtrust made that could not be removed now (kept on record for a later reset).
+    public let remainingHandles: [UInt32]
+    public let tpmProblem: TPMError?
 }
 
 /// The device's identity in one keystore: its key, whichever backend holds it,
@@ -26,10 +37,12 @@ public enum InitOutcome: Sendable {
 public struct DeviceStore: Sendable {
     public let keystore: Keystore
     public let clock: any Clock
+    public let tpm: TPMSelection
 
-    public init(keystore: Keystore, clock: any Clock = SystemClock()) {
+    public init(keystore: Keystore, clock: any Clock = SystemClock(), tpm: TPMSelection = TPMSelection(explicit: nil, environment: [:])) {
         self.keystore = keystore
         self.clock = clock
+        self.tpm = tpm
     }
 
     /// The committed state; empty when there is no keystore yet.
@@ -37,19 +50,26 @@ public struct DeviceStore: Sendable {
         try keystore.load() ?? .empty
     }
 
-    /// The device key, ready to sign.
+    /// The device key, ready to sign (a TPM key is not touched until it signs).
     public func loadKey() throws -> LoadedDevice {
         guard var snapshot = try keystore.loadWithKey(), let record = snapshot.state.key, var file = snapshot.keyFile else {
             throw DeviceError.noDeviceKey(keystore: keystore.path)
         }
         snapshot.keyFile = nil
-        let key = try DeviceKeyFactory.load(record, file: &file, path: keystore.path + "/" + record.file)
+        let key = try DeviceKeyFactory.load(record, file: &file, path: keystore.path + "/" + record.file, tpm: tpm)
         return LoadedDevice(state: snapshot.state, record: record, key: key)
     }
 
-    /// Creates the device key unless one exists; `force` replaces it and drops
-    /// the registrations made with the old key, in the same commit.
-    public func initialize(backend choice: BackendChoice, force: Bool) throws -> InitOutcome {
+    /// Loads the key and, for a TPM key, has the TPM load it and sign a test digest.
+    public func checkKey() throws -> LoadedDevice {
+        let device = try loadKey()
+        if let key = device.key as? TPMDeviceKey { try TPMKeyProvisioner.checkKeyLoads(key) }
+        return device
+    }
+
+    /// Creates (or imports) the device key unless one exists; `force` replaces
+    /// it and drops the registrations made with the old key, in the same commit.
+    public func initialize(backend choice: BackendChoice, force: Bool, importing: (contents: [UInt8], source: String)? = nil) throws -> InitOutcome {
         try keystore.update { state, staging in
             if let existing = state.key, !force {
                 if choice != .auto && choice.rawValue != existing.backend.rawValue {
@@ -57,26 +77,62 @@ public struct DeviceStore: Sendable {
                 }
                 return .kept(existing)
             }
-            var created = try DeviceKeyFactory.createSoftwareKey()
+            var created = try makeKey(choice, importing: importing)
             defer { created.file.zeroize() }
+            if choice != .auto && choice.rawValue != created.key.backend.rawValue {
+                throw DeviceError.importedKeyBackend(requested: choice.rawValue, found: created.key.backend.rawValue)
+            }
             let fingerprint = created.key.fingerprint
-            let record = KeyRecord(backend: created.key.backend, file: KeyRecord.fileName(fingerprint: fingerprint),
-                                   fingerprint: fingerprint, createdAt: Timestamp.format(secondsSinceEpoch: clock.secondsSinceEpoch()))
+            let record = KeyRecord(backend: created.key.backend, file: KeyRecord.fileName(fingerprint: fingerprint), fingerprint: fingerprint,
+                                   createdAt: Timestamp.format(secondsSinceEpoch: clock.secondsSinceEpoch()), tpmParent: created.tpmParent)
             try staging.writeKeyFile(named: record.file, contents: created.file)
             let dropped = state.registrations
             state.key = record
             state.registrations = []
-            return .created(record, dropped: dropped)
+            if let handle = created.createdPersistentHandle, !state.tpmPersistentHandles.contains(handle) {
+                state.tpmPersistentHandles.append(handle)
+            }
+            return .created(record, dropped: dropped, notes: created.notes)
         }
     }
 
-    /// Deletes the key and the registrations; returns what there was.
-    public func reset() throws -> KeystoreState {
-        guard try keystore.load() != nil else { return .empty }
+    private func makeKey(_ choice: BackendChoice, importing: (contents: [UInt8], source: String)?) throws -> NewDeviceKey {
+        if let importing {
+            return try DeviceKeyFactory.importKey(importing.contents, source: importing.source, selection: tpm)
+        }
+        switch choice {
+        case .software:
+            return try DeviceKeyFactory.createSoftwareKey()
+        case .tpm:
+            return try DeviceKeyFactory.createTPMKey(tpm)
+        case .auto:
+            do {
+                return try DeviceKeyFactory.createTPMKey(tpm)
+            } catch let error as TPMError {
+                var key = try DeviceKeyFactory.createSoftwareKey()
+                key.notes.append("\(error); using a software key")
+                return key
+            }
+        }
+    }
+
+    /// Deletes the key and the registrations, and the TPM objects devtrust made.
+    public func reset() throws -> ResetOutcome {
+        guard try keystore.load() != nil else {
+            return ResetOutcome(previous: .empty, evictedHandles: [], remainingHandles: [], tpmProblem: nil)
+        }
         return try keystore.update { state, _ in
             let previous = state
-            state = .empty
-            return previous
+            var evicted = [UInt32]()
+            var problem: TPMError?
+            do {
+                evicted = try TPMKeyProvisioner.evict(state.tpmPersistentHandles, tpm)
+            } catch let error as TPMError {
+                problem = error
+            }
+            let remaining = problem == nil ? [] : state.tpmPersistentHandles
+            state = KeystoreState(tpmPersistentHandles: remaining)
+            return ResetOutcome(previous: previous, evictedHandles: evicted, remainingHandles: remaining, tpmProblem: problem)
         }
     }
 }

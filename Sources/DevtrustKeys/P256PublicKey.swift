@@ -61,18 +61,7 @@ public struct P256PublicKey: Equatable, Hashable, Sendable {
     /// What registration sends as `publicKey`: standard base64 of the SPKI.
     public var spkiBase64: String { Base64.encode(spki) }
 
-    public var pem: String {
-        let body = Base64.encode(spki)
-        var lines = ["-----BEGIN PUBLIC KEY-----"]
-        var start = body.startIndex
-        while start < body.endIndex {
-            let end = body.index(start, offsetBy: 64, limitedBy: body.endIndex) ?? body.endIndex
-            lines.append(String(body[start..<end]))
-            start = end
-        }
-        lines.append("-----END PUBLIC KEY-----")
-        return lines.joined(separator: "\n") + "\n"
-    }
+    public var pem: String { PEM.encode(spki, label: "PUBLIC KEY") }
 
     /// A public JWK: `{"kty":"EC","crv":"P-256","x":...,"y":...}`.
     public var jwk: JSONObject {
@@ -91,18 +80,8 @@ public struct P256PublicKey: Equatable, Hashable, Sendable {
 
     /// Parses `-----BEGIN PUBLIC KEY-----` PEM text.
     public init(pem text: String) throws(PublicKeyError) {
-        var inside = false
-        var body = ""
-        var sawEnd = false
-        for line in text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
-            let trimmed = line.trimmingSpaces
-            if trimmed == "-----BEGIN PUBLIC KEY-----" { inside = true; continue }
-            if trimmed == "-----END PUBLIC KEY-----" { sawEnd = inside; break }
-            if inside { body += trimmed }
-        }
-        guard sawEnd else { throw PublicKeyError(message: "no -----BEGIN PUBLIC KEY----- block") }
-        guard let der = try? Base64.decode(body, padding: .required) else {
-            throw PublicKeyError(message: "the PUBLIC KEY block is not valid base64")
+        guard let der = PEM.decode(text, label: "PUBLIC KEY") else {
+            throw PublicKeyError(message: "no valid -----BEGIN PUBLIC KEY----- block")
         }
         try self.init(spki: der)
     }
@@ -124,11 +103,5 @@ public struct P256PublicKey: Equatable, Hashable, Sendable {
             && EVP_PKEY_verify(context, der, der.count, digest.bytes, digest.bytes.count) == 1
         OpenSSLLibrary.clearErrors()
         return result
-    }
-}
-
-extension Substring {
-    var trimmingSpaces: String {
-        String(drop(while: { $0 == " " || $0 == "\t" || $0 == "\r" }).reversed().drop(while: { $0 == " " || $0 == "\t" || $0 == "\r" }).reversed())
     }
 }

@@ -14,12 +14,14 @@ public enum KeystoreFormat {
     public static func encode(_ state: KeystoreState) -> [UInt8] {
         var document: JSONObject = ["version": .integer(currentVersion)]
         if let key = state.key {
-            document["key"] = .object([
+            var record: JSONObject = [
                 "backend": .string(key.backend.rawValue),
                 "file": .string(key.file),
                 "fingerprint": .string(key.fingerprint),
                 "createdAt": .string(key.createdAt),
-            ])
+            ]
+            if let parent = key.tpmParent { record["tpmParent"] = .string(Base64.encode(parent)) }
+            document["key"] = .object(record)
         } else {
             document["key"] = .null
         }
@@ -32,7 +34,7 @@ public enum KeystoreFormat {
                 "registeredAt": .string(record.registeredAt),
             ])
         })
-        document["tpmPersistentHandles"] = .array(state.tpmPersistentHandles.map { .string(formatHandle($0)) })
+        document["tpmPersistentHandles"] = .array(state.tpmPersistentHandles.map { .string(TPMHandle.format($0)) })
         return Array((JSONWriter.pretty(.object(document)) + "\n").utf8)
     }
 
@@ -66,7 +68,7 @@ public enum KeystoreFormat {
         try reader.rejectUnknownFields(known: ["version", "key", "registrations", "tpmPersistentHandles"])
         var state = KeystoreState()
         if let key = try reader.optionalObject("key") {
-            try key.rejectUnknownFields(known: ["backend", "file", "fingerprint", "createdAt"])
+            try key.rejectUnknownFields(known: ["backend", "file", "fingerprint", "createdAt", "tpmParent"])
             let backendName = try key.string("backend")
             guard let backend = KeyBackend(rawValue: backendName) else {
                 throw JSONFieldError(path: key.fieldPath("backend"), kind: .invalidValue("unknown backend \"\(backendName)\" (known: software, tpm)"))
@@ -75,7 +77,15 @@ public enum KeystoreFormat {
             guard isPlainFileName(file) else {
                 throw JSONFieldError(path: key.fieldPath("file"), kind: .invalidValue("must be a file name inside the keystore, not \"\(file)\""))
             }
-            state.key = KeyRecord(backend: backend, file: file, fingerprint: try key.string("fingerprint"), createdAt: try key.string("createdAt"))
+            var tpmParent: [UInt8]?
+            if let text = try key.optionalString("tpmParent") {
+                guard backend == .tpm, let bytes = try? Base64.decode(text, padding: .required), !bytes.isEmpty else {
+                    throw JSONFieldError(path: key.fieldPath("tpmParent"), kind: .invalidValue("must be standard base64, and only on a tpm key"))
+                }
+                tpmParent = bytes
+            }
+            state.key = KeyRecord(backend: backend, file: file, fingerprint: try key.string("fingerprint"),
+                                  createdAt: try key.string("createdAt"), tpmParent: tpmParent)
         }
         for (index, element) in try reader.array("registrations").enumerated() {
             let record = try JSONObjectReader(element, path: "registrations[\(index)]")
@@ -103,11 +113,6 @@ public enum KeystoreFormat {
 
     static func isPlainFileName(_ name: String) -> Bool {
         !name.isEmpty && name.count <= 255 && !name.hasPrefix(".") && !name.contains("/") && !name.contains("\0")
-    }
-
-    public static func formatHandle(_ handle: UInt32) -> String {
-        let hex = String(handle, radix: 16)
-        return "0x" + String(repeating: "0", count: max(0, 8 - hex.count)) + hex
     }
 
     static func parseHandle(_ text: String) -> UInt32? {

@@ -9,12 +9,16 @@ public struct KeyRecord: Equatable, Sendable {
     /// RFC 7638 thumbprint of the public key.
     public var fingerprint: String
     public var createdAt: String
+    /// For a TPM key under a persistent parent: ESAPI's serialization of that
+    /// parent (Esys_TR_Serialize), so that signing needs no ReadPublic.
+    public var tpmParent: [UInt8]?
 
-    public init(backend: KeyBackend, file: String, fingerprint: String, createdAt: String) {
+    public init(backend: KeyBackend, file: String, fingerprint: String, createdAt: String, tpmParent: [UInt8]? = nil) {
         self.backend = backend
         self.file = file
         self.fingerprint = fingerprint
         self.createdAt = createdAt
+        self.tpmParent = tpmParent
     }
 
     /// The file name devtrust gives a key: one per key, so a new key never

@@ -9,7 +9,7 @@ import Testing
         let directory = TemporaryDirectory()
         let keystore = Keystore(path: directory.file("ks"))
         let store = DeviceStore(keystore: keystore)
-        guard case let .created(first, dropped) = try store.initialize(backend: .software, force: false) else {
+        guard case let .created(first, dropped, _) = try store.initialize(backend: .software, force: false) else {
             Issue.record("first init did not create a key")
             return
         }
@@ -26,7 +26,7 @@ import Testing
             state.registrations = [RegistrationRecord(registrationId: "r", server: "https://s", flowType: "REGISTRATION",
                                                       keyFingerprint: first.fingerprint, registeredAt: "t")]
         }
-        guard case let .created(second, forgotten) = try store.initialize(backend: .software, force: true) else {
+        guard case let .created(second, forgotten, _) = try store.initialize(backend: .software, force: true) else {
             Issue.record("--force did not replace the key")
             return
         }
@@ -41,14 +41,14 @@ import Testing
         let directory = TemporaryDirectory()
         let store = DeviceStore(keystore: Keystore(path: directory.file("ks")))
         #expect(throws: DeviceError.noDeviceKey(keystore: directory.file("ks"))) { try store.loadKey() }
-        #expect(try store.reset() == .empty)
+        #expect(try store.reset().previous == .empty)
     }
 
     @Test func aSwappedKeyFileIsDetected() throws {
         let directory = TemporaryDirectory()
         let keystore = Keystore(path: directory.file("ks"))
         let store = DeviceStore(keystore: keystore)
-        guard case let .created(record, _) = try store.initialize(backend: .software, force: false) else { return }
+        guard case let .created(record, _, _) = try store.initialize(backend: .software, force: false) else { return }
         directory.write("ks/" + record.file, try SoftwareDeviceKey.generate().pkcs8PEM())
         #expect(throws: KeystoreError.self) { try store.loadKey() }
         directory.write("ks/" + record.file, "not a key")
@@ -66,7 +66,7 @@ import Testing
         let store = DeviceStore(keystore: Keystore(path: directory.file("ks")))
         _ = try store.initialize(backend: .software, force: false)
         let removed = try store.reset()
-        #expect(removed.key != nil)
+        #expect(removed.previous.key != nil && removed.evictedHandles.isEmpty && removed.tpmProblem == nil)
         #expect(try store.state() == .empty)
         #expect(directory.entries("ks") == [".lock", "keystore.json"])
     }

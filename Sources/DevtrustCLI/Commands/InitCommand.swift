@@ -1,6 +1,7 @@
 import DevtrustDevice
 import DevtrustEncoding
 import DevtrustKeystore
+import DevtrustSystem
 
 enum InitCommand {
     static func run(_ context: CommandContext) throws {
@@ -8,28 +9,39 @@ enum InitCommand {
         guard let choice = BackendChoice(rawValue: choiceName) else {
             throw UsageError("--backend must be auto, tpm or software, not \"\(choiceName)\"", command: "init")
         }
-        let keystore = try context.keystore()
-        let store = DeviceStore(keystore: keystore, clock: context.environment.clock)
-        let outcome = try store.initialize(backend: choice, force: context.arguments.has("force"))
+        let importing = try context.arguments.value("import").map { path throws -> (contents: [UInt8], source: String) in
+            do {
+                return (try FileReader.read(path, limit: 65_536), path)
+            } catch {
+                throw UsageError("--import: \(error)", command: "init")
+            }
+        }
+        let store = try context.deviceStore()
+        let outcome = try store.initialize(backend: choice, force: context.arguments.has("force"), importing: importing)
+        let keystore = store.keystore
         switch outcome {
         case let .kept(record):
             context.info("a \(record.backend.rawValue) device key already exists in \(keystore.path) (fingerprint \(record.fingerprint)); keeping it. `devtrust init --force` replaces it.")
-            if context.json { context.output(JSONWriter.string(.object(summary(record, keystore: keystore, created: false)))) }
-        case let .created(record, dropped):
-            context.info("created a \(record.backend.rawValue) P-256 device key in \(keystore.path)/\(record.file) (fingerprint \(record.fingerprint))")
+            if context.json { context.output(JSONWriter.string(.object(summary(record, keystore: keystore, created: false, notes: [])))) }
+        case let .created(record, dropped, notes):
+            for note in notes { context.info(note) }
+            let verb = importing == nil ? "created" : "imported"
+            let place = record.backend == .tpm ? "in the TPM (key blob: \(keystore.path)/\(record.file))" : "in \(keystore.path)/\(record.file)"
+            context.info("\(verb) a \(record.backend.rawValue) P-256 device key \(place) (fingerprint \(record.fingerprint))")
             for registration in dropped {
                 context.warn("forgot registration \(registration.registrationId) with \(registration.server), made with the old key; register again")
             }
-            if context.json { context.output(JSONWriter.string(.object(summary(record, keystore: keystore, created: true)))) }
+            if context.json { context.output(JSONWriter.string(.object(summary(record, keystore: keystore, created: true, notes: notes)))) }
         }
     }
 
-    private static func summary(_ record: KeyRecord, keystore: Keystore, created: Bool) -> JSONObject {
+    private static func summary(_ record: KeyRecord, keystore: Keystore, created: Bool, notes: [String]) -> JSONObject {
         [
             "created": .bool(created),
             "backend": .string(record.backend.rawValue),
             "fingerprint": .string(record.fingerprint),
             "keystore": .string(keystore.path),
+            "notes": .array(notes.map { .string($0) }),
         ]
     }
 }

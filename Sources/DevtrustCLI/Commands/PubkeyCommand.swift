@@ -7,7 +7,7 @@ enum PubkeyCommand {
         guard ["spki", "pem", "jwk", "thumbprint"].contains(format) else {
             throw UsageError("--format must be spki, pem, jwk or thumbprint, not \"\(format)\"", command: "pubkey")
         }
-        let device = try DeviceStore(keystore: try context.keystore()).loadKey()
+        let device = try context.deviceStore().loadKey()
         let publicKey = device.key.publicKey
         switch format {
         case "pem": context.output(publicKey.pem)

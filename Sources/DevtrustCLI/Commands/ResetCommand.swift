@@ -1,12 +1,13 @@
 import DevtrustDevice
+import DevtrustKeys
 
-/// `reset`: deletes the key and the registrations, after confirmation.
+/// `reset`: deletes the key, the registrations, and the TPM objects devtrust made.
 enum ResetCommand {
     static func run(_ context: CommandContext) throws {
-        let keystore = try context.keystore()
-        let store = DeviceStore(keystore: keystore)
+        let store = try context.deviceStore()
+        let keystore = store.keystore
         let state = try store.state()
-        guard state.key != nil || !state.registrations.isEmpty else {
+        guard state.key != nil || !state.registrations.isEmpty || !state.tpmPersistentHandles.isEmpty else {
             context.info("nothing to reset: there is no device key in \(keystore.path)")
             return
         }
@@ -20,7 +21,14 @@ enum ResetCommand {
                 throw CLIError.failure("reset cancelled; nothing was deleted")
             }
         }
-        let removed = try store.reset()
-        context.info("deleted the device key" + (removed.registrations.isEmpty ? "" : " and \(removed.registrations.count) registration(s)") + " from \(keystore.path)")
+        let outcome = try store.reset()
+        let registrations = outcome.previous.registrations.count
+        context.info("deleted the device key" + (registrations == 0 ? "" : " and \(registrations) registration(s)") + " from \(keystore.path)")
+        for handle in outcome.evictedHandles {
+            context.info("removed the TPM storage key devtrust had made persistent at \(TPMHandle.format(handle))")
+        }
+        if let problem = outcome.tpmProblem, !outcome.remainingHandles.isEmpty {
+            context.warn("could not remove the TPM objects devtrust made (\(outcome.remainingHandles.map(TPMHandle.format).joined(separator: ", "))): \(problem); `devtrust reset` again removes them once the TPM answers")
+        }
     }
 }

@@ -15,7 +15,7 @@ enum SignChallengeCommand {
             throw UsageError("the challenge is not base64url (padded or not): \(error)", command: "sign-challenge")
         }
         guard !bytes.isEmpty else { throw UsageError("the challenge is empty", command: "sign-challenge") }
-        let device = try DeviceStore(keystore: try context.keystore()).loadKey()
+        let device = try context.deviceStore().loadKey()
         let signature = try device.key.sign(message: bytes)
         context.output(Base64.encode(signature.der))
     }

@@ -1,34 +1,51 @@
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustKeys
 import DevtrustKeystore
 
-/// `status`: where the key lives, whether it loads, and the registrations.
+/// `status`: where the key lives, whether it loads, the TPM, and the registrations.
 enum StatusCommand {
+    struct KeyHealth {
+        var loads = false
+        var problem: String?
+        var parentHandle: UInt32?
+    }
+
     static func run(_ context: CommandContext) throws {
-        let keystore = try context.keystore()
-        let store = DeviceStore(keystore: keystore)
+        let store = try context.deviceStore()
+        let keystore = store.keystore
         let state = try store.state()
-        var keyLoads: Bool?
-        var loadProblem: String?
+        var health: KeyHealth?
         if state.key != nil {
+            var result = KeyHealth()
             do {
-                _ = try store.loadKey()
-                keyLoads = true
+                let device = try store.checkKey()
+                result.loads = true
+                result.parentHandle = (device.key as? TPMDeviceKey)?.keyFile.parent
             } catch {
-                keyLoads = false
-                loadProblem = ErrorReport.from(error).message
+                result.problem = ErrorReport.from(error).message
             }
+            health = result
         }
+        // The TPM is described when the key is in it, or when one answers.
+        let tpm = Result { try TPMKeyProvisioner.describe(context.tpmSelection) }
         if context.json {
-            context.output(JSONWriter.string(.object(document(state, keystore: keystore, keyLoads: keyLoads, problem: loadProblem))))
+            context.output(JSONWriter.string(.object(document(state, keystore: keystore, health: health, tpm: tpm))))
             return
         }
         var lines = ["keystore: \(keystore.path)"]
-        if let key = state.key {
+        if let key = state.key, let health {
             lines.append("key: \(key.backend.rawValue) P-256, fingerprint \(key.fingerprint), created \(key.createdAt)")
-            lines.append("key loads: " + (keyLoads == true ? "yes" : "no: \(loadProblem ?? "unknown")"))
+            if let parent = health.parentHandle { lines.append("key parent: \(TPMHandle.format(parent))" + (parent == TPMHandle.owner ? " (a transient primary recreated for every signature)" : "")) }
+            lines.append("key loads: " + (health.loads ? "yes" : "no: \(health.problem ?? "unknown")"))
         } else {
             lines.append("key: none (run `devtrust init`)")
+        }
+        switch tpm {
+        case let .success(description):
+            lines.append("TPM: \(description.manufacturer), firmware \(description.firmwareVersion), at \(description.tcti)")
+        case let .failure(error):
+            lines.append("TPM: \(error)")
         }
         if state.registrations.isEmpty {
             lines.append("registrations: none" + (state.key == nil ? "" : " (run `devtrust register --server URL`)"))
@@ -42,20 +59,33 @@ enum StatusCommand {
         context.output(lines.joined(separator: "\n"))
     }
 
-    private static func document(_ state: KeystoreState, keystore: Keystore, keyLoads: Bool?, problem: String?) -> JSONObject {
+    private static func document(_ state: KeystoreState, keystore: Keystore, health: KeyHealth?, tpm: Result<TPMDescription, any Error>) -> JSONObject {
         var document: JSONObject = ["keystore": .string(keystore.path)]
-        if let key = state.key {
+        if let key = state.key, let health {
             var keyObject: JSONObject = [
                 "backend": .string(key.backend.rawValue),
                 "fingerprint": .string(key.fingerprint),
                 "algorithm": .string("ES256"),
                 "createdAt": .string(key.createdAt),
-                "loads": .bool(keyLoads == true),
+                "loads": .bool(health.loads),
             ]
-            if let problem { keyObject["problem"] = .string(problem) }
+            if let parent = health.parentHandle { keyObject["tpmParent"] = .string(TPMHandle.format(parent)) }
+            if let problem = health.problem { keyObject["problem"] = .string(problem) }
             document["key"] = .object(keyObject)
         } else {
             document["key"] = .null
+        }
+        switch tpm {
+        case let .success(description):
+            document["tpm"] = .object([
+                "available": .bool(true), "tcti": .string(description.tcti),
+                "manufacturer": .string(description.manufacturer), "firmwareVersion": .string(description.firmwareVersion),
+            ])
+        case let .failure(error):
+            document["tpm"] = .object(["available": .bool(false), "problem": .string("\(error)")])
+        }
+        if !state.tpmPersistentHandles.isEmpty {
+            document["tpmPersistentHandles"] = .array(state.tpmPersistentHandles.map { .string(TPMHandle.format($0)) })
         }
         document["registrations"] = .array(state.registrations.map { record in
             .object([

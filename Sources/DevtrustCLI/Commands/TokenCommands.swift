@@ -7,7 +7,7 @@ enum TokenCommands {
     static func runDeviceData(_ context: CommandContext) throws {
         let claims = try parseClaims(context, command: "device-data")
         let attributes = try deviceAttributes(try context.configuration(), claims: claims)
-        let device = try DeviceStore(keystore: try context.keystore()).loadKey()
+        let device = try context.deviceStore().loadKey()
         context.output(try minter(context, device).deviceData(attributes: attributes))
     }
 
@@ -20,7 +20,7 @@ enum TokenCommands {
             return id
         }
         let attributes = try deviceAttributes(try context.configuration(), claims: claims)
-        let device = try DeviceStore(keystore: try context.keystore()).loadKey()
+        let device = try context.deviceStore().loadKey()
         let deviceID = try explicitDeviceID
             ?? RegistrationSelector.select(from: device.state, server: context.arguments.value("server")).registrationId
         context.output(try minter(context, device).deviceToken(deviceId: deviceID, attributes: attributes))

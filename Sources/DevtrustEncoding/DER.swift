@@ -1,0 +1,155 @@
+/// DER (X.690) that does not decode: wrong tag, bad length, non-minimal form, truncation.
+public struct DERError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let message: String
+
+    public init(_ message: String) { self.message = message }
+
+    public var description: String { message }
+}
+
+/// A strict reader of DER TLVs: definite minimal lengths only, no trailing data
+/// unless asked for. Enough for the small structures devtrust reads (TSS2 key files).
+public struct DERReader: Sendable {
+    private let bytes: [UInt8]
+    private var position: Int
+    private let end: Int
+
+    public init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+        position = 0
+        end = bytes.count
+    }
+
+    private init(bytes: [UInt8], range: Range<Int>) {
+        self.bytes = bytes
+        position = range.lowerBound
+        end = range.upperBound
+    }
+
+    public var isAtEnd: Bool { position == end }
+
+    public var nextTag: UInt8? { position < end ? bytes[position] : nil }
+
+    /// Reads one element with `tag` and returns its content bytes.
+    public mutating func read(tag: UInt8, _ what: String) throws(DERError) -> [UInt8] {
+        Array(bytes[try readRange(tag: tag, what)])
+    }
+
+    /// Reads a constructed element (SEQUENCE, [n] EXPLICIT) and returns a reader over its content.
+    public mutating func readConstructed(tag: UInt8, _ what: String) throws(DERError) -> DERReader {
+        DERReader(bytes: bytes, range: try readRange(tag: tag, what))
+    }
+
+    /// A non-negative INTEGER that fits in 64 bits, minimally encoded.
+    public mutating func readUnsignedInteger(_ what: String) throws(DERError) -> UInt64 {
+        let content = try read(tag: 0x02, what)
+        guard let first = content.first else { throw DERError("\(what): empty INTEGER") }
+        guard first & 0x80 == 0 else { throw DERError("\(what): negative INTEGER") }
+        if content.count > 1 && first == 0 && content[1] & 0x80 == 0 { throw DERError("\(what): INTEGER not minimally encoded") }
+        let significant = content.drop(while: { $0 == 0 })
+        guard significant.count <= 8 else { throw DERError("\(what): INTEGER too large") }
+        return significant.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// DER says TRUE is FF, but OpenSSL's ASN1_BOOLEAN (and so tpm2-openssl's
+    /// key files) writes 01: any non-zero byte is TRUE, as BER has it.
+    public mutating func readBoolean(_ what: String) throws(DERError) -> Bool {
+        let content = try read(tag: 0x01, what)
+        guard content.count == 1 else { throw DERError("\(what): a BOOLEAN is one byte") }
+        return content[0] != 0
+    }
+
+    public func expectEnd(_ what: String) throws(DERError) {
+        guard isAtEnd else { throw DERError("\(what): \(end - position) unexpected byte(s) at the end") }
+    }
+
+    private mutating func readRange(tag: UInt8, _ what: String) throws(DERError) -> Range<Int> {
+        guard position < end else { throw DERError("\(what): missing") }
+        guard bytes[position] == tag else {
+            throw DERError("\(what): expected tag 0x\(Hex.encode([tag])), found 0x\(Hex.encode([bytes[position]]))")
+        }
+        position += 1
+        guard position < end else { throw DERError("\(what): truncated length") }
+        let first = bytes[position]
+        position += 1
+        var length = 0
+        if first < 0x80 {
+            length = Int(first)
+        } else {
+            let count = Int(first & 0x7F)
+            guard count >= 1 && count <= 3 else { throw DERError("\(what): unsupported length form") }
+            guard position + count <= end else { throw DERError("\(what): truncated length") }
+            guard bytes[position] != 0 else { throw DERError("\(what): length not minimally encoded") }
+            for _ in 0..<count {
+                length = length << 8 | Int(bytes[position])
+                position += 1
+            }
+            guard length >= 0x80 else { throw DERError("\(what): length not minimally encoded") }
+        }
+        guard length <= end - position else { throw DERError("\(what): length \(length) runs past the end") }
+        let range = position..<(position + length)
+        position += length
+        return range
+    }
+}
+
+/// Writes DER TLVs.
+public enum DERWriter {
+    public static func element(tag: UInt8, _ content: [UInt8]) -> [UInt8] {
+        [tag] + length(content.count) + content
+    }
+
+    public static func unsignedInteger(_ value: UInt64) -> [UInt8] {
+        var bytes = withUnsafeBytes(of: value.bigEndian, Array.init).drop(while: { $0 == 0 })
+        if bytes.isEmpty || bytes.first! & 0x80 != 0 { bytes.insert(0, at: bytes.startIndex) }
+        return element(tag: 0x02, Array(bytes))
+    }
+
+    public static func boolean(_ value: Bool) -> [UInt8] {
+        element(tag: 0x01, [value ? 0xFF : 0x00])
+    }
+
+    private static func length(_ count: Int) -> [UInt8] {
+        if count < 0x80 { return [UInt8(count)] }
+        let bytes = withUnsafeBytes(of: UInt32(count).bigEndian, Array.init).drop(while: { $0 == 0 })
+        return [0x80 | UInt8(bytes.count)] + bytes
+    }
+}
+
+/// PEM armour: `-----BEGIN LABEL-----`, base64 in 64-column lines, `-----END LABEL-----`.
+public enum PEM {
+    public static func encode(_ der: [UInt8], label: String) -> String {
+        let body = Base64.encode(der)
+        var lines = ["-----BEGIN \(label)-----"]
+        var start = body.startIndex
+        while start < body.endIndex {
+            let end = body.index(start, offsetBy: 64, limitedBy: body.endIndex) ?? body.endIndex
+            lines.append(String(body[start..<end]))
+            start = end
+        }
+        lines.append("-----END \(label)-----")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The DER inside the first `label` block; nil when there is none or it is not base64.
+    public static func decode(_ text: String, label: String) -> [UInt8]? {
+        var inside = false
+        var body = ""
+        for line in text.split(whereSeparator: \.isNewline) {
+            let trimmed = line.trimmingCharacters(in: " \t\r")
+            if trimmed == "-----BEGIN \(label)-----" { inside = true; continue }
+            if trimmed == "-----END \(label)-----" {
+                return inside ? try? Base64.decode(body, padding: .required) : nil
+            }
+            if inside { body += trimmed }
+        }
+        return nil
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingCharacters(in set: String) -> String {
+        let isTrimmed: (Character) -> Bool = { set.contains($0) }
+        return String(drop(while: isTrimmed).reversed().drop(while: isTrimmed).reversed())
+    }
+}

@@ -1,0 +1,198 @@
+import CTPM2
+import Glibc
+
+/// An open connection to a TPM (TCTI + ESAPI context). Every transient object
+/// a caller creates must be flushed before the context goes: a TPM without a
+/// resource manager (swtpm, /dev/tpm0) keeps it, and has only 3 slots.
+final class TPMContext {
+    let esys: OpaquePointer
+    private var tcti: OpaquePointer?
+    let tctiConfiguration: String
+
+    private init(esys: OpaquePointer, tcti: OpaquePointer, tctiConfiguration: String) {
+        self.esys = esys
+        self.tcti = tcti
+        self.tctiConfiguration = tctiConfiguration
+    }
+
+    deinit {
+        var context: OpaquePointer? = esys
+        Esys_Finalize(&context)
+        Tss2_TctiLdr_Finalize(&tcti)
+    }
+
+    /// Opens the first TPM of `selection` that answers.
+    static func open(_ selection: TPMSelection) throws(TPMError) -> TPMContext {
+        // The TSS logs its failures to stderr itself; devtrust reports them in
+        // its own words. TSS2_LOG set by the user still wins.
+        setenv("TSS2_LOG", "all+NONE", 0)
+        var failures = [TPMError]()
+        for candidate in selection.candidates {
+            if let problem = TPMSelection.deviceProblem(candidate) {
+                failures.append(.unreachable(tcti: candidate, reason: problem.reason, hint: problem.hint))
+                continue
+            }
+            var tcti: OpaquePointer?
+            let loaded = Tss2_TctiLdr_Initialize(candidate, &tcti)
+            guard loaded == 0, let tcti else {
+                failures.append(unreachable(candidate, TPMResponseCode(loaded)))
+                continue
+            }
+            var esys: OpaquePointer?
+            let initialized = Esys_Initialize(&esys, tcti, nil)
+            guard initialized == 0, let esys else {
+                var owned: OpaquePointer? = tcti
+                Tss2_TctiLdr_Finalize(&owned)
+                failures.append(unreachable(candidate, TPMResponseCode(initialized)))
+                continue
+            }
+            return TPMContext(esys: esys, tcti: tcti, tctiConfiguration: candidate)
+        }
+        // The first candidate's failure is the one that matters (the device);
+        // the default's fallback to tabrmd only adds that it is not there either.
+        throw failures.first ?? .unreachable(tcti: "(none)", reason: "no TCTI configured", hint: nil)
+    }
+
+    private static func unreachable(_ configuration: String, _ code: TPMResponseCode) -> TPMError {
+        let name = String(configuration.split(separator: ":", maxSplits: 1).first ?? "")
+        switch code.tssBaseCode {
+        case 2?, 4?: // NOT_IMPLEMENTED, NOT_SUPPORTED: no such TCTI module
+            return .unreachable(tcti: configuration, reason: "the TCTI library for \"\(name)\" is not installed",
+                                hint: name == "tabrmd" ? "install tpm2-abrmd, or use the kernel's resource manager (device:/dev/tpmrm0)" : "install libtss2-tcti-\(name)0")
+        case 8?, 10?: // NO_CONNECTION, IO_ERROR
+            let hint = name == "tabrmd" ? "the tpm2-abrmd daemon is not running" : name == "swtpm" || name == "mssim" ? "start the simulator, or fix host and port" : nil
+            return .unreachable(tcti: configuration, reason: "nothing answers", hint: hint)
+        default:
+            return .unreachable(tcti: configuration, reason: "\(code)", hint: nil)
+        }
+    }
+
+    func check(_ rc: TSS2_RC, _ operation: String) throws(TPMError) {
+        if rc != 0 { throw TPMError.from(rc, operation: operation) }
+    }
+
+    func flush(_ object: ESYS_TR) {
+        _ = Esys_FlushContext(esys, object)
+    }
+
+    /// The persistent object at `handle`, or nil when there is none.
+    func persistentObject(_ handle: UInt32) throws(TPMError) -> ESYS_TR? {
+        var object: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_TR_FromTPMPublic(esys, handle, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &object)
+        if TPMResponseCode(rc).tpmCode == TPMResponseCode.handle { return nil }
+        try check(rc, "reading the object at \(TPMHandle.format(handle))")
+        return object
+    }
+
+    func isStorageKey(_ object: ESYS_TR) throws(TPMError) -> Bool {
+        var publicArea: UnsafeMutablePointer<TPM2B_PUBLIC>?
+        try check(Esys_ReadPublic(esys, object, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &publicArea, nil, nil), "ReadPublic")
+        defer { Esys_Free(publicArea) }
+        return devtrust_is_storage_key(publicArea) == 1
+    }
+
+    /// A primary key from the SRK template in the owner hierarchy (transient: flush it).
+    func createStorageRootKey() throws(TPMError) -> ESYS_TR {
+        var sensitive = devtrust_empty_sensitive()
+        var template = devtrust_srk_template()
+        var outsideInfo = TPM2B_DATA()
+        var creationPCR = TPML_PCR_SELECTION()
+        var object: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
+        try check(Esys_CreatePrimary(esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                                     &sensitive, &template, &outsideInfo, &creationPCR, &object, nil, nil, nil, nil),
+                  "creating the storage root key (CreatePrimary)")
+        return object
+    }
+
+    /// Makes a transient object persistent at `handle`; returns the persistent object.
+    func persist(_ object: ESYS_TR, at handle: UInt32) throws(TPMError) -> ESYS_TR {
+        var persistent: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
+        try check(Esys_EvictControl(esys, ESYS_TR(ESYS_TR_RH_OWNER), object, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                                    handle, &persistent),
+                  "making the storage root key persistent at \(TPMHandle.format(handle)) (EvictControl)")
+        return persistent
+    }
+
+    /// Removes the persistent object at `handle`; false when there was none.
+    func evict(_ handle: UInt32) throws(TPMError) -> Bool {
+        guard let object = try persistentObject(handle) else { return false }
+        var none: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
+        try check(Esys_EvictControl(esys, ESYS_TR(ESYS_TR_RH_OWNER), object, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                                    handle, &none),
+                  "removing the persistent object at \(TPMHandle.format(handle)) (EvictControl)")
+        return true
+    }
+
+    /// Creates the device key under `parent`; only its wrapped blob comes out.
+    func createSigningKey(parent: ESYS_TR, parentHandle: UInt32) throws(TPMError) -> TSS2KeyFile {
+        var sensitive = devtrust_empty_sensitive()
+        var template = devtrust_signing_key_template()
+        var outsideInfo = TPM2B_DATA()
+        var creationPCR = TPML_PCR_SELECTION()
+        var privatePart: UnsafeMutablePointer<TPM2B_PRIVATE>?
+        var publicPart: UnsafeMutablePointer<TPM2B_PUBLIC>?
+        try check(Esys_Create(esys, parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                              &sensitive, &template, &outsideInfo, &creationPCR, &privatePart, &publicPart, nil, nil, nil),
+                  "creating the device key (Create)")
+        defer {
+            Esys_Free(privatePart)
+            Esys_Free(publicPart)
+        }
+        guard let privatePart, let publicPart else { throw .unsupportedKey("the TPM returned no key") }
+        return try TSS2KeyFile.marshal(public: publicPart.pointee, private: privatePart.pointee, parent: parentHandle)
+    }
+
+    /// Loads a key blob under `parent`; the caller must flush the result.
+    func load(_ keyFile: TSS2KeyFile, parent: ESYS_TR) throws(TPMError) -> ESYS_TR {
+        var privatePart = try keyFile.unmarshalledPrivate()
+        var publicPart = try keyFile.unmarshalledPublic()
+        var object: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_Load(esys, parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &privatePart, &publicPart, &object)
+        switch TPMResponseCode(rc).tpmCode {
+        case TPMResponseCode.integrity?, TPMResponseCode.value?:
+            throw .keyDoesNotLoad(code: TPMResponseCode(rc))
+        default:
+            try check(rc, "loading the device key (Load)")
+        }
+        return object
+    }
+
+    func sign(_ key: ESYS_TR, digest: SHA256Digest) throws(TPMError) -> ECDSASignature {
+        var r = [UInt8](repeating: 0, count: 66), s = [UInt8](repeating: 0, count: 66)
+        var rSize: UInt16 = 0, sSize: UInt16 = 0
+        try check(devtrust_sign_digest(esys, key, digest.bytes, &r, &rSize, &s, &sSize), "signing (Sign)")
+        do {
+            return try ECDSASignature(r: Array(r.prefix(Int(rSize))), s: Array(s.prefix(Int(sSize))))
+        } catch {
+            throw .commandFailed(operation: "signing (Sign): the TPM returned an invalid signature (\(error))", code: TPMResponseCode(0))
+        }
+    }
+
+    /// ESAPI's description of an object, to recreate it later without asking the TPM.
+    func serialize(_ object: ESYS_TR) throws(TPMError) -> [UInt8] {
+        var buffer: UnsafeMutablePointer<UInt8>?
+        var size = 0
+        try check(Esys_TR_Serialize(esys, object, &buffer, &size), "Esys_TR_Serialize")
+        defer { free(buffer) }
+        guard let buffer else { return [] }
+        return Array(UnsafeBufferPointer(start: buffer, count: size))
+    }
+
+    func deserialize(_ metadata: [UInt8]) throws(TPMError) -> ESYS_TR {
+        var object: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
+        try check(metadata.withUnsafeBufferPointer { Esys_TR_Deserialize(esys, $0.baseAddress, $0.count, &object) }, "Esys_TR_Deserialize")
+        return object
+    }
+
+    /// Releases ESAPI's record of a persistent object (no TPM command).
+    func close(_ object: ESYS_TR) {
+        var object = object
+        _ = Esys_TR_Close(esys, &object)
+    }
+
+    func property(_ property: UInt32) throws(TPMError) -> UInt32 {
+        var value: UInt32 = 0
+        try check(devtrust_tpm_property(esys, property, &value), "GetCapability")
+        return value
+    }
+}

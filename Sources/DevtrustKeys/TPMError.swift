@@ -1,0 +1,116 @@
+import CTPM2
+
+/// A TSS2 response code, split into what devtrust needs to explain it.
+public struct TPMResponseCode: Equatable, Sendable, CustomStringConvertible {
+    public let raw: UInt32
+
+    public init(_ raw: UInt32) { self.raw = raw }
+
+    /// The TSS layer that produced it: 0 the TPM, 7 ESAPI, 10 the TCTI, 11/12 a resource manager.
+    public var layer: UInt32 { raw >> 16 }
+
+    /// The TPM's own code with the handle/parameter/session number removed,
+    /// when the TPM (or a resource manager relaying it) answered.
+    public var tpmCode: UInt32? {
+        guard layer == 0 || layer == 12 else { return nil }
+        let code = raw & 0xFFFF
+        return code & 0x80 != 0 ? (code & 0x3F) | 0x80 : code & 0xFFF
+    }
+
+    /// The TSS's base code (IO error, no connection, ...) for the other layers.
+    public var tssBaseCode: UInt32? { tpmCode == nil ? raw & 0xFFFF : nil }
+
+    static let integrity: UInt32 = 0x09F       // TPM2_RC_INTEGRITY
+    static let handle: UInt32 = 0x08B          // TPM2_RC_HANDLE
+    static let value: UInt32 = 0x084           // TPM2_RC_VALUE
+    static let authFail: UInt32 = 0x08E        // TPM2_RC_AUTH_FAIL
+    static let badAuth: UInt32 = 0x0A2         // TPM2_RC_BAD_AUTH
+    static let lockout: UInt32 = 0x921         // TPM2_RC_LOCKOUT
+    static let retry: UInt32 = 0x922           // TPM2_RC_RETRY
+    static let objectMemory: UInt32 = 0x902    // TPM2_RC_OBJECT_MEMORY
+    static let sessionMemory: UInt32 = 0x903   // TPM2_RC_SESSION_MEMORY
+    static let nvSpace: UInt32 = 0x14B         // TPM2_RC_NV_SPACE
+    static let nvDefined: UInt32 = 0x14C       // TPM2_RC_NV_DEFINED
+    static let hierarchy: UInt32 = 0x085       // TPM2_RC_HIERARCHY (disabled)
+    static let ioError: UInt32 = 10            // TSS2_BASE_RC_IO_ERROR
+    static let noConnection: UInt32 = 8        // TSS2_BASE_RC_NO_CONNECTION
+    static let tryAgain: UInt32 = 9            // TSS2_BASE_RC_TRY_AGAIN
+
+    /// The TSS's own text for the code (Tss2_RC_Decode).
+    public var description: String {
+        let hex = String(raw, radix: 16)
+        guard let text = Tss2_RC_Decode(raw) else { return "0x" + hex }
+        return "\(String(cString: text)) (0x\(String(repeating: "0", count: max(0, 8 - hex.count)) + hex))"
+    }
+}
+
+/// Everything that can go wrong with the TPM, in words a user can act on.
+/// The CLI maps every case to exit code 6.
+public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// No TPM answers at `tcti`; `reason` says why, `hint` what to do.
+    case unreachable(tcti: String, reason: String, hint: String?)
+    /// The TPM stopped answering in the middle of `operation`.
+    case connectionLost(operation: String, code: TPMResponseCode)
+    /// The key blob is refused: the TPM was cleared, its firmware changed the
+    /// storage seed, or the keystore comes from another machine.
+    case keyDoesNotLoad(code: TPMResponseCode)
+    /// The persistent parent (SRK) the key file names is gone.
+    case parentMissing(handle: UInt32)
+    /// The handle holds an object that is not a storage key.
+    case parentNotStorageKey(handle: UInt32)
+    /// The TPM refuses authorizations while in dictionary-attack lockout.
+    case lockout
+    /// The owner hierarchy has a password (devtrust uses the empty one).
+    case ownerAuthorizationRequired(operation: String)
+    /// A key file that is not a usable TSS2 P-256 signing key.
+    case unsupportedKey(String)
+    case commandFailed(operation: String, code: TPMResponseCode)
+
+    public var description: String {
+        switch self {
+        case let .unreachable(tcti, reason, hint):
+            return "no TPM at \(tcti) (\(reason))" + (hint.map { ": \($0)" } ?? "")
+        case let .connectionLost(operation, code):
+            return "the TPM stopped answering during \(operation) (\(code)); nothing was changed. Check that the TPM (or its resource manager or simulator) is running, then retry."
+        case let .keyDoesNotLoad(code):
+            return "the TPM refuses the device key (\(code)): the TPM was cleared or its firmware reset its storage keys, or this keystore comes from another machine. The key is lost: run `devtrust init --force` and register this device again."
+        case let .parentMissing(handle):
+            return "the TPM has no storage key at \(TPMHandle.format(handle)) any more (was the TPM cleared?). The device key is lost: run `devtrust init --force` and register this device again."
+        case let .parentNotStorageKey(handle):
+            return "the TPM object at \(TPMHandle.format(handle)) is not a storage key, so devtrust cannot create keys under it; remove it (tpm2_evictcontrol -C o -c \(TPMHandle.format(handle))) or use another TPM."
+        case .lockout:
+            return "the TPM is in dictionary-attack lockout and refuses authorizations; wait for the lockout to expire (see tpm2_getcap properties-variable: TPM2_PT_LOCKOUT_*) or reset it with the lockout password (tpm2_dictionarylockout --clear-lockout)."
+        case let .ownerAuthorizationRequired(operation):
+            return "the TPM owner hierarchy has a password, so devtrust cannot \(operation)"
+        case let .unsupportedKey(reason):
+            return "not a usable TPM device key: \(reason)"
+        case let .commandFailed(operation, code):
+            return "the TPM refused \(operation): \(code)"
+        }
+    }
+
+    /// Translates a failed command's response code into the error a user should see.
+    static func from(_ raw: TSS2_RC, operation: String) -> TPMError {
+        let code = TPMResponseCode(raw)
+        if let base = code.tssBaseCode, [TPMResponseCode.ioError, TPMResponseCode.noConnection, TPMResponseCode.tryAgain].contains(base) {
+            return .connectionLost(operation: operation, code: code)
+        }
+        switch code.tpmCode {
+        case TPMResponseCode.lockout?: return .lockout
+        case TPMResponseCode.badAuth?, TPMResponseCode.authFail?: return .ownerAuthorizationRequired(operation: operation)
+        default: return .commandFailed(operation: operation, code: code)
+        }
+    }
+}
+
+public enum TPMHandle {
+    /// The conventional persistent handle of the storage root key.
+    public static let storageRootKey: UInt32 = 0x8100_0001
+    /// TPM2_RH_OWNER: in a key file, "a primary key created from the SRK template".
+    public static let owner: UInt32 = 0x4000_0001
+
+    public static func format(_ handle: UInt32) -> String {
+        let hex = String(handle, radix: 16)
+        return "0x" + String(repeating: "0", count: max(0, 8 - hex.count)) + hex
+    }
+}

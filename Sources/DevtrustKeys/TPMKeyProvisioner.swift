@@ -1,0 +1,132 @@
+import CTPM2
+
+/// A device key just made (or adopted) in the TPM, and what that took.
+public struct TPMProvisioning: Sendable {
+    public let key: TPMDeviceKey
+    /// The persistent handle devtrust made for the parent, if it made one.
+    public let createdPersistentHandle: UInt32?
+    /// What the user should know (a transient parent, say).
+    public let notes: [String]
+}
+
+/// What `status` shows about the TPM.
+public struct TPMDescription: Equatable, Sendable {
+    public let tcti: String
+    public let manufacturer: String
+    public let firmwareVersion: String
+}
+
+/// Creating, adopting and removing device keys in the TPM.
+public enum TPMKeyProvisioner {
+    /// Creates a P-256 signing key under the storage root key: the persistent
+    /// SRK at 0x81000001 when there is one, else one devtrust makes persistent,
+    /// else (when it cannot) a transient primary from the same template.
+    public static func create(_ selection: TPMSelection) throws(TPMError) -> TPMProvisioning {
+        let context = try TPMContext.open(selection)
+        let pinned = TPMSelection(tcti: context.tctiConfiguration)
+        var notes = [String]()
+        var createdHandle: UInt32?
+        let parentHandle: UInt32
+        let parent: ESYS_TR
+        var parentIsTransient = false
+
+        if let existing = try context.persistentObject(TPMHandle.storageRootKey) {
+            guard try context.isStorageKey(existing) else {
+                context.close(existing)
+                throw .parentNotStorageKey(handle: TPMHandle.storageRootKey)
+            }
+            parent = existing
+            parentHandle = TPMHandle.storageRootKey
+        } else {
+            let primary = try context.createStorageRootKey()
+            do {
+                parent = try context.persist(primary, at: TPMHandle.storageRootKey)
+                context.flush(primary)
+                parentHandle = TPMHandle.storageRootKey
+                createdHandle = TPMHandle.storageRootKey
+                notes.append("made the storage root key persistent at \(TPMHandle.format(TPMHandle.storageRootKey))")
+            } catch let error where !error.isConnectionLost {
+                parent = primary
+                parentIsTransient = true
+                parentHandle = TPMHandle.owner
+                notes.append("could not make a persistent storage root key (\(error)); the key uses a transient one, so every signature first recreates it (CreatePrimary: 50-500 ms on real TPMs)")
+            }
+        }
+        defer { parentIsTransient ? context.flush(parent) : context.close(parent) }
+
+        let keyFile = try context.createSigningKey(parent: parent, parentHandle: parentHandle)
+        let metadata = parentIsTransient ? nil : try context.serialize(parent)
+        let key = try TPMDeviceKey(keyFile: keyFile, selection: pinned, parentMetadata: metadata)
+        try selfTest(key, context)
+        return TPMProvisioning(key: key, createdPersistentHandle: createdHandle, notes: notes)
+    }
+
+    /// Takes a key file made elsewhere (`openssl genpkey -provider tpm2`) after
+    /// checking that it is a P-256 signing key that loads and signs in this TPM.
+    public static func adopt(_ keyFile: TSS2KeyFile, _ selection: TPMSelection) throws(TPMError) -> TPMProvisioning {
+        _ = try keyFile.publicKey()
+        let context = try TPMContext.open(selection)
+        let pinned = TPMSelection(tcti: context.tctiConfiguration)
+        var metadata: [UInt8]?
+        if keyFile.parent != TPMHandle.owner {
+            guard let parent = try context.persistentObject(keyFile.parent) else { throw .parentMissing(handle: keyFile.parent) }
+            defer { context.close(parent) }
+            metadata = try context.serialize(parent)
+        }
+        let key = try TPMDeviceKey(keyFile: keyFile, selection: pinned, parentMetadata: metadata)
+        try selfTest(key, context)
+        let notes = keyFile.parent == TPMHandle.owner
+            ? ["the key's parent is a transient primary (0x40000001), so every signature first recreates it (CreatePrimary: 50-500 ms on real TPMs); keys made under a persistent SRK (openssl genpkey ... -pkeyopt parent:0x81000001) avoid that"]
+            : []
+        return TPMProvisioning(key: key, createdPersistentHandle: nil, notes: notes)
+    }
+
+    /// Loads the key and checks a signature with the public key on file.
+    public static func checkKeyLoads(_ key: TPMDeviceKey) throws(TPMError) {
+        try selfTest(key, try TPMContext.open(key.selection))
+    }
+
+    private static func selfTest(_ key: TPMDeviceKey, _ context: TPMContext) throws(TPMError) {
+        let digest = SHA256.hash(Array("devtrust self-test".utf8))
+        let signature = try key.withLoadedKey(context) { object throws(TPMError) in try context.sign(object, digest: digest) }
+        guard key.publicKey.isValidSignature(signature, for: digest) else {
+            throw .unsupportedKey("a test signature by the TPM does not verify with the key's public part")
+        }
+    }
+
+    /// Removes persistent objects devtrust created; returns those that were there.
+    public static func evict(_ handles: [UInt32], _ selection: TPMSelection) throws(TPMError) -> [UInt32] {
+        guard !handles.isEmpty else { return [] }
+        let context = try TPMContext.open(selection)
+        var evicted = [UInt32]()
+        for handle in handles where try context.evict(handle) {
+            evicted.append(handle)
+        }
+        return evicted
+    }
+
+    public static func describe(_ selection: TPMSelection) throws(TPMError) -> TPMDescription {
+        let context = try TPMContext.open(selection)
+        let manufacturer = try context.property(devtrust_TPM2_PT_MANUFACTURER())
+        let version1 = try context.property(devtrust_TPM2_PT_FIRMWARE_VERSION_1())
+        let version2 = try context.property(devtrust_TPM2_PT_FIRMWARE_VERSION_2())
+        let vendor = withUnsafeBytes(of: manufacturer.bigEndian) { bytes in
+            String(decoding: bytes.filter { $0 >= 0x20 && $0 < 0x7F }, as: UTF8.self).trimmingTrailingSpaces
+        }
+        let firmware = "\(version1 >> 16).\(version1 & 0xFFFF).\(version2 >> 16).\(version2 & 0xFFFF)"
+        return TPMDescription(tcti: context.tctiConfiguration, manufacturer: vendor, firmwareVersion: firmware)
+    }
+}
+
+extension TPMError {
+    var isConnectionLost: Bool {
+        if case .connectionLost = self { return true }
+        return false
+    }
+}
+
+extension String {
+    fileprivate var trimmingTrailingSpaces: String {
+        String(reversed().drop(while: { $0 == " " }).reversed())
+    }
+}

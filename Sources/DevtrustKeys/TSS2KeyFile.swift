@@ -1,0 +1,133 @@
+import CTPM2
+import DevtrustEncoding
+
+/// The standard `TSS2 PRIVATE KEY` file (as tpm2-openssl and tpm2-tss-engine write it):
+///
+///     TPMKey ::= SEQUENCE {
+///         type      OBJECT IDENTIFIER (2.23.133.10.1.3, loadableKey),
+///         emptyAuth [0] EXPLICIT BOOLEAN,
+///         parent    INTEGER,            -- 0x81000001, or 0x40000001 for a primary made from the SRK template
+///         pubkey    OCTET STRING,       -- TPM2B_PUBLIC
+///         privkey   OCTET STRING }      -- TPM2B_PRIVATE, wrapped by the parent: useless outside this TPM
+public struct TSS2KeyFile: Equatable, Sendable {
+    public static let pemLabel = "TSS2 PRIVATE KEY"
+    /// DER of OBJECT IDENTIFIER 2.23.133.10.1.3.
+    static let loadableKeyOID: [UInt8] = [0x67, 0x81, 0x05, 0x0A, 0x01, 0x03]
+
+    public let parent: UInt32
+    /// Marshalled TPM2B_PUBLIC.
+    public let publicArea: [UInt8]
+    /// Marshalled TPM2B_PRIVATE.
+    public let privateArea: [UInt8]
+
+    public init(parent: UInt32, publicArea: [UInt8], privateArea: [UInt8]) {
+        self.parent = parent
+        self.publicArea = publicArea
+        self.privateArea = privateArea
+    }
+
+    public var der: [UInt8] {
+        DERWriter.element(tag: 0x30,
+            DERWriter.element(tag: 0x06, Self.loadableKeyOID)
+            + DERWriter.element(tag: 0xA0, DERWriter.boolean(true))
+            + DERWriter.unsignedInteger(UInt64(parent))
+            + DERWriter.element(tag: 0x04, publicArea)
+            + DERWriter.element(tag: 0x04, privateArea))
+    }
+
+    public var pem: String { PEM.encode(der, label: Self.pemLabel) }
+
+    public init(der: [UInt8]) throws(TPMError) {
+        do throws(DERError) {
+            var outer = DERReader(der)
+            var key = try outer.readConstructed(tag: 0x30, "TPMKey")
+            try outer.expectEnd("TPMKey")
+            guard try key.read(tag: 0x06, "type") == Self.loadableKeyOID else {
+                throw DERError("type is not loadableKey (2.23.133.10.1.3); importable and sealed keys are not supported")
+            }
+            var emptyAuth = false
+            if key.nextTag == 0xA0 {
+                var explicit = try key.readConstructed(tag: 0xA0, "emptyAuth")
+                emptyAuth = try explicit.readBoolean("emptyAuth")
+                try explicit.expectEnd("emptyAuth")
+            }
+            guard emptyAuth else {
+                throw DERError("the key has a password (emptyAuth is not TRUE); devtrust uses keys without one")
+            }
+            let parent = try key.readUnsignedInteger("parent")
+            guard parent <= UInt64(UInt32.max) else { throw DERError("parent is not a TPM handle") }
+            self.parent = parent == 0 ? TPMHandle.owner : UInt32(parent)
+            publicArea = try key.read(tag: 0x04, "pubkey")
+            privateArea = try key.read(tag: 0x04, "privkey")
+            try key.expectEnd("TPMKey (policies and secrets are not supported)")
+        } catch {
+            throw .unsupportedKey("not a TSS2 PRIVATE KEY: \(error.message)")
+        }
+        _ = try unmarshalledPublic()
+        _ = try unmarshalledPrivate()
+    }
+
+    public init(pem text: String) throws(TPMError) {
+        guard let der = PEM.decode(text, label: Self.pemLabel) else {
+            throw .unsupportedKey("no -----BEGIN \(Self.pemLabel)----- block")
+        }
+        try self.init(der: der)
+    }
+
+    func unmarshalledPublic() throws(TPMError) -> TPM2B_PUBLIC {
+        var value = TPM2B_PUBLIC()
+        var offset = 0
+        let rc = publicArea.withUnsafeBufferPointer { Tss2_MU_TPM2B_PUBLIC_Unmarshal($0.baseAddress, $0.count, &offset, &value) }
+        guard rc == 0, offset == publicArea.count else { throw .unsupportedKey("the public part is not a TPM2B_PUBLIC") }
+        return value
+    }
+
+    func unmarshalledPrivate() throws(TPMError) -> TPM2B_PRIVATE {
+        var value = TPM2B_PRIVATE()
+        var offset = 0
+        let rc = privateArea.withUnsafeBufferPointer { Tss2_MU_TPM2B_PRIVATE_Unmarshal($0.baseAddress, $0.count, &offset, &value) }
+        guard rc == 0, offset == privateArea.count else { throw .unsupportedKey("the private part is not a TPM2B_PRIVATE") }
+        return value
+    }
+
+    /// Marshals a created key's public and private parts.
+    static func marshal(public publicValue: TPM2B_PUBLIC, private privateValue: TPM2B_PRIVATE, parent: UInt32) throws(TPMError) -> TSS2KeyFile {
+        var publicValue = publicValue
+        var privateValue = privateValue
+        var publicBytes = [UInt8](repeating: 0, count: MemoryLayout<TPM2B_PUBLIC>.size)
+        var privateBytes = [UInt8](repeating: 0, count: MemoryLayout<TPM2B_PRIVATE>.size)
+        var publicLength = 0
+        var privateLength = 0
+        guard Tss2_MU_TPM2B_PUBLIC_Marshal(&publicValue, &publicBytes, publicBytes.count, &publicLength) == 0,
+              Tss2_MU_TPM2B_PRIVATE_Marshal(&privateValue, &privateBytes, privateBytes.count, &privateLength) == 0 else {
+            throw .unsupportedKey("cannot marshal the key the TPM created")
+        }
+        return TSS2KeyFile(parent: parent, publicArea: Array(publicBytes.prefix(publicLength)), privateArea: Array(privateBytes.prefix(privateLength)))
+    }
+
+    /// The key's public point, checked to be a P-256 signing key devtrust can use.
+    public func publicKey() throws(TPMError) -> P256PublicKey {
+        var value = try unmarshalledPublic()
+        switch devtrust_signing_key_problem(&value) {
+        case 0: break
+        case 1: throw .unsupportedKey("it is not an ECC key")
+        case 2: throw .unsupportedKey("it is not on the NIST P-256 curve")
+        case 3: throw .unsupportedKey("it is not a signing key")
+        case 4: throw .unsupportedKey("it is a restricted key (it can only sign TPM-generated data)")
+        default: throw .unsupportedKey("its scheme is not ECDSA with SHA-256")
+        }
+        var x = [UInt8](repeating: 0, count: 32), y = [UInt8](repeating: 0, count: 32)
+        var xSize: UInt16 = 0, ySize: UInt16 = 0
+        guard devtrust_public_point(&value, &x, &xSize, &y, &ySize) == 1 else {
+            throw .unsupportedKey("the public point is malformed")
+        }
+        // TPMs may return coordinates shorter than 32 bytes; left-pad them.
+        let paddedX = [UInt8](repeating: 0, count: 32 - Int(xSize)) + x.prefix(Int(xSize))
+        let paddedY = [UInt8](repeating: 0, count: 32 - Int(ySize)) + y.prefix(Int(ySize))
+        do {
+            return try P256PublicKey(x: paddedX, y: paddedY)
+        } catch {
+            throw .unsupportedKey("the public point is not on P-256: \(error)")
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+
+/// A private software TPM (Debian's swtpm) for one test: its own state
+/// directory, free loopback ports (server port P, control port P+1, as the
+/// swtpm TCTI expects), stopped by PID when released.
+public final class Swtpm: @unchecked Sendable {
+    public static let binary = "/usr/bin/swtpm"
+    public static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: binary) }
+    /// Run TPM tests when swtpm is here, or always on CI (where its absence must fail).
+    public static var shouldRun: Bool { isInstalled || ExternalTool.isCI }
+
+    public let port: Int
+    public let stateDirectory: TemporaryDirectory
+    private var process: Process?
+
+    /// The TCTI configuration for devtrust, tpm2-tools and tpm2-openssl.
+    public var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
+
+    /// Starts a fresh TPM; `state` reuses another instance's state directory (a "reboot").
+    public init(state: TemporaryDirectory? = nil) throws {
+        guard Self.isInstalled else { throw SwtpmError("swtpm is not installed (apt-get install swtpm swtpm-tools)") }
+        stateDirectory = state ?? TemporaryDirectory("swtpm-state")
+        var lastError: Error = SwtpmError("no free port pair")
+        for _ in 0..<20 {
+            let candidate = Int.random(in: 20_000...60_000) & ~1
+            guard Self.isFree(candidate), Self.isFree(candidate + 1) else { continue }
+            do {
+                process = try Self.start(port: candidate, state: stateDirectory.path)
+                port = candidate
+                return
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError
+    }
+
+    deinit { stop() }
+
+    /// Shuts swtpm down through its control channel (children of the test
+    /// runner inherit a mask that blocks SIGTERM), or kills it if that fails.
+    public func stop() {
+        guard let process, process.isRunning else { return }
+        _ = try? ProcessRunner.run("/usr/bin/swtpm_ioctl", ["--tcp", "127.0.0.1:\(port + 1)", "-s"])
+        let deadline = Date().addingTimeInterval(2)
+        while process.isRunning && Date() < deadline { usleep(5_000) }
+        kill()
+    }
+
+    /// Kills swtpm at once (a TPM that goes away).
+    public func kill() {
+        guard let process, process.isRunning else { return }
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Runs a tpm2-tools command against this TPM.
+    @discardableResult
+    public func tool(_ name: String, _ arguments: [String]) throws -> ProcessResult {
+        try ProcessRunner.run("/usr/bin/" + name, arguments, environment: ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": tcti, "TSS2_LOG": "all+NONE"])
+    }
+
+    /// Handles of transient objects in the TPM: must be empty after every devtrust command.
+    public func transientHandles() throws -> [String] {
+        try tool("tpm2_getcap", ["handles-transient"]).stdout.split(separator: "\n").map { String($0.drop(while: { $0 == "-" || $0 == " " })) }
+    }
+
+    public func persistentHandles() throws -> [String] {
+        try tool("tpm2_getcap", ["handles-persistent"]).stdout.split(separator: "\n").map { String($0.drop(while: { $0 == "-" || $0 == " " })) }
+    }
+
+    private static func start(port: Int, state: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["socket", "--tpm2", "--server", "type=tcp,bindaddr=127.0.0.1,port=\(port)",
+                             "--ctrl", "type=tcp,bindaddr=127.0.0.1,port=\(port + 1)", "--tpmstate", "dir=\(state)",
+                             "--flags", "not-need-init,startup-clear"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if !process.isRunning { throw SwtpmError("swtpm exited at start (port \(port) taken?)") }
+            if canConnect(port) { return process }
+            usleep(10_000)
+        }
+        process.terminate()
+        throw SwtpmError("swtpm did not start listening on port \(port)")
+    }
+
+    static func isFree(_ port: Int) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = loopback(port)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+
+    static func canConnect(_ port: Int) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = loopback(port)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+
+    private static func loopback(_ port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return address
+    }
+}
+
+public struct SwtpmError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
