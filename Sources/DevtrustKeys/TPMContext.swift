@@ -56,7 +56,7 @@ final class TPMContext {
     private static func unreachable(_ configuration: String, _ code: TPMResponseCode) -> TPMError {
         let name = String(configuration.split(separator: ":", maxSplits: 1).first ?? "")
         switch code.tssBaseCode {
-        case 2?, 4?: // NOT_IMPLEMENTED, NOT_SUPPORTED: no such TCTI module
+        case 2?, 21?: // NOT_IMPLEMENTED, NOT_SUPPORTED: no such TCTI module
             return .unreachable(tcti: configuration, reason: "the TCTI library for \"\(name)\" is not installed",
                                 hint: name == "tabrmd" ? "install tpm2-abrmd, or use the kernel's resource manager (device:/dev/tpmrm0)" : "install libtss2-tcti-\(name)0")
         case 8?, 10?: // NO_CONNECTION, IO_ERROR

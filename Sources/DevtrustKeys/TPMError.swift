@@ -62,6 +62,9 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
     case lockout
     /// The owner hierarchy has a password (devtrust uses the empty one).
     case ownerAuthorizationRequired(operation: String)
+    /// No free slot for a transient object: something else left objects loaded
+    /// in a TPM that has no resource manager.
+    case outOfObjectMemory(operation: String)
     /// A key file that is not a usable TSS2 P-256 signing key.
     case unsupportedKey(String)
     case commandFailed(operation: String, code: TPMResponseCode)
@@ -77,11 +80,13 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .parentMissing(handle):
             return "the TPM has no storage key at \(TPMHandle.format(handle)) any more (was the TPM cleared?). The device key is lost: run `devtrust init --force` and register this device again."
         case let .parentNotStorageKey(handle):
-            return "the TPM object at \(TPMHandle.format(handle)) is not a storage key, so devtrust cannot create keys under it; remove it (tpm2_evictcontrol -C o -c \(TPMHandle.format(handle))) or use another TPM."
+            return "the TPM object at \(TPMHandle.format(handle)) is not a storage key, so devtrust cannot create keys under it (to free the handle: tpm2_evictcontrol -C o -c \(TPMHandle.format(handle)))"
         case .lockout:
             return "the TPM is in dictionary-attack lockout and refuses authorizations; wait for the lockout to expire (see tpm2_getcap properties-variable: TPM2_PT_LOCKOUT_*) or reset it with the lockout password (tpm2_dictionarylockout --clear-lockout)."
         case let .ownerAuthorizationRequired(operation):
-            return "the TPM owner hierarchy has a password, so devtrust cannot \(operation)"
+            return "the TPM refused \(operation): the owner hierarchy has a password (devtrust uses the empty one). Whoever knows it can create a persistent storage root key for devtrust (tpm2_createprimary -C o -P PASSWORD -G ecc256:aes128cfb -c srk.ctx && tpm2_evictcontrol -C o -P PASSWORD -c srk.ctx 0x81000001); then run `devtrust init` again"
+        case let .outOfObjectMemory(operation):
+            return "the TPM has no free slot for \(operation): another program left objects loaded. Use the kernel's resource manager (device:/dev/tpmrm0) or tpm2-abrmd, or free the slots with tpm2_flushcontext -t"
         case let .unsupportedKey(reason):
             return "not a usable TPM device key: \(reason)"
         case let .commandFailed(operation, code):
@@ -97,6 +102,7 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         }
         switch code.tpmCode {
         case TPMResponseCode.lockout?: return .lockout
+        case TPMResponseCode.objectMemory?, TPMResponseCode.sessionMemory?: return .outOfObjectMemory(operation: operation)
         case TPMResponseCode.badAuth?, TPMResponseCode.authFail?: return .ownerAuthorizationRequired(operation: operation)
         default: return .commandFailed(operation: operation, code: code)
         }

@@ -30,16 +30,15 @@ public enum TPMKeyProvisioner {
         let parent: ESYS_TR
         var parentIsTransient = false
 
-        if let existing = try context.persistentObject(TPMHandle.storageRootKey) {
-            guard try context.isStorageKey(existing) else {
-                context.close(existing)
-                throw .parentNotStorageKey(handle: TPMHandle.storageRootKey)
-            }
+        if let existing = try context.persistentObject(TPMHandle.storageRootKey), try context.isStorageKey(existing) {
             parent = existing
             parentHandle = TPMHandle.storageRootKey
         } else {
+            let occupied = try context.persistentObject(TPMHandle.storageRootKey)
+            if let occupied { context.close(occupied) }
             let primary = try context.createStorageRootKey()
-            do {
+            do throws(TPMError) {
+                guard occupied == nil else { throw .parentNotStorageKey(handle: TPMHandle.storageRootKey) }
                 parent = try context.persist(primary, at: TPMHandle.storageRootKey)
                 context.flush(primary)
                 parentHandle = TPMHandle.storageRootKey
@@ -49,7 +48,7 @@ public enum TPMKeyProvisioner {
                 parent = primary
                 parentIsTransient = true
                 parentHandle = TPMHandle.owner
-                notes.append("could not make a persistent storage root key (\(error)); the key uses a transient one, so every signature first recreates it (CreatePrimary: 50-500 ms on real TPMs)")
+                notes.append("no persistent storage root key: \(error); the key uses a transient one instead, so every signature first recreates it (CreatePrimary: 50-500 ms on real TPMs)")
             }
         }
         defer { parentIsTransient ? context.flush(parent) : context.close(parent) }
