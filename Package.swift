@@ -10,7 +10,7 @@ let package = Package(
     targets: [
         .systemLibrary(
             name: "COpenSSL",
-            pkgConfig: "openssl",
+            pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
 

@@ -13,7 +13,20 @@ chmod 700 "$demo"
 export DEVTRUST_KEYSTORE="$keystore"
 step() { printf '\n== %s\n' "$*"; }
 
-step "devtrust init: create the device key (software, or the TPM once supported)"
+# A software TPM for the demo when swtpm is installed (the key then lives in it).
+if command -v swtpm >/dev/null 2>&1; then
+    port=$(( 24000 + $$ % 4000 * 2 ))
+    mkdir -p "$demo/swtpm"
+    swtpm socket --tpm2 --server type=tcp,bindaddr=127.0.0.1,port=$port \
+        --ctrl type=tcp,bindaddr=127.0.0.1,port=$((port + 1)) --tpmstate dir="$demo/swtpm" \
+        --flags not-need-init,startup-clear --pid file="$demo/swtpm.pid" &
+    trap 'swtpm_ioctl --tcp 127.0.0.1:$((port + 1)) -s 2>/dev/null || kill "$(cat "$demo/swtpm.pid")" 2>/dev/null' EXIT
+    for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$demo/swtpm.pid" ] && break; sleep 0.1; done
+    export DEVTRUST_TCTI="swtpm:host=127.0.0.1,port=$port"
+    echo "demo TPM: swtpm at $DEVTRUST_TCTI"
+fi
+
+step "devtrust init: create the device key (in the TPM when one answers, else in software)"
 "$devtrust" init
 
 step "devtrust status"

@@ -20,16 +20,17 @@ public struct CommandEnvironment {
         self.effectiveUserID = effectiveUserID
     }
 
+    /// The environment variables devtrust reads; `process()` looks up only these.
+    public static let knownVariables = [
+        "DEVTRUST_KEYSTORE", "DEVTRUST_CONFIG", "DEVTRUST_TCTI", "TPM2TOOLS_TCTI", "TSS2_TCTI", "DEVTRUST_CA_FILE",
+        "HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME",
+    ]
+
     /// The running process's environment and standard streams.
     public static func process() -> CommandEnvironment {
         var variables = [String: String]()
-        var cursor = environ
-        while let entry = cursor.pointee {
-            let text = String(cString: entry)
-            if let equals = text.firstIndex(of: "=") {
-                variables[String(text[..<equals])] = String(text[text.index(after: equals)...])
-            }
-            cursor += 1
+        for name in knownVariables {
+            if let value = getenv(name) { variables[name] = String(cString: value) }
         }
         return CommandEnvironment(variables: variables, terminal: ProcessTerminal())
     }

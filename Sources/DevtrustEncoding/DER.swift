@@ -133,23 +133,33 @@ public enum PEM {
 
     /// The DER inside the first `label` block; nil when there is none or it is not base64.
     public static func decode(_ text: String, label: String) -> [UInt8]? {
-        var inside = false
-        var body = ""
-        for line in text.split(whereSeparator: \.isNewline) {
-            let trimmed = line.trimmingCharacters(in: " \t\r")
-            if trimmed == "-----BEGIN \(label)-----" { inside = true; continue }
-            if trimmed == "-----END \(label)-----" {
-                return inside ? try? Base64.decode(body, padding: .required) : nil
+        decode(Array(text.utf8), label: label)
+    }
+
+    /// Works on bytes: this runs on every `devtrust token`, and Character-level
+    /// String processing costs more than the rest of the parse.
+    public static func decode(_ bytes: [UInt8], label: String) -> [UInt8]? {
+        let begin = Array("-----BEGIN \(label)-----".utf8)
+        let end = Array("-----END \(label)-----".utf8)
+        var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: true).makeIterator()
+        func trimmed(_ line: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+            var line = line
+            while let first = line.first, first == 0x20 || first == 0x09 || first == 0x0D { line.removeFirst() }
+            while let last = line.last, last == 0x20 || last == 0x09 || last == 0x0D { line.removeLast() }
+            return line
+        }
+        while let line = lines.next() {
+            guard trimmed(line).elementsEqual(begin) else { continue }
+            var body = [UInt8]()
+            while let line = lines.next() {
+                let content = trimmed(line)
+                if content.elementsEqual(end) {
+                    return try? Base64.decode(String(decoding: body, as: UTF8.self), padding: .required)
+                }
+                body += content
             }
-            if inside { body += trimmed }
+            return nil
         }
         return nil
-    }
-}
-
-extension Substring {
-    fileprivate func trimmingCharacters(in set: String) -> String {
-        let isTrimmed: (Character) -> Bool = { set.contains($0) }
-        return String(drop(while: isTrimmed).reversed().drop(while: isTrimmed).reversed())
     }
 }

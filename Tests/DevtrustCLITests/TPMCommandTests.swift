@@ -376,3 +376,27 @@ import Testing
         #expect(try Self.commands(of: cli, ["pubkey"]).isEmpty)
     }
 }
+
+@Suite(.enabled(if: Swtpm.shouldRun)) struct TPMResetTests {
+    @Test func resetWithoutTheTPMKeepsTheHandleOnRecordForLater() throws {
+        let directory = TemporaryDirectory()
+        let state = TemporaryDirectory("swtpm-state")
+        var tpm: Swtpm? = try Swtpm(state: state)
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = tpm!.tcti
+        try cli.run("init", "--backend", "tpm")
+        tpm!.stop()
+        let offline = try cli.run("reset", "--yes")
+        #expect(offline.status == 0, "\(offline)")
+        #expect(offline.stderr.contains("could not remove the TPM objects devtrust made (0x81000001)"))
+        let manifest = try JSONParser.parse(try #require(directory.read("ks/keystore.json"))).objectValue!
+        #expect(manifest["key"] == .null && manifest["tpmPersistentHandles"] == .array([.string("0x81000001")]))
+
+        tpm = try Swtpm(state: state) // the machine boots again, same TPM
+        cli.extraEnvironment["DEVTRUST_TCTI"] = tpm!.tcti
+        #expect(try tpm!.persistentHandles() == ["0x81000001"])
+        let online = try cli.run("reset", "--yes")
+        #expect(online.stderr.contains("removed the TPM storage key devtrust had made persistent at 0x81000001"), "\(online)")
+        #expect(try tpm!.persistentHandles().isEmpty)
+    }
+}

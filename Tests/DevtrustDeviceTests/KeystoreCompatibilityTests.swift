@@ -27,7 +27,16 @@ import Testing
         let path = copyKeystoreFixture(fixture, into: directory)
         let expectedBytes = try #require(FileManager.default.contents(atPath: Repository.path("keystore/fixtures/\(fixture)/expected.json")))
         let expected = try JSONParser.parse(Array(expectedBytes)).objectValue!
-        let store = DeviceStore(keystore: Keystore(path: path))
+        // A TPM fixture comes with the swtpm state its key was made in.
+        var tpm: Swtpm?
+        let savedState = Repository.path("keystore/fixtures/\(fixture)/swtpm-state/tpm2-00.permall")
+        if FileManager.default.fileExists(atPath: savedState) {
+            guard Swtpm.shouldRun else { return }
+            let state = TemporaryDirectory("swtpm-state")
+            try FileManager.default.copyItem(atPath: savedState, toPath: state.file("tpm2-00.permall"))
+            tpm = try Swtpm(state: state)
+        }
+        let store = DeviceStore(keystore: Keystore(path: path), tpm: TPMSelection(tcti: tpm?.tcti ?? "device:/nonexistent"))
         let state = try store.state()
         #expect(state.registrations.map { JSONValue.string($0.registrationId) } == expected["registrationIds"]?.arrayValue)
         guard case let .string(backend)? = expected["backend"] else {
@@ -41,6 +50,7 @@ import Testing
         let token = try DeviceTokenMinter(key: device.key).deviceToken(deviceId: "d", attributes: DeviceAttributes())
         let publicKey = try P256PublicKey(spki: Base64.decode(try #require(expected["publicKey"]?.stringValue)))
         _ = try ES256Verifier(publicKey: publicKey).verify(compact: token)
+        if let tpm { #expect(try tpm.transientHandles().isEmpty) }
         if let registration = state.registrations.first {
             #expect(try RegistrationSelector.select(from: state, server: registration.server) == registration)
         }

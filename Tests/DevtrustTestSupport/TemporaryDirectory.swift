@@ -47,7 +47,9 @@ public func copyKeystoreFixture(_ relative: String, into directory: TemporaryDir
     let source = Repository.path("keystore/fixtures/" + relative)
     let target = directory.file(name)
     mkdir(target, 0o700)
+    var isDirectory: ObjCBool = false
     for entry in (try? FileManager.default.contentsOfDirectory(atPath: source)) ?? [] where entry != "expected.json" {
+        guard FileManager.default.fileExists(atPath: source + "/" + entry, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
         let contents = FileManager.default.contents(atPath: source + "/" + entry) ?? Data()
         _ = FileManager.default.createFile(atPath: target + "/" + entry, contents: contents)
         chmod(target + "/" + entry, 0o600)
