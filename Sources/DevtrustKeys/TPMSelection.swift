@@ -35,6 +35,9 @@ public struct TPMSelection: Equatable, Sendable {
         guard parts.first == "device" else { return nil }
         let path = parts.count > 1 && !parts[1].isEmpty ? String(parts[1]) : "/dev/tpm0"
         if access(path, F_OK) != 0 {
+            if path.hasSuffix("/tpmrm0") && access(String(path.dropLast(7)) + "/tpm0", F_OK) == 0 {
+                return ("no such device", "the TPM at /dev/tpm0 has no kernel resource manager; start tpm2-abrmd (--tcti tabrmd), or use --tcti device:/dev/tpm0 (one process at a time)")
+            }
             return ("no such device", "this machine has no TPM, or it is disabled in the firmware settings")
         }
         if access(path, R_OK | W_OK) != 0 {

@@ -187,6 +187,13 @@ import Testing
         #expect(setup.directory.read("ks/keystore.json") == nil)
         let library = try cli.run("init", "--backend", "tpm", "--tcti", "nosuchtcti:x")
         #expect(library.status == 6 && library.stderr.contains("the TCTI library for \"nosuchtcti\" is not installed"), "\(library)")
+        let resourceManager = try cli.run("init", "--backend", "tpm", "--tcti", "tabrmd")
+        #expect(resourceManager.status == 6 && resourceManager.stderr.contains("no TPM at tabrmd"), "\(resourceManager)")
+        // A TPM without the kernel's resource manager: /dev/tpm0 but no /dev/tpmrm0.
+        let devices = TemporaryDirectory("dev")
+        devices.write("tpm0", "")
+        let noManager = try cli.run("init", "--backend", "tpm", "--tcti", "device:\(devices.path)/tpmrm0")
+        #expect(noManager.status == 6 && noManager.stderr.contains("has no kernel resource manager; start tpm2-abrmd"), "\(noManager)")
         let auto = try cli.run("init", "--tcti", "device:/nonexistent/tpmrm0")
         #expect(auto.status == 0)
         #expect(auto.stderr.contains("no TPM at device:/nonexistent/tpmrm0 (no such device): this machine has no TPM, or it is disabled in the firmware settings; using a software key"), "\(auto)")
