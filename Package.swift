@@ -20,6 +20,9 @@ let package = Package(
             providers: [.apt(["libtss2-dev"])]
         ),
 
+        // libcurl through dlopen, with typed wrappers for its variadic calls.
+        .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
+
         // Base64, base64url, hex, DER and PEM, and a small strict JSON value type.
         .target(name: "DevtrustEncoding"),
 
@@ -39,13 +42,19 @@ let package = Package(
         // The JSON configuration file and its typed errors.
         .target(name: "DevtrustConfig", dependencies: ["DevtrustEncoding", "DevtrustSystem"]),
 
+        // HTTPS (and http to loopback) over libcurl: the one HTTP layer of every client.
+        .target(name: "DevtrustHTTP", dependencies: ["CCurl"]),
+
+        // The Flow Execution API client: registration flows and the Device Registration step.
+        .target(name: "DevtrustFlow", dependencies: ["DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding"]),
+
         // The device's identity: its key in the keystore (any backend) and its registrations.
         .target(name: "DevtrustDevice", dependencies: ["DevtrustKeys", "DevtrustKeystore", "DevtrustJOSE", "DevtrustEncoding"]),
 
         // The command line: argument parsing, commands, errors to exit codes.
         .target(
             name: "DevtrustCLI",
-            dependencies: ["DevtrustDevice", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustSystem"]
+            dependencies: ["DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustSystem"]
         ),
         .executableTarget(name: "devtrust", dependencies: ["DevtrustCLI"]),
 

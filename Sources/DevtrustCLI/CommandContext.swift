@@ -52,6 +52,17 @@ struct CommandContext {
         try ConfigurationLoader(explicitPath: arguments.value("config"), environment: environment.variables).load()
     }
 
+    /// The same run with other arguments (global options kept), for a command that runs another.
+    func replacingArguments(_ arguments: [String]) throws -> CommandContext {
+        var parsed = try CommandSpecs.parser.parse(arguments)
+        for option in CommandSpecs.global {
+            if let values = self.arguments.values[option.long] { parsed.values[option.long] = values }
+            if self.arguments.has(option.long) { parsed.flags.insert(option.long) }
+        }
+        parsed.flags.remove("json")
+        return CommandContext(arguments: parsed, environment: environment)
+    }
+
     /// Reads an argument's text, or all of stdin for `-`, without the trailing newline.
     func textArgument(_ value: String, name: String, limit: Int = 1 << 20) throws -> String {
         guard value == "-" else { return value }

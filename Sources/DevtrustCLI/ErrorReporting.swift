@@ -1,5 +1,7 @@
 import DevtrustConfig
 import DevtrustDevice
+import DevtrustFlow
+import DevtrustHTTP
 import DevtrustJOSE
 import DevtrustKeys
 import DevtrustKeystore
@@ -28,6 +30,8 @@ struct ErrorReport {
             return ErrorReport(.keystore, error.description)
         case let error as DeviceError:
             switch error {
+            case .keyChangedDuringRegistration:
+                return ErrorReport(.failure, error.description)
             case .noDeviceKey, .notRegistered, .registrationForOtherKey:
                 return ErrorReport(.noKeyOrNotRegistered, error.description)
             case .ambiguousRegistration:
@@ -37,6 +41,19 @@ struct ErrorReport {
             case .importedKeyBackend:
                 return ErrorReport(.usage, error.description)
             }
+        case let error as HTTPError:
+            switch error {
+            case .invalidURL, .insecureURL: return ErrorReport(.usage, error.description)
+            default: return ErrorReport(.network, error.description)
+            }
+        case let error as FlowServerError:
+            return ErrorReport(.serverRefused, error.description)
+        case let error as FlowUnsupportedError:
+            return ErrorReport(.serverRefused, error.description)
+        case let error as FlowProtocolError:
+            return ErrorReport(.network, error.description)
+        case let error as MissingFlowInputsError:
+            return ErrorReport(.usage, error.description)
         case let error as TPMError:
             return ErrorReport(.tpm, error.description)
         case let error as KeyFileError:

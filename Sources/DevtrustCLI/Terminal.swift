@@ -9,6 +9,8 @@ public protocol Terminal: AnyObject {
     func readInput(limit: Int) -> [UInt8]?
     /// One line from the user, or nil at end of input.
     func readLine(prompt: String) -> String?
+    /// One line read without echo (passwords, codes), or nil at end of input.
+    func readSecret(prompt: String) -> String?
     var inputIsTerminal: Bool { get }
     var errorIsTerminal: Bool { get }
 }
@@ -34,6 +36,19 @@ public final class ProcessTerminal: Terminal {
             if contents.count > limit { return nil }
         }
         return contents
+    }
+
+    public func readSecret(prompt: String) -> String? {
+        var saved = termios()
+        guard isatty(0) == 1, tcgetattr(0, &saved) == 0 else { return readLine(prompt: prompt) }
+        var silent = saved
+        silent.c_lflag &= ~tcflag_t(ECHO)
+        tcsetattr(0, TCSAFLUSH, &silent)
+        defer {
+            tcsetattr(0, TCSAFLUSH, &saved)
+            writeError("\n")
+        }
+        return readLine(prompt: prompt)
     }
 
     public func readLine(prompt: String) -> String? {

@@ -6,10 +6,19 @@ public struct Configuration: Equatable, Sendable {
     public var platform: String
     /// Extra flat claims added to every device data JWT and device token, in order.
     public var claims: [(name: String, value: String)]
+    /// HTTP timeouts for talking to servers.
+    public var http = HTTPSettings()
     /// The file this came from, nil for built-in defaults.
     public var source: String?
 
-    public static let knownFields = ["platform", "claims"]
+    public struct HTTPSettings: Equatable, Sendable {
+        public var connectTimeoutSeconds = 10
+        public var requestTimeoutSeconds = 30
+
+        public init() {}
+    }
+
+    public static let knownFields = ["platform", "claims", "http"]
 
     public init(platform: String = "linux", claims: [(name: String, value: String)] = [], source: String? = nil) {
         self.platform = platform
@@ -18,7 +27,7 @@ public struct Configuration: Equatable, Sendable {
     }
 
     public static func == (lhs: Configuration, rhs: Configuration) -> Bool {
-        lhs.platform == rhs.platform && lhs.source == rhs.source
+        lhs.platform == rhs.platform && lhs.source == rhs.source && lhs.http == rhs.http
             && lhs.claims.map(\.name) == rhs.claims.map(\.name) && lhs.claims.map(\.value) == rhs.claims.map(\.value)
     }
 
@@ -45,6 +54,17 @@ public struct Configuration: Equatable, Sendable {
                     throw JSONFieldError(path: "claims.\(name)", kind: .invalidValue(problem))
                 }
                 configuration.claims.append((name, value))
+            }
+            if let http = try reader.optionalObject("http") {
+                try http.rejectUnknownFields(known: ["connectTimeoutSeconds", "requestTimeoutSeconds"])
+                for (key, path) in [("connectTimeoutSeconds", \HTTPSettings.connectTimeoutSeconds), ("requestTimeoutSeconds", \HTTPSettings.requestTimeoutSeconds)] {
+                    guard http.object[key] != nil else { continue }
+                    let seconds = try http.int(key)
+                    guard (1...600).contains(seconds) else {
+                        throw JSONFieldError(path: http.fieldPath(key), kind: .invalidValue("must be 1 to 600 seconds"))
+                    }
+                    configuration.http[keyPath: path] = Int(seconds)
+                }
             }
             return configuration
         } catch {

@@ -11,6 +11,8 @@ public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
     case ambiguousRegistration(servers: [String])
     /// The registration was made with a key that is no longer the device key.
     case registrationForOtherKey(registrationId: String, server: String)
+    /// The key was replaced (init --force) while a registration flow ran.
+    case keyChangedDuringRegistration
 
     public var description: String {
         switch self {
@@ -26,6 +28,8 @@ public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
             return "this device is not registered with any server; run `devtrust register --server URL`, or pass --device-id"
         case let .ambiguousRegistration(servers):
             return "this device is registered with several servers (\(servers.joined(separator: ", "))); choose one with --server"
+        case .keyChangedDuringRegistration:
+            return "the device key was replaced while the registration ran, so the server registered the old key; nothing was recorded: run `devtrust register` again"
         case let .registrationForOtherKey(registrationId, server):
             return "registration \(registrationId) with \(server) was made with a different key than the current one; run `devtrust register --server \(server)` again"
         }

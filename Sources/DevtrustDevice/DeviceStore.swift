@@ -116,6 +116,19 @@ public struct DeviceStore: Sendable {
         }
     }
 
+    /// Records a completed registration in one commit. It replaces an earlier
+    /// registration with the same server, and is refused when the device key
+    /// was replaced while the flow ran (the server registered the old key).
+    public func recordRegistration(_ record: RegistrationRecord) throws {
+        try keystore.update { state, _ in
+            guard let key = state.key, key.fingerprint == record.keyFingerprint else {
+                throw DeviceError.keyChangedDuringRegistration
+            }
+            state.registrations.removeAll { RegistrationSelector.sameServer($0.server, record.server) }
+            state.registrations.append(record)
+        }
+    }
+
     /// Deletes the key and the registrations, and the TPM objects devtrust made.
     public func reset() throws -> ResetOutcome {
         guard try keystore.load() != nil else {

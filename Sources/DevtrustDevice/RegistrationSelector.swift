@@ -18,6 +18,11 @@ public enum RegistrationSelector {
         return first
     }
 
+    /// Whether two recorded server URLs are the same server.
+    public static func sameServer(_ first: String, _ second: String) -> Bool {
+        normalized(first) == normalized(second)
+    }
+
     /// `https://Host:443/t/acme/` names the same server as `https://host/t/acme`;
     /// a NAME is the URL without its scheme, or just the host.
     static func matches(_ recorded: String, _ wanted: String) -> Bool {

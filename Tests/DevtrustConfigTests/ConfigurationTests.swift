@@ -17,10 +17,12 @@ import Testing
         (#"{"claims":["a"]}"#, "configuration file /c.json: field \"claims\" must be an object, found an array; see docs/configuration.md"),
         (#"{"platform":7}"#, "configuration file /c.json: field \"platform\" must be a string, found a number (7); see docs/configuration.md"),
         (#"{"platform":""}"#, "configuration file /c.json: field \"platform\": must not be empty; see docs/configuration.md"),
-        (#"{"claimz":{}}"#, "configuration file /c.json: unknown field \"claimz\" (known fields: platform, claims); see docs/configuration.md"),
+        (#"{"claimz":{}}"#, "configuration file /c.json: unknown field \"claimz\" (known fields: platform, claims, http); see docs/configuration.md"),
         (#"{"claims":{"jti":"x"}}"#, "configuration file /c.json: field \"claims.jti\": jti is set by devtrust on every token and cannot be overridden; see docs/configuration.md"),
         (#"{"claims":{"attestationToken":"x"}}"#, "attestationToken is for Play Integrity"),
         ("[]", "configuration file /c.json: field \"(top level)\" must be an object, found an array; see docs/configuration.md"),
+        (#"{"http":{"requestTimeoutSeconds":0}}"#, "field \"http.requestTimeoutSeconds\": must be 1 to 600 seconds"),
+        (#"{"http":{"requestTimeoutSeconds":"30"}}"#, "field \"http.requestTimeoutSeconds\" must be an integer, found a string"),
         (#"{"platform":"linux",}"#, "configuration file /c.json is not valid JSON: expected a string key at byte 20"),
     ])
     func typedErrorsNameTheFieldAndFile(text: String, message: String) {

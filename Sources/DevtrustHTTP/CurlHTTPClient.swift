@@ -1,0 +1,142 @@
+import CCurl
+
+/// HTTP over libcurl (loaded on first use). Certificates and host names are
+/// always verified; `--ca-file` adds a private CA; redirects are not followed;
+/// answers are capped in size; loopback is never sent through a proxy.
+public struct CurlHTTPClient: HTTPClient {
+    public let options: HTTPOptions
+
+    public init(options: HTTPOptions) {
+        self.options = options
+    }
+
+    /// Collects the body (up to the cap) and the header lines of one answer.
+    private final class Accumulator {
+        let limit: Int
+        var body: [UInt8] = []
+        var headerLines: [String] = []
+        var overflowed = false
+
+        init(limit: Int) { self.limit = limit }
+    }
+
+    public func send(_ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
+        var loadError = [CChar](repeating: 0, count: 256)
+        guard devtrust_curl_load(&loadError, loadError.count) == 0 else {
+            throw .libraryUnavailable(String(decoding: loadError.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        guard let handle = devtrust_curl_easy_init() else { throw .libraryUnavailable("curl_easy_init failed") }
+        defer { devtrust_curl_easy_cleanup(handle) }
+
+        var headerList: UnsafeMutablePointer<curl_slist>?
+        defer { devtrust_curl_slist_free_all(headerList) }
+        for header in request.headers {
+            headerList = devtrust_curl_slist_append(headerList, "\(header.name): \(header.value)")
+        }
+        // Without this, curl adds "Expect: 100-continue" to larger POSTs.
+        headerList = devtrust_curl_slist_append(headerList, "Expect:")
+
+        let accumulator = Accumulator(limit: options.maximumResponseBytes)
+        let context = Unmanaged.passRetained(accumulator)
+        defer { context.release() }
+        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+
+        let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errorPointer in
+            var result = CURLE_OK
+            func set(_ code: CURLcode) { if result == CURLE_OK { result = code } }
+            set(devtrust_curl_setopt_string(handle, CURLOPT_URL, request.url))
+            set(devtrust_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
+            set(devtrust_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "https,http"))
+            set(devtrust_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0))
+            set(devtrust_curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
+            set(devtrust_curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
+            set(devtrust_curl_setopt_string(handle, CURLOPT_NOPROXY, "localhost,127.0.0.1,::1"))
+            set(devtrust_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeoutMilliseconds))
+            set(devtrust_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, options.totalTimeoutMilliseconds))
+            set(devtrust_curl_setopt_off_t(handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(options.maximumResponseBytes)))
+            set(devtrust_curl_setopt_string(handle, CURLOPT_USERAGENT, options.userAgent))
+            set(devtrust_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorPointer.baseAddress))
+            if let caFile = options.caFile { set(devtrust_curl_setopt_string(handle, CURLOPT_CAINFO, caFile)) }
+            set(devtrust_curl_setopt_pointer(handle, CURLOPT_HTTPHEADER, headerList))
+            if request.method == "POST" {
+                let body = request.body ?? []
+                set(devtrust_curl_setopt_long(handle, CURLOPT_POST, 1))
+                set(devtrust_curl_setopt_off_t(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
+                body.withUnsafeBytes { bytes in
+                    // COPYPOSTFIELDS copies POSTFIELDSIZE bytes; the pointer must not be NULL.
+                    var empty: UInt8 = 0
+                    let pointer = bytes.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) } ?? withUnsafeMutableBytes(of: &empty) { $0.baseAddress! }
+                    set(devtrust_curl_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, pointer))
+                }
+            } else if request.method != "GET" {
+                set(devtrust_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method))
+            }
+            set(devtrust_curl_set_write_callback(handle, { data, size, count, context in
+                let accumulator = Unmanaged<Accumulator>.fromOpaque(context!).takeUnretainedValue()
+                let length = size * count
+                guard accumulator.body.count + length <= accumulator.limit else {
+                    accumulator.overflowed = true
+                    return 0
+                }
+                data!.withMemoryRebound(to: UInt8.self, capacity: length) {
+                    accumulator.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+                }
+                return length
+            }, context.toOpaque()))
+            set(devtrust_curl_set_header_callback(handle, { data, size, count, context in
+                let accumulator = Unmanaged<Accumulator>.fromOpaque(context!).takeUnretainedValue()
+                let length = size * count
+                let line = data!.withMemoryRebound(to: UInt8.self, capacity: length) {
+                    String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+                }
+                if accumulator.headerLines.count < 200 { accumulator.headerLines.append(line) }
+                return length
+            }, context.toOpaque()))
+            guard result == CURLE_OK else { return result }
+            return devtrust_curl_easy_perform(handle)
+        }
+
+        if accumulator.overflowed || code == CURLE_FILESIZE_EXCEEDED {
+            throw .responseTooLarge(url: request.url, limit: options.maximumResponseBytes)
+        }
+        guard code == CURLE_OK else {
+            let detail = String(decoding: errorBuffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let fallback = String(cString: devtrust_curl_easy_strerror(code))
+            throw .transport(url: request.url, failure: Self.failure(code), detail: detail.isEmpty ? fallback : detail)
+        }
+        var status = 0
+        _ = devtrust_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        let headers = Self.parseHeaders(accumulator.headerLines)
+        let response = HTTPResponse(status: status, headers: headers, body: accumulator.body)
+        if (300..<400).contains(status) {
+            throw .redirected(url: request.url, status: status, location: response.header("Location"))
+        }
+        return response
+    }
+
+    private static func failure(_ code: CURLcode) -> HTTPError.Failure {
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: return .resolve
+        case CURLE_COULDNT_CONNECT: return .connect
+        case CURLE_OPERATION_TIMEDOUT: return .timeout
+        case CURLE_PEER_FAILED_VERIFICATION: return .untrustedCertificate
+        case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_ISSUER_ERROR: return .tls
+        case CURLE_SSL_CACERT_BADFILE: return .caFile
+        case CURLE_GOT_NOTHING, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_PARTIAL_FILE: return .noResponse
+        default: return .other
+        }
+    }
+
+    /// Header lines of the final answer (curl reports those of interim 1xx answers too).
+    private static func parseHeaders(_ lines: [String]) -> [(name: String, value: String)] {
+        var headers = [(name: String, value: String)]()
+        for line in lines {
+            if line.hasPrefix("HTTP/") { headers.removeAll(); continue }
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = String(line[..<colon])
+            let value = line[line.index(after: colon)...].drop(while: { $0 == " " || $0 == "\t" })
+            headers.append((name, String(value.reversed().drop(while: { $0 == "\r" || $0 == "\n" || $0 == " " }).reversed())))
+        }
+        return headers
+    }
+}

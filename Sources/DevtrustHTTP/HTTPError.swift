@@ -1,0 +1,42 @@
+/// Why a request got no usable answer. The CLI maps these to exit 5 (2 for a
+/// URL the user gave that devtrust refuses).
+public enum HTTPError: Error, Equatable, Sendable, CustomStringConvertible {
+    public enum Failure: Equatable, Sendable {
+        case resolve, connect, timeout, untrustedCertificate, tls, caFile, noResponse, other
+    }
+
+    case invalidURL(String, reason: String)
+    /// Plain http to a host that is not loopback.
+    case insecureURL(String)
+    case libraryUnavailable(String)
+    case transport(url: String, failure: Failure, detail: String)
+    case responseTooLarge(url: String, limit: Int)
+    /// A 3xx answer: devtrust does not follow redirects.
+    case redirected(url: String, status: Int, location: String?)
+
+    public var description: String {
+        switch self {
+        case let .invalidURL(url, reason):
+            return "\(url) is not a usable server URL: \(reason)"
+        case let .insecureURL(url):
+            return "\(url) uses plain http, which devtrust allows only to loopback addresses; use https://"
+        case let .libraryUnavailable(detail):
+            return "cannot load libcurl (\(detail)); install it: apt-get install libcurl4"
+        case let .transport(url, failure, detail):
+            switch failure {
+            case .resolve: return "cannot resolve the host of \(url) (\(detail)); check the server URL and DNS"
+            case .connect: return "cannot connect to \(url) (\(detail)); is the server up and reachable?"
+            case .timeout: return "\(url) did not answer in time (\(detail))"
+            case .untrustedCertificate: return "the certificate of \(url) is not trusted (\(detail)); if the server uses a private CA, pass --ca-file FILE (or set DEVTRUST_CA_FILE)"
+            case .tls: return "TLS with \(url) failed (\(detail))"
+            case .caFile: return "the CA file cannot be used (\(detail)); check --ca-file / DEVTRUST_CA_FILE"
+            case .noResponse: return "\(url) closed the connection without an answer (\(detail))"
+            case .other: return "the request to \(url) failed (\(detail))"
+            }
+        case let .responseTooLarge(url, limit):
+            return "the answer of \(url) is larger than \(limit) bytes; devtrust stopped reading it"
+        case let .redirected(url, status, location):
+            return "\(url) answered \(status), a redirect" + (location.map { " to \($0)" } ?? "") + "; devtrust does not follow redirects: check the server URL"
+        }
+    }
+}

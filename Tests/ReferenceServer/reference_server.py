@@ -1,0 +1,570 @@
+#!/usr/bin/python3
+"""devtrust's reference flow server: an independent implementation of the
+server side of ../shared/docs/server-contract.md (section 1 and 2), for tests
+and `make demo`. Python standard library + Debian's python3-cryptography + sqlite3.
+
+It runs a REGISTRATION flow over the Flow Execution API:
+  1. VIEW credentials (email, password with a LengthValidator),
+  2. VIEW email OTP (wrong-code messages, resend),
+  3. INTERNAL_PROMPT Device Registration (publicKey, signature, deviceData when
+     --device-policy or --require-claim is given; deviceModel optional),
+  4. optionally (--terms-step) a VIEW asking to accept terms, which can be declined,
+  5. COMPLETE: only now is the device stored (SQLite).
+It verifies as the real server does and is strict: standard base64 only, SPKI
+P-256, DER signature over the decoded challenge, ES256 deviceData with a raw
+64-byte signature, flat claims, jti replay store, iat accepted for 5 minutes
+and at most 30 s in the future.
+
+Other endpoints: GET /api/devices, GET /api/outbox (the OTPs "sent"),
+POST|GET /api/device-check (verifies X-Device-Token or ?device_token= like the
+server does at sign-in, and says whether it would be accepted).
+
+Fault modes (--fault MODE, applied to the flow response number --fault-at N)
+exercise the client against broken servers; see FAULTS below.
+
+Prints "listening on URL" on stdout when ready.
+"""
+import argparse
+import base64
+import binascii
+import json
+import os
+import re
+import secrets
+import sqlite3
+import ssl
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+
+FLOW_PATH = re.compile(r"^(/t/[^/]+)?/api/server/v1/flow/execute$")
+STANDARD_BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
+BASE64URL = re.compile(r"^[A-Za-z0-9_-]*$")
+IAT_PAST, IAT_FUTURE = 300, 30
+EMAIL_CLAIM = "http://wso2.com/claims/emailaddress"
+
+FAULTS = {
+    "garbage-body": "200 with a body that is not JSON",
+    "html-500": "500 with an HTML page",
+    "huge-body": "200 with 5 MiB of JSON",
+    "never-answer": "accepts the request and never answers",
+    "drop-connection": "closes the connection without an answer",
+    "unknown-step-type": "a step of type QUANTUM_PROMPT",
+    "webauthn": "a WEBAUTHN step",
+    "passkey": "a PASSKEY step",
+    "wrong-json-types": "flowId a number, data a list",
+    "missing-flow-id": "no flowId",
+    "missing-status": "no flowStatus",
+    "unknown-required-param": "a device step that also requires tpmQuote",
+    "missing-challenge": "a device step without additionalData.challenge",
+    "bad-challenge": "a device step whose challenge is not base64url",
+    "redirect-http": "302 to a plain-http URL",
+    "json-500": "500 with a FE-65000 error body",
+    "empty-200": "200 with an empty body",
+    "complete-without-device": "COMPLETE before any device step",
+    "error-after-device": "the device step is answered with 400 DR-60001 (flow expired)",
+    "array-body": "200 with a JSON array",
+    "deep-json": "200 with JSON nested 10000 levels",
+}
+
+
+def b64url_decode(text):
+    if not BASE64URL.match(text):
+        raise ValueError("not base64url")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def strict_b64decode(text):
+    """Standard base64, padded, no whitespace, no url-safe characters."""
+    if not isinstance(text, str) or not STANDARD_BASE64.match(text) or len(text) % 4 != 0:
+        raise ValueError("not standard base64")
+    return base64.b64decode(text, validate=True)
+
+
+class FlowError(Exception):
+    def __init__(self, status, code, message, description):
+        super().__init__(message)
+        self.status, self.code, self.message, self.description = status, code, message, description
+
+
+class Store:
+    """SQLite: devices (only at COMPLETE), the jti replay store, sent OTPs."""
+
+    def __init__(self, path):
+        self.lock = threading.Lock()
+        self.db = sqlite3.connect(path, check_same_thread=False)
+        self.db.executescript("""
+            CREATE TABLE IF NOT EXISTS devices (registration_id TEXT PRIMARY KEY, user TEXT, public_key TEXT,
+                device_model TEXT, claims TEXT, registered_at INTEGER);
+            CREATE TABLE IF NOT EXISTS used_jti (jti TEXT PRIMARY KEY, used_at INTEGER);
+            CREATE TABLE IF NOT EXISTS outbox (email TEXT, code TEXT, sent_at INTEGER);
+        """)
+        self.db.commit()
+
+    def use_jti(self, jti):
+        with self.lock:
+            try:
+                self.db.execute("INSERT INTO used_jti VALUES (?, ?)", (jti, int(time.time())))
+                self.db.commit()
+                return True
+            except sqlite3.IntegrityError:
+                return False
+
+    def add_device(self, registration_id, user, public_key, device_model, claims):
+        with self.lock:
+            self.db.execute("INSERT INTO devices VALUES (?, ?, ?, ?, ?, ?)",
+                            (registration_id, user, public_key, device_model, json.dumps(claims), int(time.time())))
+            self.db.commit()
+
+    def devices(self):
+        with self.lock:
+            rows = self.db.execute("SELECT registration_id, user, public_key, device_model, claims, registered_at FROM devices").fetchall()
+        return [{"registrationId": r[0], "user": r[1], "publicKey": r[2], "deviceModel": r[3],
+                 "claims": json.loads(r[4]) if r[4] else None, "registeredAt": r[5]} for r in rows]
+
+    def device(self, registration_id):
+        return next((d for d in self.devices() if d["registrationId"] == registration_id), None)
+
+    def send_otp(self, email, code):
+        with self.lock:
+            self.db.execute("INSERT INTO outbox VALUES (?, ?, ?)", (email, code, int(time.time())))
+            self.db.commit()
+
+    def outbox(self):
+        with self.lock:
+            rows = self.db.execute("SELECT email, code, sent_at FROM outbox ORDER BY rowid").fetchall()
+        return [{"email": r[0], "code": r[1], "sentAt": r[2]} for r in rows]
+
+
+def load_p256_spki(text):
+    try:
+        key = serialization.load_der_public_key(strict_b64decode(text))
+    except (ValueError, binascii.Error, TypeError):
+        raise FlowError(400, "DR-60002", "Invalid public key", "publicKey must be standard base64 of a DER SubjectPublicKeyInfo")
+    if not isinstance(key, ec.EllipticCurvePublicKey) or key.curve.name != "secp256r1":
+        raise FlowError(400, "DR-60002", "Invalid public key", "publicKey must be an EC P-256 key")
+    return key
+
+
+def verify_es256_jws(token, key, store, error_code="DR-60002"):
+    """Verifies a compact ES256 JWS as the server does; returns (header, claims)."""
+    def fail(description):
+        raise FlowError(400, error_code, "Invalid device data", description)
+    if not isinstance(token, str):
+        fail("the token must be a string")
+    parts = token.split(".")
+    if len(parts) != 3:
+        fail("not a compact JWS")
+    try:
+        header = json.loads(b64url_decode(parts[0]))
+        claims = json.loads(b64url_decode(parts[1]))
+        signature = b64url_decode(parts[2])
+    except (ValueError, binascii.Error):
+        fail("the JWS parts are not base64url JSON")
+    if not isinstance(header, dict) or header.get("alg") != "ES256":
+        fail("alg must be ES256")
+    if len(signature) != 64:
+        fail("an ES256 signature is 64 bytes r||s, got %d (DER?)" % len(signature))
+    der = encode_dss_signature(int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big"))
+    try:
+        key.verify(der, (parts[0] + "." + parts[1]).encode("ascii"), ec.ECDSA(hashes.SHA256()))
+    except InvalidSignature:
+        fail("signature does not verify")
+    if not isinstance(claims, dict):
+        fail("claims must be a JSON object")
+    nested = sorted(name for name, value in claims.items() if isinstance(value, (dict, list)))
+    if nested:
+        raise FlowError(400, "DR-60004", "Device does not comply with the policy",
+                        "claims must be flat; nested: " + ", ".join(nested))
+    jti, iat = claims.get("jti"), claims.get("iat")
+    if not isinstance(jti, str) or not jti:
+        fail("jti is missing")
+    if not isinstance(iat, int) or isinstance(iat, bool):
+        fail("iat is missing or not an integer")
+    now = int(time.time())
+    if iat < now - IAT_PAST:
+        fail("iat is %d s old (more than %d)" % (now - iat, IAT_PAST))
+    if iat > now + IAT_FUTURE:
+        fail("iat is %d s in the future" % (iat - now))
+    if not store.use_jti(jti):
+        fail("jti %s was already used" % jti)
+    return header, claims
+
+
+class Flow:
+    def __init__(self, flow_type, application_id):
+        self.id = str(uuid.uuid4())
+        self.flow_type = flow_type
+        self.application_id = application_id
+        self.step = "credentials"
+        self.created = time.time()
+        self.email = None
+        self.otp = None
+        self.otp_failures = 0
+        self.registration_id = None
+        self.challenge = None
+        self.device = None
+        self.responses = 0
+
+
+class FlowServer:
+    def __init__(self, options):
+        self.options = options
+        self.store = Store(options.db)
+        self.flows = {}
+        self.lock = threading.Lock()
+        self.flow_responses = 0
+        self.required_claims = dict(item.split("=", 1) for item in options.require_claim)
+
+    # -- steps ---------------------------------------------------------------
+
+    def view_credentials(self, flow, messages=None):
+        components = [
+            {"id": "heading", "type": "TYPOGRAPHY", "variant": "H3", "config": {"text": "Create your account"}},
+            {"id": "form_1", "type": "FORM", "components": [
+                {"id": "email", "type": "INPUT", "variant": "EMAIL",
+                 "config": {"identifier": EMAIL_CLAIM, "label": "Email", "required": True, "placeholder": "you@example.com"}},
+                {"id": "password", "type": "INPUT", "variant": "PASSWORD",
+                 "config": {"identifier": "password", "label": "Password", "required": True,
+                            "validations": [{"type": "RULE", "name": "LengthValidator",
+                                             "conditions": [{"key": "min.length", "value": "8"}, {"key": "max.length", "value": "64"}]}]}},
+                {"id": "submit", "type": "BUTTON", "actionId": "submit-registration", "variant": "PRIMARY", "config": {"text": "Continue"}},
+            ]},
+        ]
+        return self.view(flow, components, [EMAIL_CLAIM, "password"], messages)
+
+    def view_otp(self, flow, messages=None):
+        masked = flow.email[0] + "***" + flow.email[flow.email.index("@"):]
+        components = [
+            {"id": "otp_text", "type": "TYPOGRAPHY", "variant": "BODY1", "config": {"text": "Enter the code we sent to " + masked}},
+            {"id": "form_2", "type": "FORM", "components": [
+                {"id": "otp", "type": "INPUT", "variant": "OTP",
+                 "config": {"identifier": "otp", "label": "Verification code", "required": True,
+                            "validations": [{"type": "RULE", "name": "LengthValidator",
+                                             "conditions": [{"key": "min.length", "value": "6"}, {"key": "max.length", "value": "6"}]}]}},
+                {"id": "verify", "type": "BUTTON", "actionId": "verify-otp", "variant": "PRIMARY", "config": {"text": "Verify"}},
+                {"id": "resend", "type": "BUTTON", "actionId": "resend-otp", "variant": "SECONDARY", "config": {"text": "Resend code"}},
+            ]},
+        ]
+        return self.view(flow, components, ["otp"], messages)
+
+    def view_terms(self, flow):
+        components = [
+            {"id": "terms", "type": "RICH_TEXT", "config": {"text": "<p>Accept the <b>acceptable use policy</b>.</p>"}},
+            {"id": "divider", "type": "DIVIDER"},
+            {"id": "form_3", "type": "FORM", "components": [
+                {"id": "accept", "type": "BUTTON", "actionId": "accept-terms", "variant": "PRIMARY", "config": {"text": "Accept"}},
+                {"id": "decline", "type": "BUTTON", "actionId": "decline-terms", "variant": "SECONDARY", "config": {"text": "Decline"}},
+            ]},
+        ]
+        return self.view(flow, components, [], None)
+
+    def view(self, flow, components, required, messages):
+        data = {"components": components, "requiredParams": required}
+        if messages:
+            data["messages"] = messages
+        return {"flowId": flow.id, "flowType": flow.flow_type, "flowStatus": "INCOMPLETE", "type": "VIEW", "data": data}
+
+    def device_prompt(self, flow):
+        flow.registration_id = str(uuid.uuid4())
+        flow.challenge = base64.urlsafe_b64encode(secrets.token_bytes(32)).decode().rstrip("=")
+        required = ["publicKey", "signature"]
+        if self.options.device_policy or self.required_claims:
+            required.append("deviceData")
+        flow.step = "device"
+        return {"flowId": flow.id, "flowType": flow.flow_type, "flowStatus": "INCOMPLETE", "type": "INTERNAL_PROMPT",
+                "data": {"requiredParams": required,
+                         "additionalData": {"registrationId": flow.registration_id, "challenge": flow.challenge}}}
+
+    def complete(self, flow):
+        device = flow.device
+        self.store.add_device(flow.registration_id, flow.email, device["publicKey"], device.get("deviceModel"), device.get("claims"))
+        flow.step = "done"
+        with self.lock:
+            self.flows.pop(flow.id, None)
+        return {"flowId": flow.id, "flowType": flow.flow_type, "flowStatus": "COMPLETE", "type": "VIEW", "data": {}}
+
+    # -- request handling ----------------------------------------------------
+
+    def execute(self, body):
+        if not isinstance(body, dict):
+            raise FlowError(400, "FE-60001", "Invalid request", "the body must be a JSON object")
+        if "flowId" not in body:
+            flow_type = body.get("flowType")
+            if flow_type not in ("REGISTRATION", "INVITED_USER_REGISTRATION", "PASSWORD_RECOVERY"):
+                raise FlowError(400, "FE-60002", "Invalid flow type", "unknown flowType %r" % (flow_type,))
+            flow = Flow(flow_type, body.get("applicationId"))
+            with self.lock:
+                self.flows[flow.id] = flow
+            return self.view_credentials(flow)
+        with self.lock:
+            flow = self.flows.get(body.get("flowId"))
+        if flow is None or time.time() - flow.created > self.options.flow_ttl:
+            raise FlowError(400, "DR-60001", "Flow context expired", "no active flow %r; start again" % (body.get("flowId"),))
+        inputs = body.get("inputs", {})
+        if not isinstance(inputs, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in inputs.items()):
+            raise FlowError(400, "FE-60008", "Invalid user inputs", "every input value must be a string")
+        action = body.get("actionId")
+        if flow.step == "credentials":
+            return self.on_credentials(flow, action, inputs)
+        if flow.step == "otp":
+            return self.on_otp(flow, action, inputs)
+        if flow.step == "device":
+            return self.on_device(flow, inputs)
+        if flow.step == "terms":
+            if action == "accept-terms":
+                return self.complete(flow)
+            with self.lock:
+                self.flows.pop(flow.id, None)
+            raise FlowError(400, "FE-60010", "Registration declined", "the terms were declined; nothing was registered")
+        raise FlowError(400, "FE-60001", "Invalid request", "the flow is finished")
+
+    def on_credentials(self, flow, action, inputs):
+        if action != "submit-registration":
+            raise FlowError(400, "FE-60008", "Invalid user inputs", "unknown actionId %r" % (action,))
+        email, password = inputs.get(EMAIL_CLAIM, ""), inputs.get("password", "")
+        missing = [name for name, value in ((EMAIL_CLAIM, email), ("password", password)) if not value]
+        if missing:
+            raise FlowError(400, "FE-60008", "Invalid user inputs", "missing: " + ", ".join(missing))
+        if not re.match(r"^[^@\s]+@[^@\s]+\.[^@\s]+$", email) or not 8 <= len(password) <= 64:
+            return self.view_credentials(flow, [{"type": "ERROR", "message": "Enter a valid email and a password of 8 to 64 characters.",
+                                                 "i18nKey": "registration.invalid.input"}])
+        flow.email = email
+        self.send_otp(flow)
+        flow.step = "otp"
+        return self.view_otp(flow)
+
+    def send_otp(self, flow):
+        flow.otp = self.options.otp or "%06d" % secrets.randbelow(1000000)
+        self.store.send_otp(flow.email, flow.otp)
+
+    def on_otp(self, flow, action, inputs):
+        if action == "resend-otp":
+            self.send_otp(flow)
+            return self.view_otp(flow, [{"type": "INFO", "message": "We sent a new code.", "i18nKey": "otp.resent"}])
+        if action != "verify-otp":
+            raise FlowError(400, "FE-60008", "Invalid user inputs", "unknown actionId %r" % (action,))
+        if inputs.get("otp") != flow.otp:
+            flow.otp_failures += 1
+            if flow.otp_failures >= 3:
+                with self.lock:
+                    self.flows.pop(flow.id, None)
+                raise FlowError(400, "OTP-60003", "Too many attempts", "three wrong codes; start again")
+            return self.view_otp(flow, [{"type": "ERROR", "message": "The code is incorrect. Try again.", "i18nKey": "otp.invalid"}])
+        return self.device_prompt(flow)
+
+    def on_device(self, flow, inputs):
+        required = ["publicKey", "signature"] + (["deviceData"] if (self.options.device_policy or self.required_claims) else [])
+        for name in ("publicKey", "signature"):
+            if not inputs.get(name):
+                raise FlowError(400, "DM-60002", "Field empty", "%s is empty" % name)
+        if "deviceData" in required and not inputs.get("deviceData"):
+            raise FlowError(400, "DR-60005", "Device data missing", "deviceData is required by the device policy")
+        key = load_p256_spki(inputs["publicKey"])
+        try:
+            signature = strict_b64decode(inputs["signature"])
+            key.verify(signature, b64url_decode(flow.challenge), ec.ECDSA(hashes.SHA256()))
+        except (ValueError, binascii.Error, InvalidSignature):
+            raise FlowError(400, "DR-60002", "Invalid signature", "signature must be standard base64 DER ECDSA-SHA256 over the decoded challenge")
+        claims = None
+        if "deviceData" in required:
+            _, claims = verify_es256_jws(inputs["deviceData"], key, self.store)
+            failed = [name for name, wanted in self.required_claims.items() if str_claim(claims.get(name)) != wanted]
+            if failed:
+                raise FlowError(400, "DR-60004", "Device does not comply with the policy", "failed: " + ", ".join(sorted(failed)))
+        flow.device = {"publicKey": inputs["publicKey"], "deviceModel": inputs.get("deviceModel"), "claims": claims}
+        if self.options.terms_step:
+            flow.step = "terms"
+            return self.view_terms(flow)
+        return self.complete(flow)
+
+    def device_check(self, token):
+        """What the server does with a device token at sign-in: never fails the request, records the outcome."""
+        if not token:
+            return {"accepted": False, "reason": "no device token"}
+        try:
+            header = json.loads(b64url_decode(token.split(".")[0]))
+            device = self.store.device(header.get("deviceId"))
+            if device is None:
+                return {"accepted": False, "reason": "unknown deviceId %r" % header.get("deviceId")}
+            key = serialization.load_der_public_key(base64.b64decode(device["publicKey"]))
+            _, claims = verify_es256_jws(token, key, self.store)
+            return {"accepted": True, "deviceId": header["deviceId"], "user": device["user"], "claims": claims}
+        except FlowError as error:
+            return {"accepted": False, "reason": error.description}
+        except (ValueError, binascii.Error, IndexError, AttributeError):
+            return {"accepted": False, "reason": "malformed device token"}
+
+
+def str_claim(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return None if value is None else str(value)
+
+
+def make_handler(server):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            if server.options.verbose:
+                sys.stderr.write("reference-server: " + (args[0] % args[1:]) + "\n")
+
+        def send_json(self, status, document, headers=None):
+            body = json.dumps(document).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def send_raw(self, status, body, content_type):
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):
+            url = urlparse(self.path)
+            if url.path == "/api/devices":
+                return self.send_json(200, server.store.devices())
+            if url.path == "/api/outbox":
+                return self.send_json(200, server.store.outbox())
+            if url.path == "/api/device-check":
+                token = parse_qs(url.query).get("device_token", [None])[0] or self.headers.get("X-Device-Token")
+                return self.send_json(200, server.device_check(token))
+            self.send_json(404, {"code": "404", "message": "Not found", "description": self.path, "traceId": None})
+
+        def do_POST(self):
+            url = urlparse(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            if url.path == "/api/device-check":
+                token = parse_qs(url.query).get("device_token", [None])[0] or self.headers.get("X-Device-Token")
+                return self.send_json(200, server.device_check(token))
+            if not FLOW_PATH.match(url.path):
+                return self.send_json(404, {"code": "404", "message": "Not found", "description": url.path, "traceId": None})
+            with server.lock:
+                server.flow_responses += 1
+                number = server.flow_responses
+            fault = server.options.fault if number == server.options.fault_at else None
+            if fault and self.answer_with_fault(fault, raw):
+                return
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                return self.send_json(400, {"code": "FE-60001", "message": "Invalid request", "description": "the body is not JSON", "traceId": None})
+            try:
+                response = server.execute(body)
+            except FlowError as error:
+                return self.send_json(error.status, {"code": error.code, "message": error.message,
+                                                     "description": error.description, "traceId": None})
+            if fault:
+                response = self.corrupt(fault, response)
+            self.send_json(200, response)
+
+        def answer_with_fault(self, fault, raw):
+            """Faults that replace the whole answer; True when one was sent."""
+            if fault == "garbage-body":
+                self.send_raw(200, b"this is not JSON {", "application/json")
+            elif fault == "html-500":
+                self.send_raw(500, b"<html><body><h1>500 Internal Server Error</h1></body></html>", "text/html")
+            elif fault == "huge-body":
+                self.send_raw(200, b'{"flowId":"' + b"x" * (5 << 20) + b'"}', "application/json")
+            elif fault == "never-answer":
+                time.sleep(120)
+            elif fault == "drop-connection":
+                self.close_connection = True
+                self.connection.shutdown(2)
+            elif fault == "redirect-http":
+                self.send_response(302)
+                self.send_header("Location", "http://evil.example/api/server/v1/flow/execute")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            elif fault == "json-500":
+                self.send_json(500, {"code": "FE-65000", "message": "Server error", "description": "unexpected failure", "traceId": "t-1"})
+            elif fault == "empty-200":
+                self.send_raw(200, b"", "application/json")
+            elif fault == "array-body":
+                self.send_raw(200, b"[1,2,3]", "application/json")
+            elif fault == "deep-json":
+                self.send_raw(200, b"[" * 10000 + b"]" * 10000, "application/json")
+            elif fault == "complete-without-device":
+                self.send_json(200, {"flowId": str(uuid.uuid4()), "flowStatus": "COMPLETE", "type": "VIEW", "data": {}})
+            elif fault == "error-after-device" and b'"publicKey"' in raw:
+                self.send_json(400, {"code": "DR-60001", "message": "Flow context expired", "description": "the flow expired", "traceId": None})
+            else:
+                return False
+            return True
+
+        def corrupt(self, fault, response):
+            if fault == "unknown-step-type":
+                response["type"] = "QUANTUM_PROMPT"
+            elif fault in ("webauthn", "passkey"):
+                response["type"] = fault.upper()
+                response["data"] = {"webAuthnData": {"challenge": "abc"}}
+            elif fault == "wrong-json-types":
+                response["flowId"] = 12345
+                response["data"] = [1, 2]
+            elif fault == "missing-flow-id":
+                del response["flowId"]
+            elif fault == "missing-status":
+                del response["flowStatus"]
+            elif fault == "unknown-required-param" and response["type"] == "INTERNAL_PROMPT":
+                response["data"]["requiredParams"].append("tpmQuote")
+            elif fault == "missing-challenge" and response["type"] == "INTERNAL_PROMPT":
+                del response["data"]["additionalData"]["challenge"]
+            elif fault == "bad-challenge" and response["type"] == "INTERNAL_PROMPT":
+                response["data"]["additionalData"]["challenge"] = "not base64url!"
+            return response
+
+    return Handler
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--db", default=":memory:")
+    parser.add_argument("--tls-cert")
+    parser.add_argument("--tls-key")
+    parser.add_argument("--device-policy", action="store_true", help="require deviceData in the device step")
+    parser.add_argument("--require-claim", action="append", default=[], metavar="NAME=VALUE",
+                        help="a device policy rule on deviceData (implies --device-policy)")
+    parser.add_argument("--terms-step", action="store_true", help="a VIEW to accept or decline after the device step")
+    parser.add_argument("--otp", help="a fixed OTP instead of a random one")
+    parser.add_argument("--flow-ttl", type=int, default=600)
+    parser.add_argument("--fault", choices=sorted(FAULTS))
+    parser.add_argument("--fault-at", type=int, default=1, help="which flow response gets the fault (1 = the first)")
+    parser.add_argument("--verbose", action="store_true")
+    options = parser.parse_args()
+
+    flow_server = FlowServer(options)
+    httpd = ThreadingHTTPServer((options.host, options.port), make_handler(flow_server))
+    httpd.daemon_threads = True
+    scheme = "http"
+    if options.tls_cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(options.tls_cert, options.tls_key)
+        httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+        scheme = "https"
+    print("listening on %s://%s:%d" % (scheme, options.host, httpd.server_address[1]), flush=True)
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
