@@ -206,6 +206,6 @@ extension String {
 
     /// Secrets keep inner and edge spaces; only the line ending goes.
     func trimmingCharacters(in secret: Bool) -> String {
-        secret ? String(reversed().drop(while: { $0 == "\r" || $0 == "\n" }).reversed()) : trimmingCharacters
+        secret ? String(reversed().drop(while: \.isNewline).reversed()) : trimmingCharacters
     }
 }

@@ -135,7 +135,7 @@ public struct CurlHTTPClient: HTTPClient {
             guard let colon = line.firstIndex(of: ":") else { continue }
             let name = String(line[..<colon])
             let value = line[line.index(after: colon)...].drop(while: { $0 == " " || $0 == "\t" })
-            headers.append((name, String(value.reversed().drop(while: { $0 == "\r" || $0 == "\n" || $0 == " " }).reversed())))
+            headers.append((name, String(value.reversed().drop(while: \.isWhitespace).reversed())))
         }
         return headers
     }

@@ -70,9 +70,17 @@ FAULTS = {
     "json-500": "500 with a FE-65000 error body",
     "empty-200": "200 with an empty body",
     "complete-without-device": "COMPLETE before any device step",
-    "error-after-device": "the device step is answered with 400 DR-60001 (flow expired)",
+    "error-after-device": "the device step is answered with 400 and --error-code (default DR-60001)",
+    "error-at-first-continue": "the first continue request is answered with 400 and --error-code",
     "array-body": "200 with a JSON array",
     "deep-json": "200 with JSON nested 10000 levels",
+}
+
+
+ERROR_MESSAGES = {
+    "DR-60001": "Flow context expired", "DR-60002": "Invalid signature", "DR-60003": "User not identified",
+    "DR-60004": "Device does not comply with the policy", "DR-60005": "Device data missing", "DM-60002": "Field empty",
+    "FE-60008": "Invalid user inputs",
 }
 
 
@@ -458,7 +466,9 @@ def make_handler(server):
             with server.lock:
                 server.flow_responses += 1
                 number = server.flow_responses
-            fault = server.options.fault if number == server.options.fault_at else None
+            # Faults tied to the device step apply whenever that step comes; the others to response --fault-at.
+            conditional = server.options.fault in ("error-after-device", "unknown-required-param", "missing-challenge", "bad-challenge")
+            fault = server.options.fault if conditional or number == server.options.fault_at else None
             if fault and self.answer_with_fault(fault, raw):
                 return
             try:
@@ -502,8 +512,10 @@ def make_handler(server):
                 self.send_raw(200, b"[" * 10000 + b"]" * 10000, "application/json")
             elif fault == "complete-without-device":
                 self.send_json(200, {"flowId": str(uuid.uuid4()), "flowStatus": "COMPLETE", "type": "VIEW", "data": {}})
-            elif fault == "error-after-device" and b'"publicKey"' in raw:
-                self.send_json(400, {"code": "DR-60001", "message": "Flow context expired", "description": "the flow expired", "traceId": None})
+            elif fault == "error-after-device" and b'"publicKey"' in raw or fault == "error-at-first-continue":
+                code = server.options.error_code
+                self.send_json(400, {"code": code, "message": ERROR_MESSAGES.get(code, "Error"),
+                                     "description": "fault injected by the reference server", "traceId": None})
             else:
                 return False
             return True
@@ -547,6 +559,7 @@ def main():
     parser.add_argument("--flow-ttl", type=int, default=600)
     parser.add_argument("--fault", choices=sorted(FAULTS))
     parser.add_argument("--fault-at", type=int, default=1, help="which flow response gets the fault (1 = the first)")
+    parser.add_argument("--error-code", default="DR-60001", help="the code of the error faults")
     parser.add_argument("--verbose", action="store_true")
     options = parser.parse_args()
 

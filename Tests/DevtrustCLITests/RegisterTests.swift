@@ -1,0 +1,195 @@
+import DevtrustEncoding
+import DevtrustTestSupport
+import Foundation
+import Testing
+
+/// `devtrust register` end to end against the reference flow server over loopback HTTP.
+@Suite(.enabled(if: ReferenceServer.shouldRun)) struct RegisterTests {
+    static let email = "http://wso2.com/claims/emailaddress"
+    static let answers = ["--input", "\(email)=alice@example.com", "--input", "password=correct horse", "--input", "otp=123456"]
+
+    struct Setup {
+        let directory = TemporaryDirectory()
+        let server: ReferenceServer
+        var cli: DevtrustBinary
+
+        init(_ serverArguments: [String] = [], createKey: Bool = true) throws {
+            server = try ReferenceServer(serverArguments)
+            cli = DevtrustBinary(keystore: directory.file("ks"))
+            cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent/tpmrm0"
+            if createKey { try cli.run("init", "--backend", "software", "-q") }
+        }
+
+        func register(_ extra: [String] = [], answers: [String] = RegisterTests.answers, stdin: String? = nil) throws -> ProcessResult {
+            try cli.run(["register", "--server", server.url, "--non-interactive"] + answers + extra, stdin: stdin.map { Array($0.utf8) })
+        }
+
+        func manifest() -> [UInt8]? { directory.read("ks/keystore.json") }
+
+        func registrations() throws -> [JSONValue] {
+            try JSONParser.parse(try #require(manifest())).objectValue?["registrations"]?.arrayValue ?? []
+        }
+    }
+
+    @Test func registersNonInteractivelyAndTheServerAcceptsTokens() throws {
+        let setup = try Setup()
+        let result = try setup.register(["--device-model", "Test Laptop 14", "--json"])
+        #expect(result.status == 0, "\(result)")
+        let summary = try JSONParser.parse(result.output).objectValue!
+        let registrationId = try #require(summary["registrationId"]?.stringValue)
+        #expect(summary["server"] == .string(setup.server.url))
+        #expect(result.stderr.contains("answering the Device Registration step"))
+        // The secrets given never appear.
+        #expect(!result.stderr.contains("correct horse") && !result.stdout.contains("correct horse") && !result.stderr.contains("123456"))
+
+        let devices = try setup.server.devices()
+        #expect(devices.count == 1)
+        #expect(devices.first?["registrationId"] == .string(registrationId))
+        #expect(devices.first?["publicKey"] == .string(try setup.cli.run("pubkey").output))
+        #expect(devices.first?["deviceModel"] == .string("Test Laptop 14"))
+        #expect(devices.first?["user"] == .string("alice@example.com"))
+
+        let records = try setup.registrations()
+        #expect(records.count == 1 && records.first?.objectValue?["registrationId"] == .string(registrationId))
+        // The token carries the registration id, and the server accepts it exactly once.
+        let token = try setup.cli.run("token").output
+        let check = try setup.server.get("/api/device-check", headers: ["X-Device-Token": token]).objectValue!
+        #expect(check["accepted"] == .bool(true) && check["deviceId"] == .string(registrationId), "\(check)")
+        let replay = try setup.server.get("/api/device-check", headers: ["X-Device-Token": token]).objectValue!
+        #expect(replay["accepted"] == .bool(false) && (replay["reason"]?.stringValue ?? "").contains("already used"))
+        let fresh = try setup.server.get("/api/device-check?device_token=" + (try setup.cli.run("token").output)).objectValue!
+        #expect(fresh["accepted"] == .bool(true))
+    }
+
+    @Test func createsTheKeyFirstWhenThereIsNone() throws {
+        let setup = try Setup(createKey: false)
+        let result = try setup.register()
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stderr.contains("this device has no key yet; creating one first"))
+        #expect(result.stderr.contains("using a software key"))
+        #expect(try setup.registrations().count == 1)
+    }
+
+    @Test func deviceDataWithThePolicyClaims() throws {
+        let setup = try Setup(["--require-claim", "lockScreen=true", "--require-claim", "site=berlin"])
+        var cli = setup.cli
+        cli.extraEnvironment["DEVTRUST_CONFIG"] = setup.directory.write("config.json", #"{"claims":{"site":"berlin"}}"#)
+        let refused = try cli.run(["register", "--server", setup.server.url, "--non-interactive"] + Self.answers)
+        #expect(refused.status == 4, "\(refused)")
+        #expect(refused.stderr.contains("DR-60004") && refused.stderr.contains("failed: lockScreen"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("does not meet the server's device policy"))
+        #expect(try setup.registrations().isEmpty)
+        #expect(try setup.server.devices().isEmpty)
+
+        let accepted = try cli.run(["register", "--server", setup.server.url, "--non-interactive", "--claim", "lockScreen=true"] + Self.answers)
+        #expect(accepted.status == 0, "\(accepted)")
+        let claims = try #require(try setup.server.devices().first?["claims"]?.objectValue)
+        #expect(claims["platform"] == .string("linux") && claims["lockScreen"] == .string("true") && claims["site"] == .string("berlin"))
+        #expect(claims["jti"]?.stringValue?.count == 36 && claims["iat"]?.int64Value != nil)
+    }
+
+    @Test func inputsFromAFileOrStdin() throws {
+        let setup = try Setup()
+        let file = setup.directory.write("inputs.json", #"{"http://wso2.com/claims/emailaddress":"bob@example.com","password":"long enough","otp":"123456"}"#)
+        #expect(try setup.register(["--inputs", file], answers: []).status == 0)
+        let second = try Setup()
+        let piped = try second.register(["--inputs", "-"], answers: [], stdin: #"{"http://wso2.com/claims/emailaddress":"c@example.com","password":"long enough","otp":"123456"}"#)
+        #expect(piped.status == 0, "\(piped)")
+        let badFile = setup.directory.write("bad.json", #"{"otp":123456}"#)
+        let bad = try setup.register(["--inputs", badFile], answers: [])
+        #expect(bad.status == 2 && bad.stderr.contains("field \"otp\" must be a string"), "\(bad)")
+    }
+
+    @Test func nonInteractiveNamesEveryMissingInput() throws {
+        let setup = try Setup()
+        let before = setup.manifest()
+        let result = try setup.register(answers: [])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("missing inputs for the step \"Create your account\": http://wso2.com/claims/emailaddress (Email), password (Password)"), "\(result.stderr)")
+        #expect(setup.manifest() == before)
+        let otpMissing = try setup.register(answers: ["--input", "\(Self.email)=a@example.com", "--input", "password=long enough"])
+        #expect(otpMissing.status == 2 && otpMissing.stderr.contains("missing input for the step"), "\(otpMissing)")
+        #expect(otpMissing.stderr.contains("otp (Verification code)"))
+    }
+
+    @Test func clientSideValidationExplainsTheRule() throws {
+        let setup = try Setup()
+        let result = try setup.register(answers: ["--input", "\(Self.email)=a@example.com", "--input", "password=short", "--input", "otp=123456"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("--input password: Password must be 8 to 64 characters long"), "\(result.stderr)")
+    }
+
+    @Test func aWrongCodeStopsANonInteractiveRun() throws {
+        let setup = try Setup()
+        let before = setup.manifest()
+        let result = try setup.register(answers: ["--input", "\(Self.email)=a@example.com", "--input", "password=long enough", "--input", "otp=999999"])
+        #expect(result.status == 4)
+        #expect(result.stderr.contains("did not accept the values given for this step: The code is incorrect. Try again."), "\(result.stderr)")
+        #expect(setup.manifest() == before)
+    }
+
+    @Test func aFlowAbandonedAfterTheDeviceStepRecordsNothing() throws {
+        let setup = try Setup(["--terms-step"])
+        let before = setup.manifest()
+        let declined = try setup.register(["--input", "actionId=decline-terms"])
+        #expect(declined.status == 4 && declined.stderr.contains("FE-60010"), "\(declined)")
+        #expect(declined.stderr.contains("answering the Device Registration step"))
+        #expect(setup.manifest() == before)
+        #expect(try setup.server.devices().isEmpty)
+        let accepted = try setup.register()
+        #expect(accepted.status == 0, "\(accepted)")
+        #expect(try setup.registrations().count == 1)
+    }
+
+    @Test func severalServersSideBySide() throws {
+        let first = try Setup()
+        let second = try ReferenceServer()
+        #expect(try first.register().status == 0)
+        let other = try first.cli.run(["register", "--server", second.url, "--non-interactive"] + Self.answers)
+        #expect(other.status == 0, "\(other)")
+        #expect(try first.registrations().count == 2)
+        let status = try JSONParser.parse(try first.cli.run("status", "--json").output).objectValue!
+        #expect(status["registrations"]?.arrayValue?.count == 2)
+        #expect(try first.cli.run("token").status == 2)
+        for server in [first.server, second] {
+            let token = try first.cli.run("token", "--server", server.url).output
+            #expect(try server.get("/api/device-check", headers: ["X-Device-Token": token]).objectValue?["accepted"] == .bool(true))
+        }
+        // Registering again with the same server replaces its record.
+        #expect(try first.register().status == 0)
+        #expect(try first.registrations().count == 2)
+    }
+
+    @Test(arguments: [
+        ("DR-60001", "run `devtrust register` again"),
+        ("DR-60002", "could not verify the device key's signature"),
+        ("DR-60003", "before it knows the user"),
+        ("DR-60005", "requires device data"),
+        ("DM-60002", "a field of the device step was empty"),
+    ])
+    func serverErrorsAtTheDeviceStepAreExplained(code: String, hint: String) throws {
+        let setup = try Setup(["--fault", "error-after-device", "--error-code", code])
+        let before = setup.manifest()
+        let result = try setup.register()
+        #expect(result.status == 4, "\(result)")
+        #expect(result.stderr.contains("devtrust: error: the server refused the registration: \(code)"), "\(result.stderr)")
+        #expect(result.stderr.contains(hint))
+        #expect(setup.manifest() == before)
+    }
+
+    @Test func anInvalidInputsErrorIsExplained() throws {
+        let setup = try Setup(["--fault", "error-at-first-continue", "--fault-at", "2", "--error-code", "FE-60008"])
+        let result = try setup.register()
+        #expect(result.status == 4 && result.stderr.contains("FE-60008") && result.stderr.contains("check them (--input NAME=VALUE)"), "\(result)")
+    }
+
+    @Test func urlsThatAreRefusedBeforeAnyRequest() throws {
+        let setup = try Setup()
+        let plain = try setup.cli.run(["register", "--server", "http://example.com/t/acme", "--non-interactive"] + Self.answers)
+        #expect(plain.status == 2 && plain.stderr.contains("uses plain http, which devtrust allows only to loopback addresses"), "\(plain)")
+        let bogus = try setup.cli.run(["register", "--server", "ftp://example.com", "--non-interactive"])
+        #expect(bogus.status == 2 && bogus.stderr.contains("only https:// URLs are supported"))
+        let missing = try setup.cli.run(["register", "--non-interactive"])
+        #expect(missing.status == 2 && missing.stderr.contains("--server URL is required"))
+    }
+}

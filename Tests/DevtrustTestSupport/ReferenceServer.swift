@@ -1,0 +1,90 @@
+import DevtrustEncoding
+import Foundation
+
+/// The project's reference flow server (Tests/ReferenceServer), started for
+/// one test on a free loopback port and killed when released.
+public final class ReferenceServer: @unchecked Sendable {
+    public let url: String
+    public let database: TemporaryDirectory
+    private let process: Process
+    private let output: Pipe
+
+    public static var shouldRun: Bool { ExternalTool.python.shouldRun }
+
+    /// - Parameter arguments: reference_server.py options (`--device-policy`, `--fault MODE`, ...).
+    public init(_ arguments: [String] = [], otp: String = "123456") throws {
+        database = TemporaryDirectory("reference-server")
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: ExternalTool.python.rawValue)
+        process.arguments = [Repository.path("Tests/ReferenceServer/reference_server.py"), "--port", "0",
+                             "--db", database.file("server.sqlite"), "--otp", otp] + arguments
+        output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // The server prints "listening on URL" once it accepts connections.
+        var line = [UInt8]()
+        let handle = output.fileHandleForReading
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            let byte = handle.readData(ofLength: 1)
+            if byte.isEmpty { break }
+            if byte.first == 0x0A { break }
+            line.append(byte.first!)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard text.hasPrefix("listening on ") else {
+            process.terminate()
+            throw SwtpmError("the reference server did not start: \(text)")
+        }
+        url = String(text.dropFirst("listening on ".count))
+    }
+
+    deinit { stop() }
+
+    public func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// GET a JSON document from the server (devices, outbox, device-check).
+    public func get(_ path: String, headers: [String: String] = [:], caFile: String? = nil) throws -> JSONValue {
+        var arguments = ["-s", "--max-time", "10", url + path]
+        for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
+        if let caFile { arguments += ["--cacert", caFile] }
+        let result = try ProcessRunner.run("/usr/bin/curl", arguments)
+        return try JSONParser.parse(result.stdout)
+    }
+
+    public func devices(caFile: String? = nil) throws -> [JSONObject] {
+        try get("/api/devices", caFile: caFile).arrayValue?.compactMap(\.objectValue) ?? []
+    }
+}
+
+/// A private CA and a server certificate for 127.0.0.1 / localhost, made with the openssl CLI.
+public struct TestCertificateAuthority {
+    public let directory = TemporaryDirectory("test-ca")
+    public var caCertificate: String { directory.file("ca.pem") }
+    public var serverCertificate: String { directory.file("server.pem") }
+    public var serverKey: String { directory.file("server.key") }
+
+    /// - Parameter names: the server certificate's subjectAltName entries.
+    public init(names: String = "IP:127.0.0.1,DNS:localhost") throws {
+        let openssl = ExternalTool.openssl
+        let d = directory
+        for arguments in [
+            ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", d.file("ca.key"),
+             "-out", d.file("ca.pem"), "-days", "2", "-subj", "/CN=devtrust test CA"],
+            ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", d.file("server.key"),
+             "-out", d.file("server.csr"), "-subj", "/CN=devtrust test server"],
+        ] {
+            let result = try openssl.run(arguments)
+            guard result.status == 0 else { throw SwtpmError("openssl \(arguments[0]) failed: \(result.stderr)") }
+        }
+        d.write("extensions.cnf", "subjectAltName=\(names)\n")
+        let signed = try openssl.run(["x509", "-req", "-in", d.file("server.csr"), "-CA", d.file("ca.pem"), "-CAkey", d.file("ca.key"),
+                                      "-CAcreateserial", "-out", d.file("server.pem"), "-days", "2", "-extfile", d.file("extensions.cnf")])
+        guard signed.status == 0 else { throw SwtpmError("openssl x509 failed: \(signed.stderr)") }
+    }
+}
