@@ -80,6 +80,10 @@ let package = Package(
             name: "DevtrustDeviceTests",
             dependencies: ["DevtrustDevice", "DevtrustKeystore", "DevtrustKeys", "DevtrustJOSE", "DevtrustTestSupport"]
         ),
+        .testTarget(
+            name: "DevtrustFlowTests",
+            dependencies: ["DevtrustFlow", "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding", "DevtrustTestSupport"]
+        ),
         .testTarget(name: "DevtrustConfigTests", dependencies: ["DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(
             name: "DevtrustCLITests",

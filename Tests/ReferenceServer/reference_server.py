@@ -8,6 +8,7 @@ It runs a REGISTRATION flow over the Flow Execution API:
   2. VIEW email OTP (wrong-code messages, resend),
   3. INTERNAL_PROMPT Device Registration (publicKey, signature, deviceData when
      --device-policy or --require-claim is given; deviceModel optional),
+  (--redirect-step: a REDIRECTION to a federated IdP between 1 and 2, resumed with code and state,)
   4. optionally (--terms-step) a VIEW asking to accept terms, which can be declined,
   5. COMPLETE: only now is the device stored (SQLite).
 It verifies as the real server does and is strict: standard base64 only, SPKI
@@ -50,6 +51,7 @@ STANDARD_BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 BASE64URL = re.compile(r"^[A-Za-z0-9_-]*$")
 IAT_PAST, IAT_FUTURE = 300, 30
 EMAIL_CLAIM = "http://wso2.com/claims/emailaddress"
+REDIRECT_STATE = "reference-state-7f3a"
 
 FAULTS = {
     "garbage-body": "200 with a body that is not JSON",
@@ -323,6 +325,8 @@ class FlowServer:
         action = body.get("actionId")
         if flow.step == "credentials":
             return self.on_credentials(flow, action, inputs)
+        if flow.step == "redirect":
+            return self.on_redirect(flow, inputs)
         if flow.step == "otp":
             return self.on_otp(flow, action, inputs)
         if flow.step == "device":
@@ -346,6 +350,17 @@ class FlowServer:
             return self.view_credentials(flow, [{"type": "ERROR", "message": "Enter a valid email and a password of 8 to 64 characters.",
                                                  "i18nKey": "registration.invalid.input"}])
         flow.email = email
+        if self.options.redirect_step:
+            flow.step = "redirect"
+            return {"flowId": flow.id, "flowType": flow.flow_type, "flowStatus": "INCOMPLETE", "type": "REDIRECTION",
+                    "data": {"redirectURL": "https://idp.example/authorize?client_id=reference&state=" + REDIRECT_STATE}}
+        self.send_otp(flow)
+        flow.step = "otp"
+        return self.view_otp(flow)
+
+    def on_redirect(self, flow, inputs):
+        if inputs.get("state") != REDIRECT_STATE or not inputs.get("code"):
+            raise FlowError(400, "FE-60008", "Invalid user inputs", "the callback needs the code and the state that was sent")
         self.send_otp(flow)
         flow.step = "otp"
         return self.view_otp(flow)
@@ -555,6 +570,7 @@ def main():
     parser.add_argument("--require-claim", action="append", default=[], metavar="NAME=VALUE",
                         help="a device policy rule on deviceData (implies --device-policy)")
     parser.add_argument("--terms-step", action="store_true", help="a VIEW to accept or decline after the device step")
+    parser.add_argument("--redirect-step", action="store_true", help="a REDIRECTION (federated sign-in) after the credentials")
     parser.add_argument("--otp", help="a fixed OTP instead of a random one")
     parser.add_argument("--flow-ttl", type=int, default=600)
     parser.add_argument("--fault", choices=sorted(FAULTS))

@@ -1,0 +1,74 @@
+import DevtrustEncoding
+import DevtrustTestSupport
+import Foundation
+import Testing
+
+/// `devtrust register` at a terminal: prompts driven through a pseudo-terminal.
+@Suite(.enabled(if: ReferenceServer.shouldRun)) struct RegisterInteractiveTests {
+    struct Session {
+        let exit: Int32
+        let transcript: String
+        let timedOut: Bool
+    }
+
+    static func run(_ cli: DevtrustBinary, _ arguments: [String], steps: [(expect: String, send: String)]) throws -> Session {
+        let script = JSONWriter.string(.array(steps.map { .object(["expect": .string($0.expect), "send": .string($0.send)]) }))
+        var environment = cli.environment
+        environment["TERM"] = "xterm"
+        let result = try ProcessRunner.run(ExternalTool.python.rawValue, [Repository.path("Tests/Interop/pty_session.py"), script, "--", cli.path] + arguments,
+                                           environment: environment)
+        let report = try JSONParser.parse(result.stdout).objectValue!
+        return Session(exit: Int32(report["exit"]!.int64Value!), transcript: report["transcript"]!.stringValue!,
+                       timedOut: report["timedOut"] == .bool(true))
+    }
+
+    @Test func promptsForEachInputHidesSecretsAndRetries() throws {
+        let directory = TemporaryDirectory()
+        let server = try ReferenceServer()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        try cli.run("init", "-q")
+        let session = try Self.run(cli, ["register", "--server", server.url], steps: [
+            ("Create your account", ""),
+            ("Email \\(required\\): ", "alice@example.com\n"),
+            ("Password \\(required, 8 to 64 characters\\): ", "short\n"),
+            ("Password must be 8 to 64 characters long", ""),
+            ("Password \\(required, 8 to 64 characters\\): ", "correct horse\n"),
+            ("\\[1\\] Verify  \\[2\\] Resend code  \\(Enter for 1\\): ", "2\n"),
+            ("We sent a new code", ""),
+            ("\\[1\\] Verify  \\[2\\] Resend code  \\(Enter for 1\\): ", "\n"),
+            ("Verification code \\(required, 6 characters\\): ", "000000\n"),
+            ("\u{1B}\\[31merror: The code is incorrect. Try again.", ""),
+            ("\\(Enter for 1\\): ", "\n"),
+            ("Verification code \\(required, 6 characters\\): ", "123456\n"),
+            ("registered: this device is ", ""),
+        ])
+        #expect(!session.timedOut && session.exit == 0, "\(session.transcript)")
+        // Typed passwords and codes are not echoed.
+        #expect(!session.transcript.contains("correct horse") && !session.transcript.contains("000000") && !session.transcript.contains("123456"))
+        #expect(session.transcript.contains("alice@example.com"), "a plain input is echoed as typed")
+        #expect(try server.devices().count == 1)
+    }
+
+    @Test func aRedirectionResumesWithThePastedCallback() throws {
+        let directory = TemporaryDirectory()
+        let server = try ReferenceServer(["--redirect-step"])
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        try cli.run("init", "-q")
+        let session = try Self.run(cli, ["register", "--server", server.url,
+                                         "--input", "http://wso2.com/claims/emailaddress=a@example.com", "--input", "password=long enough",
+                                         "--input", "otp=123456", "--input", "actionId=verify-otp"], steps: [
+            ("Continue in a browser: https://idp.example/authorize\\?client_id=reference&state=reference-state-7f3a", ""),
+            ("Paste the URL the browser was sent back to: ", "https://app.example/callback?error=none\n"),
+            ("has no code and state parameters", ""),
+            ("Paste the URL the browser was sent back to: ", "https://app.example/callback?code=abc%2F123&state=reference-state-7f3a\n"),
+            ("registered: this device is ", ""),
+        ])
+        #expect(!session.timedOut && session.exit == 0, "\(session.transcript)")
+
+        // Without a terminal: the callback's code and state come from --input.
+        let again = try cli.run(["register", "--server", server.url, "--non-interactive", "--input", "code=xyz", "--input", "state=reference-state-7f3a"] + RegisterTests.answers)
+        #expect(again.status == 0, "\(again)")
+        let missing = try cli.run(["register", "--server", server.url, "--non-interactive"] + RegisterTests.answers)
+        #expect(missing.status == 2 && missing.stderr.contains("code (from the callback URL), state (from the callback URL)"), "\(missing)")
+    }
+}
