@@ -1,7 +1,9 @@
 #!/bin/sh
-# The main job on embedded defaults: a fresh device key in a demo keystore,
-# a challenge signature and a device token, each verified by tools that are
-# not devtrust (openssl, python3-cryptography) and by `devtrust verify`.
+# The main job on embedded defaults: a fresh device key (in a swtpm when
+# installed, else in software) in a demo keystore, registered with the
+# project's reference flow server on loopback, and device tokens that the
+# server accepts; signatures checked by tools that are not devtrust
+# (openssl, python3-cryptography) and by `devtrust verify`.
 set -eu
 
 devtrust=${1:-.build/release/devtrust}
@@ -20,17 +22,25 @@ if command -v swtpm >/dev/null 2>&1; then
     swtpm socket --tpm2 --server type=tcp,bindaddr=127.0.0.1,port=$port \
         --ctrl type=tcp,bindaddr=127.0.0.1,port=$((port + 1)) --tpmstate dir="$demo/swtpm" \
         --flags not-need-init,startup-clear --pid file="$demo/swtpm.pid" &
-    trap 'swtpm_ioctl --tcp 127.0.0.1:$((port + 1)) -s 2>/dev/null || kill "$(cat "$demo/swtpm.pid")" 2>/dev/null' EXIT
+    stop_swtpm() { swtpm_ioctl --tcp 127.0.0.1:$((port + 1)) -s 2>/dev/null || kill "$(cat "$demo/swtpm.pid")" 2>/dev/null; }
     for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$demo/swtpm.pid" ] && break; sleep 0.1; done
     export DEVTRUST_TCTI="swtpm:host=127.0.0.1,port=$port"
     echo "demo TPM: swtpm at $DEVTRUST_TCTI"
 fi
 
+# The project's reference flow server (Tests/ReferenceServer) on loopback, as the identity server.
+/usr/bin/python3 Tests/ReferenceServer/reference_server.py --port 0 --db "$demo/server.sqlite" --otp 246810 \
+    --require-claim platform=linux > "$demo/server.out" 2> "$demo/server.log" &
+server_pid=$!
+cleanup() { kill "$server_pid" 2>/dev/null; if command -v stop_swtpm >/dev/null; then stop_swtpm; fi; }
+trap cleanup EXIT
+for _ in $(seq 50); do grep -q "listening on" "$demo/server.out" 2>/dev/null && break; sleep 0.1; done
+server=$(sed -n 's/^listening on //p' "$demo/server.out")
+[ -n "$server" ] || { echo "the reference server did not start:" >&2; cat "$demo/server.log" >&2; exit 1; }
+echo "demo server: the reference flow server at $server"
+
 step "devtrust init: create the device key (in the TPM when one answers, else in software)"
 "$devtrust" init
-
-step "devtrust status"
-"$devtrust" status
 
 step "devtrust pubkey: what registration sends as publicKey"
 "$devtrust" pubkey
@@ -46,10 +56,24 @@ printf '%s' "$signature" | base64 -d > "$demo/signature.der"
 printf '%s' "$challenge" | tr '_-' '/+' | sed 's/$/=/' | base64 -d > "$demo/challenge.bin"
 openssl dgst -sha256 -verify "$demo/public.pem" -signature "$demo/signature.der" "$demo/challenge.bin"
 
-device_id=74070bae-df8c-42bf-8754-5173c237c936
-step "devtrust token --device-id $device_id"
-token=$("$devtrust" token --device-id "$device_id" --claim lockScreen=true)
+step "devtrust register: walk the server's registration flow (credentials, email OTP, Device Registration)"
+"$devtrust" register --server "$server" --non-interactive --device-model "devtrust demo" \
+    --input http://wso2.com/claims/emailaddress=demo@example.com --input password=demo-password --input otp=246810
+
+step "devtrust status"
+"$devtrust" status
+
+step "devtrust token: a fresh device token for every request (deviceId = the registration id)"
+token=$("$devtrust" token --claim lockScreen=true)
 echo "$token"
+
+step "curl -H \"X-Device-Token: \$(devtrust token)\" $server/api/device-check"
+curl -sS -H "X-Device-Token: $("$devtrust" token)" "$server/api/device-check"
+echo
+step "the same token twice: the server refuses the replay"
+curl -sS -H "X-Device-Token: $token" "$server/api/device-check" >/dev/null
+curl -sS -H "X-Device-Token: $token" "$server/api/device-check"
+echo
 
 step "the token decoded"
 "$devtrust" verify --json --public-key "$("$devtrust" pubkey)" --jwt "$token" --max-age 300
@@ -59,7 +83,4 @@ printf '{"spki":"%s","jws":["%s"]}' "$("$devtrust" pubkey)" "$token" \
     | /usr/bin/python3 Tests/Interop/verify_es256.py
 echo
 
-step "use it: curl -H \"X-Device-Token: \$(devtrust token)\" https://..."
-echo "(registration with a server comes with \`devtrust register\`; see docs/usage.md)"
-echo
 echo "demo keystore: $keystore (remove with: rm -rf $demo)"

@@ -72,3 +72,31 @@ import Testing
         #expect(missing.status == 2 && missing.stderr.contains("code (from the callback URL), state (from the callback URL)"), "\(missing)")
     }
 }
+
+@Suite(.enabled(if: ReferenceServer.shouldRun)) struct RegisterBrowserTests {
+    @Test func openHandsTheURLToTheDesktopBrowser() throws {
+        let directory = TemporaryDirectory()
+        let server = try ReferenceServer(["--redirect-step"])
+        // A stand-in for xdg-open that records what it was asked to open.
+        let bin = directory.file("bin")
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        directory.write("bin/xdg-open", "#!/bin/sh\necho \"$1\" > \(directory.file("opened"))\n", mode: 0o755)
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["PATH"] = bin + ":/usr/bin:/bin"
+        cli.extraEnvironment["DISPLAY"] = ":99"
+        try cli.run("init", "-q")
+        let result = try cli.run(["register", "--server", server.url, "--open", "--non-interactive", "--input", "code=c", "--input", "state=reference-state-7f3a"] + RegisterTests.answers)
+        #expect(result.status == 0, "\(result)")
+        var opened: [UInt8]?
+        for _ in 0..<50 where opened == nil {
+            opened = directory.read("opened")
+            usleep(20_000)
+        }
+        #expect(String(decoding: opened ?? [], as: UTF8.self) == "https://idp.example/authorize?client_id=reference&state=reference-state-7f3a\n")
+
+        var headless = cli
+        headless.extraEnvironment["DISPLAY"] = nil
+        let noDesktop = try headless.run(["register", "--server", server.url, "--open", "--non-interactive", "--input", "code=c", "--input", "state=reference-state-7f3a"] + RegisterTests.answers)
+        #expect(noDesktop.status == 0 && noDesktop.stderr.contains("no desktop session here"), "\(noDesktop)")
+    }
+}
