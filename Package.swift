@@ -60,7 +60,7 @@ let package = Package(
 
         // Shared test environment: temporary keystores, the built binary,
         // independent verifiers (openssl CLI, python3-cryptography, jose).
-        .target(name: "DevtrustTestSupport", path: "Tests/DevtrustTestSupport"),
+        .target(name: "DevtrustTestSupport", dependencies: ["DevtrustEncoding"], path: "Tests/DevtrustTestSupport"),
 
         .testTarget(name: "DevtrustEncodingTests", dependencies: ["DevtrustEncoding"]),
         .testTarget(
