@@ -1,0 +1,28 @@
+import DevtrustTestSupport
+import Foundation
+import Testing
+
+/// `devtrust token` runs per request: the HTTP stack (libcurl and its
+/// dependencies) and ICU must never be loaded on its path.
+@Suite struct StartupPathTests {
+    static func loadedLibraries(_ cli: DevtrustBinary, _ arguments: [String]) throws -> [String] {
+        var traced = cli
+        traced.extraEnvironment["LD_DEBUG"] = "libs"
+        let result = try traced.run(arguments)
+        #expect(result.status == 0, "\(result.stdout)")
+        return result.stderr.split(separator: "\n").compactMap { line in
+            guard let range = line.range(of: "calling init: ") else { return nil }
+            return String(line[range.upperBound...])
+        }
+    }
+
+    @Test func tokenLoadsNeitherLibcurlNorICU() throws {
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        try cli.run("init", "--backend", "software", "-q")
+        let libraries = try Self.loadedLibraries(cli, ["token", "--device-id", "x"])
+        #expect(libraries.contains { $0.contains("libcrypto") }, "the trace shows no libraries: \(libraries)")
+        #expect(!libraries.contains { $0.contains("curl") || $0.contains("icu") || $0.contains("Foundation") }, "\(libraries)")
+    }
+}
