@@ -13,6 +13,12 @@
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/x509.h>
+#include <sys/random.h>
+
+/* Swift's Glibc module does not import <sys/random.h>. */
+static inline ssize_t devtrust_getrandom(void *buffer, size_t length) {
+    return getrandom(buffer, length, 0);
+}
 
 /* Swift cannot call C macros: these wrap the ones devtrust needs. */
 

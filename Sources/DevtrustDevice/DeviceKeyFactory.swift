@@ -26,7 +26,9 @@ public enum DeviceKeyFactory {
             }
         case .tpm:
             do {
-                key = try TPMDeviceKey(keyFile: try TSS2KeyFile(pem: String(decoding: file, as: UTF8.self)), selection: tpm, parentMetadata: record.tpmParent)
+                // The fingerprint check below stands in for the on-curve check.
+                key = try TPMDeviceKey(keyFile: try TSS2KeyFile(pem: String(decoding: file, as: UTF8.self)), selection: tpm,
+                                       parentMetadata: record.tpmParent, validatingPoint: false)
             } catch let TPMError.unsupportedKey(reason) {
                 throw KeystoreError.corrupt(path: path, detail: reason)
             }

@@ -45,6 +45,13 @@ public struct P256PublicKey: Equatable, Hashable, Sendable {
         try self.init(spki: Self.spkiPrefix + [0x04] + x + y)
     }
 
+    /// A point that is not checked to be on the curve: only for a point whose
+    /// fingerprint the caller checks against a record made from a checked one.
+    init(unvalidatedX x: [UInt8], y: [UInt8]) {
+        self.x = x
+        self.y = y
+    }
+
     init(_ key: EVPKey) throws(PublicKeyError) {
         guard key.isP256 else { throw PublicKeyError(message: "the key is not an EC key on the P-256 curve") }
         guard let point = try? key.uncompressedPublicPoint() else {

@@ -15,11 +15,13 @@ public struct TPMDeviceKey: DeviceKey {
 
     public var backend: KeyBackend { .tpm }
 
-    public init(keyFile: TSS2KeyFile, selection: TPMSelection, parentMetadata: [UInt8]? = nil) throws(TPMError) {
+    /// - Parameter validatingPoint: false only when the caller then checks the
+    ///   key's fingerprint against a trusted record (as loading from the keystore does).
+    public init(keyFile: TSS2KeyFile, selection: TPMSelection, parentMetadata: [UInt8]? = nil, validatingPoint: Bool = true) throws(TPMError) {
         self.keyFile = keyFile
         self.selection = selection
         self.parentMetadata = parentMetadata
-        publicKey = try keyFile.publicKey()
+        publicKey = try keyFile.publicKey(validatingPoint: validatingPoint)
     }
 
     public func sign(digest: SHA256Digest) throws -> ECDSASignature {

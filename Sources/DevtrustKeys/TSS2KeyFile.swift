@@ -106,7 +106,9 @@ public struct TSS2KeyFile: Equatable, Sendable {
     }
 
     /// The key's public point, checked to be a P-256 signing key devtrust can use.
-    public func publicKey() throws(TPMError) -> P256PublicKey {
+    /// `validatingPoint: false` skips the on-curve check (OpenSSL's decoder, about
+    /// a millisecond) for a key whose fingerprint the caller compares with its record.
+    public func publicKey(validatingPoint: Bool = true) throws(TPMError) -> P256PublicKey {
         var value = try unmarshalledPublic()
         switch devtrust_signing_key_problem(&value) {
         case 0: break
@@ -124,6 +126,7 @@ public struct TSS2KeyFile: Equatable, Sendable {
         // TPMs may return coordinates shorter than 32 bytes; left-pad them.
         let paddedX = [UInt8](repeating: 0, count: 32 - Int(xSize)) + x.prefix(Int(xSize))
         let paddedY = [UInt8](repeating: 0, count: 32 - Int(ySize)) + y.prefix(Int(ySize))
+        guard validatingPoint else { return P256PublicKey(unvalidatedX: paddedX, y: paddedY) }
         do {
             return try P256PublicKey(x: paddedX, y: paddedY)
         } catch {
