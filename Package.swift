@@ -48,15 +48,20 @@ let package = Package(
         // The Flow Execution API client: registration flows and the Device Registration step.
         .target(name: "DevtrustFlow", dependencies: ["DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding"]),
 
+        // Linux device posture: attribute collectors reading below a root prefix.
+        .target(name: "DevtrustPosture", dependencies: ["DevtrustSystem", "DevtrustEncoding"]),
+
         // The device's identity: its key in the keystore (any backend) and its registrations.
         .target(name: "DevtrustDevice", dependencies: ["DevtrustKeys", "DevtrustKeystore", "DevtrustJOSE", "DevtrustEncoding"]),
 
         // The command line: argument parsing, commands, errors to exit codes.
         .target(
             name: "DevtrustCLI",
-            dependencies: ["DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustSystem"]
+            dependencies: ["DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustSystem"]
         ),
         .executableTarget(name: "devtrust", dependencies: ["DevtrustCLI"]),
+        // In-process measurements for `make bench` (not installed).
+        .executableTarget(name: "devtrust-bench", dependencies: ["DevtrustPosture", "DevtrustJOSE", "DevtrustKeys"]),
 
         // Shared test environment: temporary keystores, the built binary,
         // independent verifiers (openssl CLI, python3-cryptography, jose).
@@ -83,6 +88,11 @@ let package = Package(
         .testTarget(
             name: "DevtrustFlowTests",
             dependencies: ["DevtrustFlow", "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding", "DevtrustTestSupport"]
+        ),
+        .testTarget(
+            name: "DevtrustPostureTests",
+            dependencies: ["DevtrustPosture", "DevtrustTestSupport"],
+            exclude: ["Fixtures"]
         ),
         .testTarget(name: "DevtrustSystemTests", dependencies: ["DevtrustSystem", "DevtrustTestSupport"]),
         .testTarget(name: "DevtrustConfigTests", dependencies: ["DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]),

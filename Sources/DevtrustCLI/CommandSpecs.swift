@@ -34,6 +34,8 @@ enum CommandSpecs {
                         .value("device-id", "ID", "use this device id instead of a registration's"),
                         claimOption,
                     ]),
+        CommandSpec(name: "attributes", summary: "show the device attributes tokens carry (JSON)", positionalUsage: "",
+                    maximumPositionals: 0, options: [.flag("explain", "show where each value came from, and why some are left out")]),
         CommandSpec(name: "verify", summary: "check an ES256 JWS or an ECDSA-SHA256 signature", positionalUsage: "",
                     maximumPositionals: 0, options: [
                         .value("public-key", "SPKI_B64|PEM_FILE", "the public key (as `devtrust pubkey` prints it, or a PEM file)"),

@@ -39,6 +39,7 @@ public enum DevtrustCommandLine {
         case "device-data": try TokenCommands.runDeviceData(context)
         case "token": try TokenCommands.runToken(context)
         case "verify": try VerifyCommand.run(context)
+        case "attributes": try AttributesCommand.run(context)
         case "register": try RegisterCommand.run(context)
         case "status": try StatusCommand.run(context)
         case "reset": try ResetCommand.run(context)

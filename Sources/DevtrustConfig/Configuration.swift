@@ -8,6 +8,13 @@ public struct Configuration: Equatable, Sendable {
     public var claims: [(name: String, value: String)]
     /// HTTP timeouts for talking to servers.
     public var http = HTTPSettings()
+    /// Whether `hardwareModel` (the DMI product name) is reported: off by default, for privacy.
+    public var inventory = false
+    /// The administrator's posture collector: a program and its arguments.
+    public var collector: [String]?
+    public var collectorTimeoutSeconds = 2
+    /// How long results of slow collectors (subprocesses) are reused.
+    public var postureCacheSeconds = 300
     /// The file this came from, nil for built-in defaults.
     public var source: String?
 
@@ -18,7 +25,7 @@ public struct Configuration: Equatable, Sendable {
         public init() {}
     }
 
-    public static let knownFields = ["platform", "claims", "http"]
+    public static let knownFields = ["platform", "claims", "http", "inventory", "collector", "collectorTimeoutSeconds", "postureCacheSeconds"]
 
     public init(platform: String = "linux", claims: [(name: String, value: String)] = [], source: String? = nil) {
         self.platform = platform
@@ -27,7 +34,9 @@ public struct Configuration: Equatable, Sendable {
     }
 
     public static func == (lhs: Configuration, rhs: Configuration) -> Bool {
-        lhs.platform == rhs.platform && lhs.source == rhs.source && lhs.http == rhs.http
+        lhs.platform == rhs.platform && lhs.source == rhs.source && lhs.http == rhs.http && lhs.inventory == rhs.inventory
+            && lhs.collector == rhs.collector && lhs.collectorTimeoutSeconds == rhs.collectorTimeoutSeconds
+            && lhs.postureCacheSeconds == rhs.postureCacheSeconds
             && lhs.claims.map(\.name) == rhs.claims.map(\.name) && lhs.claims.map(\.value) == rhs.claims.map(\.value)
     }
 
@@ -54,6 +63,30 @@ public struct Configuration: Equatable, Sendable {
                     throw JSONFieldError(path: "claims.\(name)", kind: .invalidValue(problem))
                 }
                 configuration.claims.append((name, value))
+            }
+            configuration.inventory = try reader.optionalBool("inventory") ?? false
+            if reader.object["collector"] != nil {
+                let arguments = try reader.array("collector")
+                var command = [String]()
+                for (index, argument) in arguments.enumerated() {
+                    guard case let .string(text) = argument else {
+                        throw JSONFieldError(path: "collector[\(index)]", kind: .invalidType(expected: "a string", found: argument.kindDescription))
+                    }
+                    command.append(text)
+                }
+                guard let program = command.first, program.hasPrefix("/") else {
+                    throw JSONFieldError(path: "collector", kind: .invalidValue("must start with the collector program's absolute path, e.g. [\"/usr/lib/acme/posture\"]"))
+                }
+                configuration.collector = command
+            }
+            for (key, path, range) in [("collectorTimeoutSeconds", \Configuration.collectorTimeoutSeconds, 1...60),
+                                       ("postureCacheSeconds", \Configuration.postureCacheSeconds, 0...86_400)] {
+                guard reader.object[key] != nil else { continue }
+                let value = try reader.int(key)
+                guard range.contains(Int(value)) else {
+                    throw JSONFieldError(path: key, kind: .invalidValue("must be \(range.lowerBound) to \(range.upperBound)"))
+                }
+                configuration[keyPath: path] = Int(value)
             }
             if let http = try reader.optionalObject("http") {
                 try http.rejectUnknownFields(known: ["connectTimeoutSeconds", "requestTimeoutSeconds"])

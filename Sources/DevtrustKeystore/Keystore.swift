@@ -72,6 +72,23 @@ public struct Keystore: Sendable {
         }
     }
 
+    /// A file of the keystore outside the manifest (a cache): nil when absent.
+    public func readAuxiliary(_ name: String) -> [UInt8]? {
+        guard Self.isAuxiliaryName(name), let directory = try? PrivateDirectory.open(path, ownerID: ownerID) else { return nil }
+        return (try? directory.read(name, requirePrivate: true)) ?? nil
+    }
+
+    /// Replaces an auxiliary file atomically, without the lock: it holds
+    /// nothing another file depends on. Does nothing if there is no keystore.
+    public func writeAuxiliary(_ name: String, _ bytes: [UInt8]) {
+        guard Self.isAuxiliaryName(name), let directory = try? PrivateDirectory.open(path, ownerID: ownerID) else { return }
+        try? directory.writeAtomically(name, bytes)
+    }
+
+    static func isAuxiliaryName(_ name: String) -> Bool {
+        KeystoreFormat.isPlainFileName(name) && !name.hasPrefix(keyFilePrefix) && name != KeystoreFormat.manifestName
+    }
+
     /// Runs `body` on the current state under the lock, then commits the new
     /// state. If `body` throws, nothing changes and the files it staged are removed.
     @discardableResult

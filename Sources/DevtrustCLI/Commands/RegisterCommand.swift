@@ -23,7 +23,6 @@ enum RegisterCommand {
         let presets = try inputs(context)
         let claims = try TokenCommands.parseClaims(context, command: "register")
         let configuration = try context.configuration()
-        let attributes = try TokenCommands.deviceAttributes(configuration, claims: claims)
 
         let store = try context.deviceStore()
         if try store.state().key == nil {
@@ -31,6 +30,8 @@ enum RegisterCommand {
             try InitCommand.run(context.replacingArguments(["init"]))
         }
         let device = try store.loadKey()
+        let attributes = TokenCommands.deviceAttributes(context, configuration, claims: claims, keystore: store.keystore,
+                                                        backend: device.record.backend.rawValue)
         let http = CurlHTTPClient(options: httpOptions(context, configuration))
         let responder = DeviceRegistrationResponder(
             minter: DeviceTokenMinter(key: device.key, clock: context.environment.clock, random: context.environment.random),

@@ -1,13 +1,17 @@
 import DevtrustConfig
 import DevtrustDevice
 import DevtrustJOSE
+import DevtrustKeystore
+import DevtrustPosture
 
 /// `device-data` and `token`: ES256 JWTs with a fresh jti and iat.
 enum TokenCommands {
     static func runDeviceData(_ context: CommandContext) throws {
         let claims = try parseClaims(context, command: "device-data")
-        let attributes = try deviceAttributes(try context.configuration(), claims: claims)
-        let device = try context.deviceStore().loadKey()
+        let configuration = try context.configuration()
+        let store = try context.deviceStore()
+        let device = try store.loadKey()
+        let attributes = deviceAttributes(context, configuration, claims: claims, keystore: store.keystore, backend: device.record.backend.rawValue)
         context.output(try minter(context, device).deviceData(attributes: attributes))
     }
 
@@ -19,10 +23,12 @@ enum TokenCommands {
             }
             return id
         }
-        let attributes = try deviceAttributes(try context.configuration(), claims: claims)
-        let device = try context.deviceStore().loadKey()
+        let configuration = try context.configuration()
+        let store = try context.deviceStore()
+        let device = try store.loadKey()
         let deviceID = try explicitDeviceID
             ?? RegistrationSelector.select(from: device.state, server: context.arguments.value("server")).registrationId
+        let attributes = deviceAttributes(context, configuration, claims: claims, keystore: store.keystore, backend: device.record.backend.rawValue)
         context.output(try minter(context, device).deviceToken(deviceId: deviceID, attributes: attributes))
     }
 
@@ -46,11 +52,41 @@ enum TokenCommands {
         return claims
     }
 
-    /// `platform`, then the configuration's claims, then `--claim`s; a later value wins.
-    static func deviceAttributes(_ configuration: Configuration, claims: [(String, String)]) throws -> DeviceAttributes {
+    /// `platform`, the device's posture (and the admin's collector), the
+    /// configuration's claims, then `--claim`s; a later value wins.
+    static func deviceAttributes(_ context: CommandContext, _ configuration: Configuration, claims: [(String, String)],
+                                 keystore: Keystore, backend: String?) -> DeviceAttributes {
+        deviceAttributes(configuration, claims: claims, posture: posture(context, configuration, keystore: keystore, backend: backend))
+    }
+
+    static func deviceAttributes(_ configuration: Configuration, claims: [(String, String)], posture report: PostureReport) -> DeviceAttributes {
         var attributes = DeviceAttributes(platform: configuration.platform)
+        for (name, value) in report.claims { attributes.set(name, value) }
         for (name, value) in configuration.claims { attributes.set(name, value) }
         for (name, value) in claims { attributes.set(name, value) }
         return attributes
     }
+
+    /// Collects the posture; problems (a failing admin collector) are reported, never fatal.
+    static func posture(_ context: CommandContext, _ configuration: Configuration, keystore: Keystore, backend: String?) -> PostureReport {
+        let variables = context.environment.variables
+        let input = PostureInput(effectiveUserID: context.environment.effectiveUserID, home: variables["HOME"],
+                                 xdgConfigHome: variables["XDG_CONFIG_HOME"], keyProtection: backend, inventory: configuration.inventory)
+        var settings = PostureSettings(collector: configuration.collector)
+        settings.collectorTimeoutMilliseconds = configuration.collectorTimeoutSeconds * 1000
+        settings.cacheSeconds = Int64(configuration.postureCacheSeconds)
+        let report = PostureCollector.collect(input, settings: settings, cache: KeystorePostureCache(keystore: keystore),
+                                              now: context.environment.clock.secondsSinceEpoch())
+        for problem in report.problems { context.warn(problem) }
+        return report
+    }
+}
+
+/// Slow collectors' results, kept in the keystore (`posture-cache.json`).
+struct KeystorePostureCache: PostureCacheStore {
+    static let fileName = "posture-cache.json"
+    let keystore: Keystore
+
+    func read() -> [UInt8]? { keystore.readAuxiliary(Self.fileName) }
+    func write(_ bytes: [UInt8]) { keystore.writeAuxiliary(Self.fileName, bytes) }
 }

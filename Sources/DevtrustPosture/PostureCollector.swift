@@ -1,0 +1,67 @@
+import DevtrustSystem
+
+/// Everything the collectors found: the attributes (with values or why not)
+/// and the problems to report (a failing admin collector, say).
+public struct PostureReport: Sendable {
+    public let attributes: [Attribute]
+    public let problems: [String]
+
+    /// The claims to send: attributes that have a value, in order.
+    public var claims: [(name: String, value: String)] {
+        attributes.compactMap { attribute in attribute.value.map { (attribute.name, $0) } }
+    }
+}
+
+public struct PostureSettings: Sendable {
+    /// The admin's collector program and arguments, if any.
+    public var collector: [String]?
+    public var collectorTimeoutMilliseconds = 2000
+    /// How long subprocess results are reused.
+    public var cacheSeconds: Int64 = 300
+
+    public init(collector: [String]? = nil) {
+        self.collector = collector
+    }
+}
+
+/// Linux device posture as flat string claims, read without root from files
+/// (below `input.root`); subprocess results are cached.
+public enum PostureCollector {
+    public static func collect(_ input: PostureInput, settings: PostureSettings = PostureSettings(),
+                               cache: (any PostureCacheStore)? = nil, now: Int64 = 0) -> PostureReport {
+        var attributes = OSReleaseCollector.collect(input)
+        attributes.append(DiskEncryptionCollector.collect(input))
+        attributes.append(FirmwareCollector.secureBoot(input))
+        attributes.append(FirmwareCollector.trustedPlatformModule(input))
+        attributes.append(FirmwareCollector.keyProtection(input))
+        attributes.append(LockScreenCollector.collect(input))
+        if input.inventory {
+            if let model = DeviceModel.detect(root: input.root) {
+                attributes.append(Attribute(name: "hardwareModel", value: model, source: "DMI product name (inventory enabled in the configuration)"))
+            } else {
+                attributes.append(.absent("hardwareModel", "no DMI product name or host name"))
+            }
+        }
+
+        var problems = [String]()
+        var stored = PostureCache(cache?.read())
+        var changed = false
+        func cached(_ name: String, _ compute: () -> [Attribute]) -> [Attribute] {
+            if let hit = stored.fresh(name, now: now, maxAge: settings.cacheSeconds) { return hit }
+            let fresh = compute()
+            stored.entries[name] = (now, fresh)
+            changed = true
+            return fresh
+        }
+        attributes += cached("firewall") { [FirewallCollector.collect(input)] }
+        if let command = settings.collector, !command.isEmpty {
+            attributes += cached("collector:" + command.joined(separator: " ")) {
+                let result = CommandCollector.collect(command, timeoutMilliseconds: settings.collectorTimeoutMilliseconds)
+                if let problem = result.problem { problems.append(problem) }
+                return result.attributes
+            }
+        }
+        if changed, let cache { cache.write(stored.bytes) }
+        return PostureReport(attributes: attributes, problems: problems)
+    }
+}

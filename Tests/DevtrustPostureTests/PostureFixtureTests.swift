@@ -1,0 +1,294 @@
+@testable import DevtrustPosture
+import DevtrustTestSupport
+import Foundation
+import Testing
+
+/// A machine as a tree of files below a root prefix, as the collectors see it.
+struct FixtureMachine: Sendable, CustomTestStringConvertible {
+    let name: String
+    var files: [String: [UInt8]] = [:]
+    var directories: [String] = []
+
+    var testDescription: String { name }
+
+    init(_ name: String) { self.name = name }
+
+    mutating func file(_ path: String, _ text: String) { files[path] = Array(text.utf8) }
+    mutating func bytes(_ path: String, _ bytes: [UInt8]) { files[path] = bytes }
+    mutating func directory(_ path: String) { directories.append(path) }
+
+    /// A block device in sysfs: dm uuid/name, slaves, and for MAJ:MIN its uevent.
+    mutating func block(_ name: String, majorMinor: String? = nil, dmUUID: String? = nil, dmName: String? = nil, slaves: [String] = []) {
+        directory("/sys/class/block/\(name)")
+        if let majorMinor { file("/sys/dev/block/\(majorMinor)/uevent", "MAJOR=\(majorMinor.split(separator: ":")[0])\nDEVNAME=\(name)\nDEVTYPE=disk\n") }
+        if let dmUUID { file("/sys/class/block/\(name)/dm/uuid", dmUUID + "\n") }
+        if let dmName { file("/sys/class/block/\(name)/dm/name", dmName + "\n") }
+        for slave in slaves { file("/sys/class/block/\(name)/slaves/\(slave)", "") }
+    }
+
+    mutating func root(_ majorMinor: String, _ fileSystem: String, _ source: String, extra: String = "") {
+        file("/proc/self/mountinfo", "22 27 0:21 / /proc rw,relatime - proc proc rw\n\(extra)29 1 \(majorMinor) / / rw,relatime shared:1 - \(fileSystem) \(source) rw\n")
+    }
+
+    mutating func osRelease(id: String, version: String) {
+        file("/etc/os-release", "PRETTY_NAME=\"Test Linux\"\nNAME=\"Test\"\nID=\(id)\nVERSION_ID=\"\(version)\"\n")
+        file("/proc/sys/kernel/osrelease", "6.8.0-45-generic\n")
+    }
+
+    mutating func secureBoot(_ value: UInt8, setupMode: UInt8 = 0) {
+        bytes("/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c", [0x06, 0, 0, 0, value])
+        bytes("/sys/firmware/efi/efivars/SetupMode-8be4df61-93ca-11d2-aa0d-00e098032b8c", [0x06, 0, 0, 0, setupMode])
+    }
+
+    mutating func tpm(version: String?) {
+        directory("/sys/class/tpm")
+        if let version { file("/sys/class/tpm/tpm0/tpm_version_major", version + "\n") }
+    }
+
+    mutating func gnome(_ database: String?) {
+        file("/usr/bin/gnome-shell", "")
+        if let database {
+            bytes("/home/alice/.config/dconf/user", Array(FileManager.default.contents(atPath: Repository.path("Tests/DevtrustPostureTests/Fixtures/dconf/\(database).gvdb"))!))
+        }
+    }
+
+    func materialize() -> TemporaryDirectory {
+        let tree = TemporaryDirectory("posture-root")
+        for directory in directories { try? FileManager.default.createDirectory(atPath: tree.path + directory, withIntermediateDirectories: true) }
+        for (path, bytes) in files { tree.write(String(path.dropFirst()), bytes, mode: 0o644) }
+        return tree
+    }
+
+    func collect(keyProtection: String? = "tpm") -> [String: String] {
+        let tree = materialize()
+        let report = PostureCollector.collect(PostureInput(root: tree.path, effectiveUserID: 1000, home: "/home/alice", keyProtection: keyProtection))
+        var claims = [String: String]()
+        for (name, value) in report.claims { claims[name] = value }
+        return claims
+    }
+
+    static let luks2Root: FixtureMachine = {
+        var machine = FixtureMachine("LUKS2 root, Secure Boot on, TPM 2.0, GNOME locking")
+        machine.root("253:0", "ext4", "/dev/mapper/luks-2f9c")
+        machine.block("dm-0", majorMinor: "253:0", dmUUID: "CRYPT-LUKS2-2f9c1e6b8d1c4d0f9a7e5b3c1d2e4f60-luks-2f9c", dmName: "luks-2f9c", slaves: ["nvme0n1p3"])
+        machine.block("nvme0n1p3")
+        machine.osRelease(id: "ubuntu", version: "24.04")
+        machine.secureBoot(1)
+        machine.tpm(version: "2")
+        machine.gnome("lock-on")
+        return machine
+    }()
+
+    static let lvmOnLuks: FixtureMachine = {
+        var machine = FixtureMachine("LVM on LUKS, Secure Boot off, no TPM, GNOME lock off")
+        machine.root("253:1", "ext4", "/dev/mapper/vg-root")
+        machine.block("dm-1", majorMinor: "253:1", dmUUID: "LVM-Xy12AbCdEfGhIjKlMnOpQrStUvWxYz01Ab23Cd45Ef67Gh89Ij01Kl23Mn", dmName: "vg-root", slaves: ["dm-0"])
+        machine.block("dm-0", dmUUID: "CRYPT-LUKS2-aa11bb22cc33dd44ee55ff6600112233-cryptlvm", dmName: "cryptlvm", slaves: ["sda2"])
+        machine.block("sda2")
+        machine.osRelease(id: "debian", version: "12")
+        machine.secureBoot(0)
+        machine.directory("/sys/class/block")
+        machine.gnome("lock-off")
+        return machine
+    }()
+
+    static let luksOnLvm: FixtureMachine = {
+        var machine = FixtureMachine("LUKS1 on LVM, firmware in setup mode, headless")
+        machine.root("253:2", "xfs", "/dev/mapper/root-crypt")
+        machine.block("dm-2", majorMinor: "253:2", dmUUID: "CRYPT-LUKS1-0011223344556677889900aabbccddee-root-crypt", dmName: "root-crypt", slaves: ["dm-1"])
+        machine.block("dm-1", dmUUID: "LVM-abc", dmName: "vg-lv_root", slaves: ["sda3", "sdb1"])
+        machine.block("sda3")
+        machine.block("sdb1")
+        machine.osRelease(id: "rhel", version: "9.4")
+        machine.secureBoot(1, setupMode: 1)
+        machine.tpm(version: "2")
+        return machine
+    }()
+
+    static let plainExt4: FixtureMachine = {
+        var machine = FixtureMachine("plain ext4, BIOS, TPM 1.2, GNOME never idle")
+        machine.root("8:2", "ext4", "/dev/sda2")
+        machine.block("sda2", majorMinor: "8:2")
+        machine.osRelease(id: "fedora", version: "40")
+        machine.tpm(version: "1")
+        machine.gnome("idle-never")
+        return machine
+    }()
+
+    static let loopRoot: FixtureMachine = {
+        var machine = FixtureMachine("root on a loop device backed by a file on an encrypted disk")
+        machine.root("7:0", "ext4", "/dev/loop0", extra: "25 1 253:0 / /host rw,relatime - ext4 /dev/mapper/host-crypt rw\n")
+        machine.block("loop0", majorMinor: "7:0")
+        machine.file("/sys/class/block/loop0/loop/backing_file", "/host/images/root.img\n")
+        machine.block("dm-0", majorMinor: "253:0", dmUUID: "CRYPT-PLAIN-host-crypt", dmName: "host-crypt", slaves: ["vda1"])
+        machine.block("vda1")
+        machine.osRelease(id: "alpine", version: "3.20.1")
+        return machine
+    }()
+
+    static let btrfsOnLuks: FixtureMachine = {
+        var machine = FixtureMachine("btrfs (anonymous device 0:35) on LUKS2, GNOME defaults")
+        machine.root("0:35", "btrfs", "/dev/mapper/cryptroot")
+        machine.block("dm-0", dmUUID: "CRYPT-LUKS2-99887766554433221100ffeeddccbbaa-cryptroot", dmName: "cryptroot", slaves: ["nvme0n1p2"])
+        machine.block("nvme0n1p2")
+        machine.osRelease(id: "arch", version: "rolling")
+        machine.gnome(nil)
+        return machine
+    }()
+
+    static let container: FixtureMachine = {
+        var machine = FixtureMachine("a container: overlay root, no /sys")
+        machine.root("0:50", "overlay", "overlay")
+        machine.osRelease(id: "debian", version: "12")
+        return machine
+    }()
+
+    static let malformed: FixtureMachine = {
+        var machine = FixtureMachine("malformed files everywhere")
+        machine.file("/proc/self/mountinfo", "garbage\n\u{0}\u{1}\n- - -\n")
+        machine.file("/etc/os-release", "\u{0}\u{7f}garbage ===\nID=\"unterminated\nVERSION_ID=$(rm -rf /)\n")
+        machine.file("/proc/sys/kernel/osrelease", "")
+        machine.bytes("/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c", [0x06, 0, 0])
+        machine.directory("/sys/class/tpm/tpm0")
+        machine.file("/usr/bin/gnome-shell", "")
+        machine.bytes("/home/alice/.config/dconf/user", Array("GVariant".utf8) + [UInt8](repeating: 0xFF, count: 40))
+        return machine
+    }()
+
+    static let all = [luks2Root, lvmOnLuks, luksOnLvm, plainExt4, loopRoot, btrfsOnLuks, container, malformed]
+}
+
+@Suite struct PostureFixtureTests {
+    @Test(arguments: [
+        (FixtureMachine.luks2Root, ["linuxOsVersion": "24.04", "osName": "ubuntu", "kernelVersion": "6.8.0-45-generic", "diskEncryption": "true",
+                                    "secureBoot": "true", "trustedPlatformModule": "true", "keyProtection": "tpm", "lockScreen": "true"]),
+        (FixtureMachine.lvmOnLuks, ["linuxOsVersion": "12", "osName": "debian", "kernelVersion": "6.8.0-45-generic", "diskEncryption": "true",
+                                    "secureBoot": "false", "trustedPlatformModule": "false", "keyProtection": "tpm", "lockScreen": "false"]),
+        (FixtureMachine.luksOnLvm, ["linuxOsVersion": "9.4", "osName": "rhel", "kernelVersion": "6.8.0-45-generic", "diskEncryption": "true",
+                                    "secureBoot": "false", "trustedPlatformModule": "true", "keyProtection": "tpm"]),
+        (FixtureMachine.plainExt4, ["linuxOsVersion": "40", "osName": "fedora", "kernelVersion": "6.8.0-45-generic", "diskEncryption": "false",
+                                    "trustedPlatformModule": "false", "keyProtection": "tpm", "lockScreen": "false"]),
+        (FixtureMachine.loopRoot, ["linuxOsVersion": "3.20.1", "osName": "alpine", "kernelVersion": "6.8.0-45-generic", "diskEncryption": "true",
+                                   "trustedPlatformModule": "false", "keyProtection": "tpm"]),
+        (FixtureMachine.btrfsOnLuks, ["linuxOsVersion": "rolling", "osName": "arch", "kernelVersion": "6.8.0-45-generic", "diskEncryption": "true",
+                                      "trustedPlatformModule": "false", "keyProtection": "tpm", "lockScreen": "true"]),
+        (FixtureMachine.container, ["linuxOsVersion": "12", "osName": "debian", "kernelVersion": "6.8.0-45-generic", "keyProtection": "tpm"]),
+        (FixtureMachine.malformed, ["keyProtection": "tpm"]),
+    ])
+    func eachMachineReportsExactlyWhatIsTrue(machine: FixtureMachine, expected: [String: String]) {
+        #expect(machine.collect() == expected)
+    }
+
+    @Test func absentClaimsSayWhy() {
+        let tree = FixtureMachine.container.materialize()
+        let report = PostureCollector.collect(PostureInput(root: tree.path, effectiveUserID: 1000, home: nil, keyProtection: nil))
+        let reasons = Dictionary(uniqueKeysWithValues: report.attributes.filter { $0.value == nil }.map { ($0.name, $0.source) })
+        #expect(reasons["diskEncryption"]?.contains("overlay") == true)
+        #expect(reasons["secureBoot"]?.contains("BIOS") == true)
+        #expect(reasons["trustedPlatformModule"] == "/sys is not available")
+        #expect(reasons["keyProtection"] == "there is no device key")
+        #expect(reasons["lockScreen"]?.contains("gnome-shell is not installed") == true)
+        let luksTree = FixtureMachine.lvmOnLuks.materialize()
+        let luks = PostureCollector.collect(PostureInput(root: luksTree.path, effectiveUserID: 1000, home: "/home/alice", keyProtection: "software"))
+        let disk = luks.attributes.first { $0.name == "diskEncryption" }!
+        #expect(disk.source == "/ is ext4 on /dev/mapper/vg-root (253:1); dm-1 is device-mapper LVM; dm-1 sits on dm-0; dm-0 is dm-crypt (CRYPT-LUKS2)", "\(disk.source)")
+    }
+
+    @Test func aLoopDeviceWithoutAKnownBackingIsUnknown() {
+        var machine = FixtureMachine("loop without backing file")
+        machine.root("7:1", "ext4", "/dev/loop1")
+        machine.block("loop1", majorMinor: "7:1")
+        #expect(machine.collect()["diskEncryption"] == nil)
+    }
+
+    @Test func inventoryIsOptIn() {
+        var machine = FixtureMachine.plainExt4
+        machine.file("/sys/class/dmi/id/product_name", "Latitude 7440\n")
+        machine.file("/sys/class/dmi/id/product_serial", "SERIAL-MUST-NOT-APPEAR\n")
+        let tree = machine.materialize()
+        let without = PostureCollector.collect(PostureInput(root: tree.path, effectiveUserID: 1000, home: "/home/alice", keyProtection: nil))
+        #expect(!without.claims.contains { $0.name == "hardwareModel" })
+        let with = PostureCollector.collect(PostureInput(root: tree.path, effectiveUserID: 1000, home: "/home/alice", keyProtection: nil, inventory: true))
+        #expect(with.claims.first { $0.name == "hardwareModel" }?.value == "Latitude 7440")
+        #expect(!with.claims.contains { $0.value.contains("SERIAL") })
+    }
+
+    @Test func osReleaseQuoting() {
+        let fields = OSReleaseCollector.parse(Array("A=plain\nB=\"double \\\"quoted\\\"\"\nC='single'\nD=\"unterminated\nE=has space\n# comment\nlower=x\n".utf8))
+        #expect(fields == ["A": "plain", "B": "double \"quoted\"", "C": "single"])
+    }
+
+    @Test func mountinfoEscapes() {
+        #expect(DiskEncryptionCollector.unescape("/media/my\\040disk") == "/media/my disk")
+    }
+}
+
+@Suite struct GVDBTests {
+    static func database(_ name: String) -> GVDBFile? {
+        GVDBFile(Array(FileManager.default.contents(atPath: Repository.path("Tests/DevtrustPostureTests/Fixtures/dconf/\(name).gvdb"))!))
+    }
+
+    @Test func readsTheCommittedDatabases() throws {
+        let on = try #require(Self.database("lock-on"))
+        #expect(on.values["/org/gnome/desktop/screensaver/lock-enabled"] == .bool(true))
+        #expect(on.values["/org/gnome/desktop/session/idle-delay"] == .uint32(300))
+        let off = try #require(Self.database("lock-off"))
+        #expect(off.values["/org/gnome/desktop/screensaver/lock-enabled"] == .bool(false))
+        #expect(off.values["/org/gnome/desktop/interface/clock-format"] == .string("24h"))
+        #expect(Self.database("idle-never")?.values["/org/gnome/desktop/session/idle-delay"] == .uint32(0))
+    }
+
+    /// dconf's own compiler, when installed, writes what this reader reads.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/dconf") || ExternalTool.isCI))
+    func agreesWithDconfCompile() throws {
+        let directory = TemporaryDirectory("dconf")
+        directory.write("keyfiles/00-test", "[org/gnome/desktop/screensaver]\nlock-enabled=false\n\n[org/gnome/desktop/session]\nidle-delay=uint32 4242\n\n[a/b/c]\nname='x y'\ncount=-7\n")
+        let compiled = try ProcessRunner.run("/usr/bin/dconf", ["compile", directory.file("db"), directory.file("keyfiles")])
+        #expect(compiled.status == 0, "\(compiled)")
+        let bytes = try #require(directory.read("db"))
+        let database = try #require(GVDBFile(bytes))
+        #expect(database.values == [
+            "/org/gnome/desktop/screensaver/lock-enabled": .bool(false),
+            "/org/gnome/desktop/session/idle-delay": .uint32(4242),
+            "/a/b/c/name": .string("x y"),
+            "/a/b/c/count": .int32(-7),
+        ])
+    }
+
+    @Test func garbageNeverCrashes() {
+        var generator = SystemRandomNumberGenerator()
+        let valid = Array(FileManager.default.contents(atPath: Repository.path("Tests/DevtrustPostureTests/Fixtures/dconf/lock-on.gvdb"))!)
+        for _ in 0..<3000 {
+            var bytes = valid
+            for _ in 0..<Int.random(in: 1...8, using: &generator) {
+                bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+            }
+            if Bool.random(using: &generator) { bytes = Array(bytes.prefix(Int.random(in: 0...bytes.count, using: &generator))) }
+            _ = GVDBFile(bytes)
+        }
+    }
+}
+
+/// On this machine: the claims agree with what /etc/os-release and /proc say.
+@Suite struct PostureOnThisMachineTests {
+    @Test func claimsMatchTheSystemFiles() throws {
+        let report = PostureCollector.collect(PostureInput(effectiveUserID: getuid(), home: ProcessInfo.processInfo.environment["HOME"], keyProtection: "software"))
+        var claims = [String: String]()
+        for (name, value) in report.claims { claims[name] = value }
+        let osRelease = String(decoding: FileManager.default.contents(atPath: "/etc/os-release") ?? Data(), as: UTF8.self)
+        let versionLine = osRelease.split(separator: "\n").first { $0.hasPrefix("VERSION_ID=") }
+        #expect(claims["linuxOsVersion"] == versionLine.map { String($0.dropFirst("VERSION_ID=".count)).replacingOccurrences(of: "\"", with: "") })
+        let release = try String(contentsOfFile: "/proc/sys/kernel/osrelease", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(claims["kernelVersion"] == release)
+        // The root file system's device, from /proc itself.
+        let rootLine = try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8).split(separator: "\n").last { $0.split(separator: " ")[4] == "/" }
+        let source = rootLine.map { line -> String in let fields = line.split(separator: " "); return String(fields[fields.firstIndex(of: "-")! + 2]) } ?? ""
+        if source.hasPrefix("/dev/mapper/") || source.hasPrefix("/dev/dm-") {
+            #expect(claims["diskEncryption"] != "false" || !FileManager.default.fileExists(atPath: "/sys/class/block"))
+        } else if source.hasPrefix("/dev/sd") || source.hasPrefix("/dev/vd") || source.hasPrefix("/dev/nvme") {
+            #expect(claims["diskEncryption"] == "false", "\(source): \(report.attributes)")
+        }
+        #expect(claims["trustedPlatformModule"] == (FileManager.default.fileExists(atPath: "/sys/class/tpm/tpm0") ? claims["trustedPlatformModule"] : "false"))
+        #expect(claims["keyProtection"] == "software")
+    }
+}
