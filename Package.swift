@@ -91,7 +91,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DevtrustPostureTests",
-            dependencies: ["DevtrustPosture", "DevtrustTestSupport"],
+            dependencies: ["DevtrustPosture", "DevtrustEncoding", "DevtrustTestSupport"],
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "DevtrustSystemTests", dependencies: ["DevtrustSystem", "DevtrustTestSupport"]),

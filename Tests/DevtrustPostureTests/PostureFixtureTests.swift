@@ -1,4 +1,5 @@
 @testable import DevtrustPosture
+import DevtrustEncoding
 import DevtrustTestSupport
 import Foundation
 import Testing
@@ -290,5 +291,17 @@ struct FixtureMachine: Sendable, CustomTestStringConvertible {
         }
         #expect(claims["trustedPlatformModule"] == (FileManager.default.fileExists(atPath: "/sys/class/tpm/tpm0") ? claims["trustedPlatformModule"] : "false"))
         #expect(claims["keyProtection"] == "software")
+    }
+}
+
+@Suite struct FirewallVerdictTests {
+    @Test func anInputChainThatDropsByPolicyIsAFirewall() throws {
+        let dropping = #"{"nftables":[{"metainfo":{"version":"1.0.6"}},{"table":{"family":"inet","name":"filter","handle":1}},{"chain":{"family":"inet","table":"filter","name":"input","handle":1,"type":"filter","hook":"input","prio":0,"policy":"drop"}},{"chain":{"family":"inet","table":"filter","name":"output","handle":2,"type":"filter","hook":"output","prio":0,"policy":"accept"}}]}"#
+        let verdict = FirewallCollector.verdict(try JSONParser.parse(dropping))
+        #expect(verdict.value == "true" && verdict.source == "nftables input chain inet filter input has policy drop")
+        let accepting = #"{"nftables":[{"chain":{"family":"inet","table":"filter","name":"input","hook":"input","policy":"accept"}}]}"#
+        #expect(FirewallCollector.verdict(try JSONParser.parse(accepting)).value == nil)
+        #expect(FirewallCollector.verdict(try JSONParser.parse(#"{"nftables":[]}"#)).source == "no nftables input chain is active")
+        #expect(FirewallCollector.verdict(try JSONParser.parse("[1]")).value == nil)
     }
 }
