@@ -23,6 +23,9 @@ let package = Package(
         // libcurl through dlopen, with typed wrappers for its variadic calls.
         .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
 
+        // libqrencode through dlopen, for the device-code QR code.
+        .target(name: "CQRCode", linkerSettings: [.linkedLibrary("dl")]),
+
         // Base64, base64url, hex, DER and PEM, and a small strict JSON value type.
         .target(name: "DevtrustEncoding"),
 
@@ -48,16 +51,19 @@ let package = Package(
         // The Flow Execution API client: registration flows and the Device Registration step.
         .target(name: "DevtrustFlow", dependencies: ["DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding"]),
 
+        // Signing in from the device: OIDC discovery, PKCE, app-native sign-in, device code, tokens.
+        .target(name: "DevtrustSignIn", dependencies: ["DevtrustHTTP", "DevtrustKeys", "DevtrustEncoding"]),
+
         // Linux device posture: attribute collectors reading below a root prefix.
         .target(name: "DevtrustPosture", dependencies: ["DevtrustSystem", "DevtrustEncoding"]),
 
         // The device's identity: its key in the keystore (any backend) and its registrations.
-        .target(name: "DevtrustDevice", dependencies: ["DevtrustKeys", "DevtrustKeystore", "DevtrustJOSE", "DevtrustEncoding"]),
+        .target(name: "DevtrustDevice", dependencies: ["DevtrustKeys", "DevtrustKeystore", "DevtrustJOSE", "DevtrustSignIn", "DevtrustEncoding"]),
 
         // The command line: argument parsing, commands, errors to exit codes.
         .target(
             name: "DevtrustCLI",
-            dependencies: ["DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustSystem"]
+            dependencies: ["CQRCode", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustSystem"]
         ),
         .executableTarget(name: "devtrust", dependencies: ["DevtrustCLI"]),
         // In-process measurements for `make bench` (not installed).

@@ -2,6 +2,7 @@ import DevtrustConfig
 import DevtrustDevice
 import DevtrustFlow
 import DevtrustHTTP
+import DevtrustSignIn
 import DevtrustJOSE
 import DevtrustKeys
 import DevtrustKeystore
@@ -32,6 +33,12 @@ struct ErrorReport {
             switch error {
             case .keyChangedDuringRegistration:
                 return ErrorReport(.failure, error.description)
+            case .notSignedIn:
+                return ErrorReport(.noKeyOrNotRegistered, error.description)
+            case .ambiguousSignIn:
+                return ErrorReport(.usage, error.description)
+            case .refreshRefused:
+                return ErrorReport(.serverRefused, error.description)
             case .noDeviceKey, .notRegistered, .registrationForOtherKey:
                 return ErrorReport(.noKeyOrNotRegistered, error.description)
             case .ambiguousRegistration:
@@ -54,6 +61,14 @@ struct ErrorReport {
             return ErrorReport(.network, error.description)
         case let error as MissingFlowInputsError:
             return ErrorReport(.usage, error.description)
+        case let error as OAuthError:
+            return ErrorReport(.serverRefused, error.description)
+        case let error as DeviceCodeFailure:
+            return ErrorReport(.serverRefused, error.description)
+        case let error as SignInUnsupportedError:
+            return ErrorReport(.serverRefused, error.description)
+        case let error as OAuthProtocolError:
+            return ErrorReport(.network, error.description)
         case let error as TPMError:
             return ErrorReport(.tpm, error.description)
         case let error as KeyFileError:

@@ -1,4 +1,5 @@
 import DevtrustFlow
+import DevtrustSignIn
 import Glibc
 
 /// The user's side of a registration flow: inputs given up front (`--input`,
@@ -80,7 +81,7 @@ final class TerminalFlowInteraction: FlowInteraction {
             guard let pasted = terminal.readLine(prompt: "Paste the URL the browser was sent back to: ") else {
                 throw UsageError("no callback URL was given", command: "register")
             }
-            let parameters = Self.queryParameters(pasted)
+            let parameters = FormEncoding.queryParameters(pasted.trimmingCharacters)
             if let code = parameters["code"], let state = parameters["state"] { return [("code", code), ("state", state)] }
             context.warn("that URL has no code and state parameters; paste the whole address from the browser")
         }
@@ -126,27 +127,17 @@ final class TerminalFlowInteraction: FlowInteraction {
     }
 
     private func prompt(for input: FlowComponent) throws -> String? {
-        let label = input.label ?? input.identifier ?? "value"
-        let rules = input.validations.compactMap(\.explanation)
-        let prompt = label + (input.required ? " (required" : " (optional") + (rules.isEmpty ? "" : ", " + rules.joined(separator: ", ")) + "): "
-        while true {
-            let read = input.isSecret ? terminal.readSecret(prompt: prompt) : terminal.readLine(prompt: prompt)
-            guard let value = read?.trimmingCharacters(in: input.isSecret) else {
-                throw UsageError("input ended before \(label) was given", command: "register")
-            }
-            if value.isEmpty {
-                if input.required { context.warn("\(label) is required"); continue }
-                return nil
-            }
-            if let problem = input.validations.lazy.compactMap({ $0.problem(with: value) }).first {
-                context.warn("\(label) \(problem)")
-                continue
-            }
-            return value
-        }
+        try TerminalPrompter(context: context).ask(
+            input.label ?? input.identifier ?? "value", required: input.required, secret: input.isSecret,
+            rules: input.validations.compactMap(\.explanation), command: "register"
+        ) { value in input.validations.lazy.compactMap { $0.problem(with: value) }.first }
     }
 
     private func launchBrowser(_ url: String) {
+        Self.launchBrowser(url, context: context)
+    }
+
+    static func launchBrowser(_ url: String, context: CommandContext) {
         let variables = context.environment.variables
         guard variables["DISPLAY"] != nil || variables["WAYLAND_DISPLAY"] != nil else {
             context.info("(no desktop session here: open the URL on another device)")
@@ -168,33 +159,6 @@ final class TerminalFlowInteraction: FlowInteraction {
             if character == "<" { inTag = true } else if character == ">" { inTag = false } else if !inTag { result.append(character) }
         }
         return result.trimmingCharacters
-    }
-
-    /// code and state from a pasted callback URL (or just its query string).
-    static func queryParameters(_ text: String) -> [String: String] {
-        let trimmed = text.trimmingCharacters
-        let query = trimmed.split(separator: "?", maxSplits: 1).last.map { $0.split(separator: "#").first ?? "" } ?? ""
-        var parameters = [String: String]()
-        for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, let name = percentDecoded(parts[0]), let value = percentDecoded(parts[1]) else { continue }
-            parameters[name] = value
-        }
-        return parameters
-    }
-
-    static func percentDecoded(_ text: Substring) -> String? {
-        var bytes = [UInt8]()
-        var iterator = Array(text.utf8).makeIterator()
-        while let byte = iterator.next() {
-            if byte == UInt8(ascii: "%") {
-                guard let high = iterator.next(), let low = iterator.next(), let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) else { return nil }
-                bytes.append(value)
-            } else {
-                bytes.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
-            }
-        }
-        return String(validating: bytes, as: UTF8.self)
     }
 }
 

@@ -15,6 +15,8 @@ public struct Configuration: Equatable, Sendable {
     public var collectorTimeoutSeconds = 2
     /// How long results of slow collectors (subprocesses) are reused.
     public var postureCacheSeconds = 300
+    /// Named sign-in setups (`signIn.profiles`).
+    public var signInProfiles: [String: SignInProfile] = [:]
     /// The file this came from, nil for built-in defaults.
     public var source: String?
 
@@ -25,7 +27,7 @@ public struct Configuration: Equatable, Sendable {
         public init() {}
     }
 
-    public static let knownFields = ["platform", "claims", "http", "inventory", "collector", "collectorTimeoutSeconds", "postureCacheSeconds"]
+    public static let knownFields = ["platform", "claims", "http", "inventory", "collector", "collectorTimeoutSeconds", "postureCacheSeconds", "signIn"]
 
     public init(platform: String = "linux", claims: [(name: String, value: String)] = [], source: String? = nil) {
         self.platform = platform
@@ -36,7 +38,7 @@ public struct Configuration: Equatable, Sendable {
     public static func == (lhs: Configuration, rhs: Configuration) -> Bool {
         lhs.platform == rhs.platform && lhs.source == rhs.source && lhs.http == rhs.http && lhs.inventory == rhs.inventory
             && lhs.collector == rhs.collector && lhs.collectorTimeoutSeconds == rhs.collectorTimeoutSeconds
-            && lhs.postureCacheSeconds == rhs.postureCacheSeconds
+            && lhs.postureCacheSeconds == rhs.postureCacheSeconds && lhs.signInProfiles == rhs.signInProfiles
             && lhs.claims.map(\.name) == rhs.claims.map(\.name) && lhs.claims.map(\.value) == rhs.claims.map(\.value)
     }
 
@@ -87,6 +89,14 @@ public struct Configuration: Equatable, Sendable {
                     throw JSONFieldError(path: key, kind: .invalidValue("must be \(range.lowerBound) to \(range.upperBound)"))
                 }
                 configuration[keyPath: path] = Int(value)
+            }
+            if let signIn = try reader.optionalObject("signIn") {
+                try signIn.rejectUnknownFields(known: ["profiles"])
+                if let profiles = try signIn.optionalObject("profiles") {
+                    for member in profiles.object.members {
+                        configuration.signInProfiles[member.key] = try SignInProfile.parse(try JSONObjectReader(member.value, path: profiles.fieldPath(member.key)))
+                    }
+                }
             }
             if let http = try reader.optionalObject("http") {
                 try http.rejectUnknownFields(known: ["connectTimeoutSeconds", "requestTimeoutSeconds"])

@@ -11,6 +11,10 @@ public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
     case ambiguousRegistration(servers: [String])
     /// The registration was made with a key that is no longer the device key.
     case registrationForOtherKey(registrationId: String, server: String)
+    case notSignedIn(server: String?)
+    case ambiguousSignIn(names: [String])
+    /// The server refused the refresh; the stored tokens were dropped.
+    case refreshRefused(String)
     /// The key was replaced (init --force) while a registration flow ran.
     case keyChangedDuringRegistration
 
@@ -28,6 +32,14 @@ public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
             return "this device is not registered with any server; run `devtrust register --server URL`, or pass --device-id"
         case let .ambiguousRegistration(servers):
             return "this device is registered with several servers (\(servers.joined(separator: ", "))); choose one with --server"
+        case let .notSignedIn(server?):
+            return "there is no stored sign-in with \(server); run `devtrust login`"
+        case .notSignedIn(nil):
+            return "there is no stored sign-in; run `devtrust login`"
+        case let .ambiguousSignIn(names):
+            return "there are several stored sign-ins (\(names.joined(separator: ", "))); choose one with --server or --discovery"
+        case let .refreshRefused(reason):
+            return "the server refused to refresh the sign-in (\(reason)); the stored tokens were deleted: run `devtrust login` again"
         case .keyChangedDuringRegistration:
             return "the device key was replaced while the registration ran, so the server registered the old key; nothing was recorded: run `devtrust register` again"
         case let .registrationForOtherKey(registrationId, server):

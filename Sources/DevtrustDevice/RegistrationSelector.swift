@@ -25,7 +25,7 @@ public enum RegistrationSelector {
 
     /// `https://Host:443/t/acme/` names the same server as `https://host/t/acme`;
     /// a NAME is the URL without its scheme, or just the host.
-    static func matches(_ recorded: String, _ wanted: String) -> Bool {
+    public static func matches(_ recorded: String, _ wanted: String) -> Bool {
         let recordedParts = normalized(recorded)
         let wantedParts = normalized(wanted)
         if wanted.contains("://") { return recordedParts == wantedParts }

@@ -21,9 +21,23 @@ public final class KeystoreStaging {
     /// Writes a key file atomically. It becomes part of the keystore only if
     /// the manifest that `update` writes next names it; otherwise it is removed.
     public func writeKeyFile(named name: String, contents: [UInt8]) throws(KeystoreError) {
-        precondition(KeystoreFormat.isPlainFileName(name) && name.hasPrefix(Keystore.keyFilePrefix))
+        try writeOwnedFile(named: name, contents: contents)
+    }
+
+    /// Writes a sign-in's token file (secret), on the same terms as a key file.
+    public func writeSignInFile(named name: String, contents: [UInt8]) throws(KeystoreError) {
+        try writeOwnedFile(named: name, contents: contents)
+    }
+
+    private func writeOwnedFile(named name: String, contents: [UInt8]) throws(KeystoreError) {
+        precondition(KeystoreFormat.isPlainFileName(name) && Keystore.ownedPrefixes.contains { name.hasPrefix($0) })
         try directory.writeAtomically(name, contents)
         writtenFiles.append(name)
+    }
+
+    /// Reads a file the committed manifest names (a sign-in's tokens); nil when missing.
+    public func read(_ name: String) throws(KeystoreError) -> [UInt8]? {
+        try directory.read(name, requirePrivate: true)
     }
 
     public var directoryPath: String { directory.path }
@@ -37,6 +51,9 @@ public final class KeystoreStaging {
 /// one. Readers take no lock.
 public struct Keystore: Sendable {
     static let keyFilePrefix = "key-"
+    static let signInFilePrefix = "signin-"
+    /// Files devtrust owns: the ones the manifest does not name are deleted.
+    static let ownedPrefixes = [keyFilePrefix, signInFilePrefix]
 
     public let path: String
     public let ownerID: UInt32
@@ -72,6 +89,12 @@ public struct Keystore: Sendable {
         }
     }
 
+    /// A file the manifest names (a sign-in's tokens), read without the lock: nil when missing.
+    public func readOwnedFile(_ name: String) throws(KeystoreError) -> [UInt8]? {
+        guard KeystoreFormat.isPlainFileName(name), let directory = try PrivateDirectory.open(path, ownerID: ownerID) else { return nil }
+        return try directory.read(name, requirePrivate: true)
+    }
+
     /// A file of the keystore outside the manifest (a cache): nil when absent.
     public func readAuxiliary(_ name: String) -> [UInt8]? {
         guard Self.isAuxiliaryName(name), let directory = try? PrivateDirectory.open(path, ownerID: ownerID) else { return nil }
@@ -86,7 +109,7 @@ public struct Keystore: Sendable {
     }
 
     static func isAuxiliaryName(_ name: String) -> Bool {
-        KeystoreFormat.isPlainFileName(name) && !name.hasPrefix(keyFilePrefix) && name != KeystoreFormat.manifestName
+        KeystoreFormat.isPlainFileName(name) && !ownedPrefixes.contains { name.hasPrefix($0) } && name != KeystoreFormat.manifestName
     }
 
     /// Runs `body` on the current state under the lock, then commits the new
@@ -111,13 +134,14 @@ public struct Keystore: Sendable {
             // Whatever got committed keeps its key file; other staged files go
             // (if even the manifest cannot be read, the next writer cleans up).
             if let committed = try? Self.readState(in: directory) ?? .empty {
-                for name in staging.writtenFiles where name != committed.key?.file {
+                let kept = Set([committed.key?.file].compactMap { $0 } + committed.signIns.map(\.file))
+                for name in staging.writtenFiles where !kept.contains(name) {
                     try? directory.remove(name)
                 }
             }
             throw error
         }
-        try removeUnreferencedKeyFiles(in: directory, keeping: state.key?.file)
+        try removeUnreferencedFiles(in: directory, keeping: Set([state.key?.file].compactMap { $0} + state.signIns.map(\.file)))
         return result
     }
 
@@ -133,10 +157,10 @@ public struct Keystore: Sendable {
         }
     }
 
-    /// Key files of replaced keys, and of a writer that crashed before its commit.
-    private func removeUnreferencedKeyFiles(in directory: PrivateDirectory, keeping current: String?) throws(KeystoreError) {
+    /// Key and token files no longer named, and those of a writer that crashed before its commit.
+    private func removeUnreferencedFiles(in directory: PrivateDirectory, keeping current: Set<String>) throws(KeystoreError) {
         var removed = false
-        for name in try directory.entries() where name.hasPrefix(Self.keyFilePrefix) && name != current {
+        for name in try directory.entries() where Self.ownedPrefixes.contains(where: { name.hasPrefix($0) }) && !current.contains(name) {
             try directory.remove(name)
             removed = true
         }

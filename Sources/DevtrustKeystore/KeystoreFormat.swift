@@ -8,7 +8,7 @@ import DevtrustKeys
 /// current one (so the first change after an upgrade migrates the file); it
 /// refuses a newer version rather than drop fields it does not know.
 public enum KeystoreFormat {
-    public static let currentVersion: Int64 = 1
+    public static let currentVersion: Int64 = 2
     public static let manifestName = "keystore.json"
 
     public static func encode(_ state: KeystoreState) -> [UInt8] {
@@ -35,6 +35,17 @@ public enum KeystoreFormat {
             ])
         })
         document["tpmPersistentHandles"] = .array(state.tpmPersistentHandles.map { .string(TPMHandle.format($0)) })
+        document["signIns"] = .array(state.signIns.map { record in
+            var object: JSONObject = ["id": .string(record.id)]
+            if let server = record.server { object["server"] = .string(server) }
+            if let discovery = record.discovery { object["discovery"] = .string(discovery) }
+            object["clientId"] = .string(record.clientId)
+            object["scope"] = .string(record.scope)
+            object["method"] = .string(record.method)
+            object["file"] = .string(record.file)
+            object["signedInAt"] = .string(record.signedInAt)
+            return .object(object)
+        })
         return Array((JSONWriter.pretty(.object(document)) + "\n").utf8)
     }
 
@@ -54,7 +65,8 @@ public enum KeystoreFormat {
             guard version >= 1 else {
                 throw JSONFieldError(path: "version", kind: .invalidValue("there is no keystore version \(version)"))
             }
-            return try decodeVersion1(reader)
+            // Version 1 had no sign-ins; reading it as version 2 with none is the migration.
+            return try decode(reader, version: version)
         } catch let error as KeystoreError {
             throw error
         } catch let error as JSONFieldError {
@@ -64,8 +76,8 @@ public enum KeystoreFormat {
         }
     }
 
-    private static func decodeVersion1(_ reader: JSONObjectReader) throws -> KeystoreState {
-        try reader.rejectUnknownFields(known: ["version", "key", "registrations", "tpmPersistentHandles"])
+    private static func decode(_ reader: JSONObjectReader, version: Int64) throws -> KeystoreState {
+        try reader.rejectUnknownFields(known: ["version", "key", "registrations", "tpmPersistentHandles"] + (version >= 2 ? ["signIns"] : []))
         var state = KeystoreState()
         if let key = try reader.optionalObject("key") {
             try key.rejectUnknownFields(known: ["backend", "file", "fingerprint", "createdAt", "tpmParent"])
@@ -99,6 +111,25 @@ public enum KeystoreFormat {
         }
         if state.key == nil && !state.registrations.isEmpty {
             throw JSONFieldError(path: "registrations", kind: .invalidValue("registrations are recorded but there is no key"))
+        }
+        if version >= 2 {
+            for (index, element) in try reader.array("signIns").enumerated() {
+                let record = try JSONObjectReader(element, path: "signIns[\(index)]")
+                try record.rejectUnknownFields(known: ["id", "server", "discovery", "clientId", "scope", "method", "file", "signedInAt"])
+                let file = try record.string("file")
+                guard isPlainFileName(file), file.hasPrefix("signin-") else {
+                    throw JSONFieldError(path: record.fieldPath("file"), kind: .invalidValue("must be a signin-*.json file name inside the keystore"))
+                }
+                let server = try record.optionalString("server")
+                let discovery = try record.optionalString("discovery")
+                guard server != nil || discovery != nil else {
+                    throw JSONFieldError(path: record.fieldPath("server"), kind: .invalidValue("a sign-in needs a server or a discovery URL"))
+                }
+                state.signIns.append(SignInRecord(
+                    id: try record.string("id"), server: server, discovery: discovery, clientId: try record.string("clientId"),
+                    scope: try record.string("scope"), method: try record.string("method"), file: file,
+                    signedInAt: try record.string("signedInAt")))
+            }
         }
         if reader.object["tpmPersistentHandles"] != nil {
             for (index, element) in try reader.array("tpmPersistentHandles").enumerated() {

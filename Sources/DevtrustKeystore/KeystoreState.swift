@@ -48,6 +48,37 @@ public struct RegistrationRecord: Equatable, Sendable {
     }
 }
 
+/// A stored sign-in: whom it is with, and the file that holds its tokens.
+public struct SignInRecord: Equatable, Sendable {
+    /// Stable for (server or discovery URL, client id): a new sign-in replaces the old.
+    public var id: String
+    /// The WSO2-style base URL (`--server`), if the sign-in used one.
+    public var server: String?
+    /// The OpenID discovery document URL (`--discovery`), if the sign-in used one.
+    public var discovery: String?
+    public var clientId: String
+    public var scope: String
+    /// app-native, device-code or authorization-code.
+    public var method: String
+    /// A file name inside the keystore: the tokens (secret, mode 0600).
+    public var file: String
+    public var signedInAt: String
+
+    public init(id: String, server: String?, discovery: String?, clientId: String, scope: String, method: String, file: String, signedInAt: String) {
+        self.id = id
+        self.server = server
+        self.discovery = discovery
+        self.clientId = clientId
+        self.scope = scope
+        self.method = method
+        self.file = file
+        self.signedInAt = signedInAt
+    }
+
+    /// The file name devtrust gives a sign-in's tokens.
+    public static func fileName(id: String) -> String { "signin-\(id).json" }
+}
+
 /// Everything `keystore.json` says.
 public struct KeystoreState: Equatable, Sendable {
     public var key: KeyRecord?
@@ -55,11 +86,14 @@ public struct KeystoreState: Equatable, Sendable {
     /// TPM persistent handles devtrust itself made (an SRK it persisted), so
     /// that `reset` removes those and never anything it did not create.
     public var tpmPersistentHandles: [UInt32]
+    /// Stored sign-ins (version 2); their tokens are in their own files.
+    public var signIns: [SignInRecord]
 
-    public init(key: KeyRecord? = nil, registrations: [RegistrationRecord] = [], tpmPersistentHandles: [UInt32] = []) {
+    public init(key: KeyRecord? = nil, registrations: [RegistrationRecord] = [], tpmPersistentHandles: [UInt32] = [], signIns: [SignInRecord] = []) {
         self.key = key
         self.registrations = registrations
         self.tpmPersistentHandles = tpmPersistentHandles
+        self.signIns = signIns
     }
 
     public static let empty = KeystoreState()

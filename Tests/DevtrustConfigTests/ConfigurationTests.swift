@@ -17,7 +17,7 @@ import Testing
         (#"{"claims":["a"]}"#, "configuration file /c.json: field \"claims\" must be an object, found an array; see docs/configuration.md"),
         (#"{"platform":7}"#, "configuration file /c.json: field \"platform\" must be a string, found a number (7); see docs/configuration.md"),
         (#"{"platform":""}"#, "configuration file /c.json: field \"platform\": must not be empty; see docs/configuration.md"),
-        (#"{"claimz":{}}"#, "configuration file /c.json: unknown field \"claimz\" (known fields: platform, claims, http, inventory, collector, collectorTimeoutSeconds, postureCacheSeconds); see docs/configuration.md"),
+        (#"{"claimz":{}}"#, "configuration file /c.json: unknown field \"claimz\" (known fields: platform, claims, http, inventory, collector, collectorTimeoutSeconds, postureCacheSeconds, signIn); see docs/configuration.md"),
         (#"{"claims":{"jti":"x"}}"#, "configuration file /c.json: field \"claims.jti\": jti is set by devtrust on every token and cannot be overridden; see docs/configuration.md"),
         (#"{"claims":{"attestationToken":"x"}}"#, "attestationToken is for Play Integrity"),
         ("[]", "configuration file /c.json: field \"(top level)\" must be an object, found an array; see docs/configuration.md"),

@@ -23,8 +23,9 @@ import Testing
     }
 
     @Test func refusesANewerVersion() {
-        #expect(throws: KeystoreError.unsupportedVersion(path: "k", found: 2, supported: 1)) {
-            try KeystoreFormat.decode(Self.document { $0["version"] = .integer(2) }, path: "k")
+        let newer = KeystoreFormat.currentVersion + 1
+        #expect(throws: KeystoreError.unsupportedVersion(path: "k", found: newer, supported: KeystoreFormat.currentVersion)) {
+            try KeystoreFormat.decode(Self.document { $0["version"] = .integer(newer) }, path: "k")
         }
     }
 

@@ -46,6 +46,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import signin  # noqa: E402  (the sign-in side, beside this file)
+
 FLOW_PATH = re.compile(r"^(/t/[^/]+)?/api/server/v1/flow/execute$")
 STANDARD_BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 BASE64URL = re.compile(r"^[A-Za-z0-9_-]*$")
@@ -433,7 +436,7 @@ def str_claim(value):
     return None if value is None else str(value)
 
 
-def make_handler(server):
+def make_handler(server, signins):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -460,6 +463,21 @@ def make_handler(server):
 
         def do_GET(self):
             url = urlparse(self.path)
+            if url.path in ("/oauth2/token/.well-known/openid-configuration", "/.well-known/openid-configuration"):
+                return self.send_json(200, signins.discovery())
+            if url.path == "/oauth2/authorize":
+                # A browser sign-in: what the server read from the URL, device token included.
+                query = {k: v[0] for k, v in parse_qs(url.query).items()}
+                pushed = signins.pushed(query.get("request_uri", "")) if "request_uri" in query else None
+                request = pushed or query
+                check = server.device_check(request.get("device_token"))
+                return self.send_json(200, {"request": request, "pushed": pushed is not None, "deviceCheck": check})
+            if url.path == "/api/signin-records":
+                return self.send_json(200, signins.records)
+            if url.path == "/api/token-stats":
+                return self.send_json(200, signins.stats)
+            if url.path == "/api/device/polls":
+                return self.send_json(200, signins.device_polls())
             if url.path == "/api/devices":
                 return self.send_json(200, server.store.devices())
             if url.path == "/api/outbox":
@@ -476,6 +494,8 @@ def make_handler(server):
             if url.path == "/api/device-check":
                 token = parse_qs(url.query).get("device_token", [None])[0] or self.headers.get("X-Device-Token")
                 return self.send_json(200, server.device_check(token))
+            if url.path.startswith("/oauth2/") or url.path.startswith("/api/device/"):
+                return self.sign_in(url.path, raw)
             if not FLOW_PATH.match(url.path):
                 return self.send_json(404, {"code": "404", "message": "Not found", "description": url.path, "traceId": None})
             with server.lock:
@@ -498,6 +518,35 @@ def make_handler(server):
             if fault:
                 response = self.corrupt(fault, response)
             self.send_json(200, response)
+
+        def sign_in(self, path, raw):
+            try:
+                if path == "/oauth2/authorize":
+                    status, body = signins.authorize(signin.parse_form(raw), self.headers)
+                    return self.send_json(status, body)
+                if path == "/oauth2/authn":
+                    try:
+                        document = json.loads(raw)
+                    except ValueError:
+                        document = None
+                    status, body = signins.authn(document)
+                    return self.send_json(status, body)
+                form = signin.parse_form(raw)
+                if path == "/oauth2/token":
+                    return self.send_json(200, signins.token(form), {"Cache-Control": "no-store"})
+                if path == "/oauth2/revoke":
+                    return self.send_json(200, signins.revoke(form))
+                if path == "/oauth2/device_authorize":
+                    return self.send_json(200, signins.device_authorize(form))
+                if path == "/oauth2/par":
+                    return self.send_json(201, signins.par(form))
+                if path in ("/api/device/approve", "/api/device/deny"):
+                    code = json.loads(raw or b"{}").get("user_code", "")
+                    found = signins.decide(code, "approved" if path.endswith("approve") else "denied")
+                    return self.send_json(200 if found else 404, {"found": found})
+            except signin.OAuthFailure as failure:
+                return self.send_json(failure.status, {"error": failure.error, "error_description": failure.description})
+            self.send_json(404, {"error": "not_found", "error_description": path})
 
         def answer_with_fault(self, fault, raw):
             """Faults that replace the whole answer; True when one was sent."""
@@ -576,11 +625,22 @@ def main():
     parser.add_argument("--fault", choices=sorted(FAULTS))
     parser.add_argument("--fault-at", type=int, default=1, help="which flow response gets the fault (1 = the first)")
     parser.add_argument("--error-code", default="DR-60001", help="the code of the error faults")
+    parser.add_argument("--authenticators", choices=["basic", "multi"], default="multi", help="app-native first step")
+    parser.add_argument("--mfa", choices=["none", "totp"], default="none", help="a TOTP step after the first factor")
+    parser.add_argument("--fail-spelling", choices=["FAIL_INCOMPLETE", "FAILED_INCOMPLETE"], default="FAIL_INCOMPLETE")
+    parser.add_argument("--access-token-ttl", type=int, default=3600)
+    parser.add_argument("--refresh-delay", type=float, default=0.0, help="seconds a refresh takes (to test concurrent callers)")
+    parser.add_argument("--device-expires", type=int, default=600)
+    parser.add_argument("--device-interval", type=int, default=5)
+    parser.add_argument("--device-slow-down-on", type=int, action="append", default=[], help="answer slow_down to the Nth poll")
+    parser.add_argument("--device-approve-after", type=int, default=0, help="approve the device code at the Nth poll")
     parser.add_argument("--verbose", action="store_true")
     options = parser.parse_args()
 
     flow_server = FlowServer(options)
-    httpd = ThreadingHTTPServer((options.host, options.port), make_handler(flow_server))
+    address = {}
+    signins = signin.SignInServer(options, flow_server, lambda: address["url"])
+    httpd = ThreadingHTTPServer((options.host, options.port), make_handler(flow_server, signins))
     httpd.daemon_threads = True
     scheme = "http"
     if options.tls_cert:
@@ -588,7 +648,8 @@ def main():
         context.load_cert_chain(options.tls_cert, options.tls_key)
         httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
         scheme = "https"
-    print("listening on %s://%s:%d" % (scheme, options.host, httpd.server_address[1]), flush=True)
+    address["url"] = "%s://%s:%d" % (scheme, options.host, httpd.server_address[1])
+    print("listening on " + address["url"], flush=True)
     try:
         httpd.serve_forever()
     except KeyboardInterrupt:

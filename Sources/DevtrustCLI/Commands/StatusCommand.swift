@@ -55,7 +55,14 @@ enum StatusCommand {
                 lines.append("  \(record.server): device id \(record.registrationId), \(record.flowType), registered \(record.registeredAt)")
             }
         }
-        lines.append("sign-ins: none")
+        if state.signIns.isEmpty {
+            lines.append("sign-ins: none")
+        } else {
+            lines.append("sign-ins:")
+            for record in state.signIns {
+                lines.append("  \(record.server ?? record.discovery ?? "?"): client \(record.clientId), \(record.method), scope \(record.scope), signed in \(record.signedInAt)")
+            }
+        }
         context.output(lines.joined(separator: "\n"))
     }
 
@@ -96,7 +103,16 @@ enum StatusCommand {
                 "registeredAt": .string(record.registeredAt),
             ])
         })
-        document["signIns"] = .array([])
+        document["signIns"] = .array(state.signIns.map { record in
+            var object: JSONObject = [:]
+            if let server = record.server { object["server"] = .string(server) }
+            if let discovery = record.discovery { object["discovery"] = .string(discovery) }
+            object["clientId"] = .string(record.clientId)
+            object["scope"] = .string(record.scope)
+            object["method"] = .string(record.method)
+            object["signedInAt"] = .string(record.signedInAt)
+            return .object(object)
+        })
         return document
     }
 }

@@ -1,0 +1,24 @@
+import DevtrustDevice
+import DevtrustKeystore
+import DevtrustSignIn
+
+/// `access-token`: prints a valid access token of the stored sign-in,
+/// refreshing it first when it expires within 60 s.
+enum AccessTokenCommand {
+    static let refreshMargin: Int64 = 60
+
+    static func run(_ context: CommandContext) throws {
+        let store = try context.deviceStore()
+        let record = try store.signIn(server: context.arguments.value("server"), discovery: context.arguments.value("discovery"))
+        let clock = context.environment.clock
+        let oauth = OAuthClient(http: CurlHTTPClientFactory.make(context), clock: { clock.secondsSinceEpoch() })
+        // A refresh may wait for another caller's: give the lock longer than one HTTP request.
+        var keystore = store.keystore
+        keystore.lockTimeoutMilliseconds = 60_000
+        let tokens = try DeviceStore(keystore: keystore, clock: store.clock, tpm: store.tpm).freshTokens(record, margin: refreshMargin) { current in
+            context.detail("refreshing the access token")
+            return try oauth.refresh(current, clientID: record.clientId)
+        }
+        context.output(tokens.accessToken)
+    }
+}

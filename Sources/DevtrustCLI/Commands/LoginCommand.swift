@@ -1,0 +1,96 @@
+import DevtrustDevice
+import DevtrustEncoding
+import DevtrustHTTP
+import DevtrustJOSE
+import DevtrustKeystore
+import DevtrustSignIn
+
+/// `login`: app-native sign-in (default), `--device-code` (RFC 8628), or
+/// `--callback URL` to finish an `authorize-url` sign-in; stores the tokens.
+enum LoginCommand {
+    static func run(_ context: CommandContext) throws {
+        if let callback = context.arguments.value("callback") {
+            return try finishBrowserSignIn(context, callback: callback)
+        }
+        let settings = try SignInSettings(context, command: "login")
+        if context.arguments.has("device-code") {
+            return try DeviceCodeCommand.run(context, settings)
+        }
+        guard let server = settings.server else {
+            throw UsageError("app-native sign-in needs --server URL (a WSO2-style base); --discovery goes with --device-code", command: "login")
+        }
+        let store = try context.deviceStore()
+        let http = settings.http(context)
+        let tokenServer = try settings.authorizationServer(http: http, context: context)
+        let presets = try RegisterCommand.inputs(context)
+        let random = context.environment.random
+        let interaction = TerminalSignInInteraction(context: context, presets: presets, authenticator: context.arguments.value("authenticator"),
+                                                    interactive: !context.arguments.has("non-interactive") && context.terminal.inputIsTerminal)
+        let signIn = AppNativeSignIn(
+            server: server, http: http, oauth: settings.oauth(context), clientID: settings.clientID, redirectURI: settings.redirectURI,
+            scope: settings.scope, state: try PKCE.state(using: random), pkce: try PKCE.make(using: random),
+            deviceToken: { try deviceToken(context, store: store, server: server.description, settings: settings) },
+            interaction: interaction)
+        context.info("signing in at \(server) as client \(settings.clientID)")
+        let tokens = try signIn.run(tokenServer: tokenServer)
+        try save(context, store: store, settings: settings, method: "app-native", tokens: tokens)
+    }
+
+    /// A fresh device token for the server, or nil (with a warning) when the device is not registered there.
+    static func deviceToken(_ context: CommandContext, store: DeviceStore, server: String, settings: SignInSettings) throws -> String? {
+        let state = try store.state()
+        guard state.key != nil else {
+            context.warn("this device has no key, so the sign-in carries no device token (run `devtrust init` and `devtrust register`)")
+            return nil
+        }
+        let registration: RegistrationRecord
+        do {
+            registration = try RegistrationSelector.select(from: state, server: server)
+        } catch {
+            context.warn("\(error); signing in without a device token")
+            return nil
+        }
+        let device = try store.loadKey()
+        let attributes = TokenCommands.deviceAttributes(context, settings.configuration, claims: [], keystore: store.keystore,
+                                                        backend: device.record.backend.rawValue)
+        return try DeviceTokenMinter(key: device.key, clock: context.environment.clock, random: context.environment.random)
+            .deviceToken(deviceId: registration.registrationId, attributes: attributes)
+    }
+
+    static func save(_ context: CommandContext, store: DeviceStore, settings: SignInSettings, method: String, tokens: TokenSet) throws {
+        let record = try store.saveSignIn(server: settings.serverName, discovery: settings.discovery, clientId: settings.clientID,
+                                          scope: tokens.scope ?? settings.scope, method: method, tokens: tokens)
+        let lifetime = tokens.expiresAt.map { " (access token valid for \($0 - context.environment.clock.secondsSinceEpoch()) s)" } ?? ""
+        context.info("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId)\(lifetime); `devtrust access-token` prints the access token")
+    }
+
+    /// `login --callback URL`: the code from a browser sign-in begun with `authorize-url`.
+    static func finishBrowserSignIn(_ context: CommandContext, callback: String) throws {
+        let parameters = FormEncoding.queryParameters(callback)
+        if let error = parameters["error"] {
+            throw OAuthError(error: error, errorDescription: parameters["error_description"], httpStatus: 0)
+        }
+        guard let code = parameters["code"], let state = parameters["state"] else {
+            throw UsageError("--callback needs the URL the browser was sent back to, with its code and state", command: "login")
+        }
+        let store = try context.deviceStore()
+        guard let pending = PendingAuthorizations(store.keystore).take(state: state, now: context.environment.clock.secondsSinceEpoch()) else {
+            throw UsageError("no pending sign-in has state \(state) (it expired after 10 minutes, or was used); run `devtrust authorize-url` again", command: "login")
+        }
+        let clock = context.environment.clock
+        let oauth = OAuthClient(http: CurlHTTPClientFactory.make(context), clock: { clock.secondsSinceEpoch() })
+        let tokens = try oauth.exchangeCode(code, verifier: pending.verifier, redirectURI: pending.redirectURI, clientID: pending.clientID,
+                                            server: AuthorizationServer(token: pending.tokenEndpoint, revocation: pending.revocationEndpoint))
+        let record = try store.saveSignIn(server: pending.server, discovery: pending.discovery, clientId: pending.clientID,
+                                          scope: tokens.scope ?? pending.scope, method: "authorization-code", tokens: tokens)
+        context.info("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId); `devtrust access-token` prints the access token")
+    }
+}
+
+/// An HTTP client with the options the context gives (CA file, timeouts).
+enum CurlHTTPClientFactory {
+    static func make(_ context: CommandContext) -> CurlHTTPClient {
+        let configuration = (try? context.configuration()) ?? .init()
+        return CurlHTTPClient(options: RegisterCommand.httpOptions(context, configuration))
+    }
+}

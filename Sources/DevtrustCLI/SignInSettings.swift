@@ -1,0 +1,93 @@
+import DevtrustConfig
+import DevtrustHTTP
+import DevtrustSignIn
+
+/// What a sign-in command needs, from its options and `--profile` (options win).
+struct SignInSettings {
+    static let defaultRedirectURI = "http://127.0.0.1:8765/callback"
+
+    let server: ServerURL?
+    let discovery: String?
+    let clientID: String
+    let scope: String
+    let redirectURI: String
+    let par: Bool
+    let acrValues: String?
+    let endpointOverrides: [String: String]
+    let configuration: Configuration
+
+    init(_ context: CommandContext, command: String, needsClient: Bool = true) throws {
+        let arguments = context.arguments
+        configuration = try context.configuration()
+        var profile = SignInProfile()
+        if let name = arguments.value("profile") {
+            guard let found = configuration.signInProfiles[name] else {
+                let known = configuration.signInProfiles.keys.sorted()
+                throw UsageError("no sign-in profile \"\(name)\" in the configuration" + (known.isEmpty ? "" : " (profiles: \(known.joined(separator: ", ")))"), command: command)
+            }
+            profile = found
+        }
+        let serverText = arguments.value("server") ?? (arguments.value("discovery") == nil ? profile.server : nil)
+        discovery = arguments.value("discovery") ?? (arguments.value("server") == nil ? profile.discovery : nil)
+        guard serverText != nil || discovery != nil else {
+            throw UsageError("give --server URL or --discovery URL (or --profile NAME)", command: command)
+        }
+        if serverText != nil && discovery != nil {
+            throw UsageError("give either --server or --discovery, not both", command: command)
+        }
+        server = try serverText.map { try ServerURL($0) }
+        if let discovery { _ = try ServerURL(String(discovery.split(separator: "?").first ?? "")) }
+        let client = arguments.value("client-id") ?? profile.clientId
+        if needsClient && (client ?? "").isEmpty {
+            throw UsageError("--client-id is required (the application's OAuth client id)", command: command)
+        }
+        clientID = client ?? ""
+        scope = arguments.value("scope") ?? profile.scope ?? "openid"
+        redirectURI = arguments.value("redirect-uri") ?? profile.redirectUri ?? Self.defaultRedirectURI
+        par = arguments.has("par") || (profile.par ?? false)
+        acrValues = profile.acrValues
+        endpointOverrides = profile.endpoints
+    }
+
+    /// The record's key: the server base URL or the discovery URL.
+    var serverName: String? { server?.description }
+
+    /// Discovery (the given document, or WSO2's for --server), WSO2's fixed
+    /// paths when its document is not there, then the profile's endpoints.
+    func authorizationServer(http: any HTTPClient, context: CommandContext) throws -> AuthorizationServer {
+        var resolved: AuthorizationServer
+        if let discovery {
+            resolved = try AuthorizationServer.discover(discovery, http: http)
+        } else {
+            let server = self.server!
+            do {
+                resolved = try AuthorizationServer.discover(AuthorizationServer.wso2DiscoveryURL(server), http: http)
+                    .filling(from: AuthorizationServer.wso2(server))
+            } catch let error as HTTPError {
+                if case .transport = error { throw error }
+                context.detail("no discovery document at \(AuthorizationServer.wso2DiscoveryURL(server)) (\(error)); using WSO2's paths")
+                resolved = AuthorizationServer.wso2(server)
+            } catch is OAuthProtocolError {
+                context.detail("no usable discovery document at \(AuthorizationServer.wso2DiscoveryURL(server)); using WSO2's paths")
+                resolved = AuthorizationServer.wso2(server)
+            }
+        }
+        let overrides = endpointOverrides
+        return AuthorizationServer(
+            issuer: resolved.issuer,
+            authorization: overrides["authorization"] ?? resolved.authorization,
+            token: overrides["token"] ?? resolved.token,
+            deviceAuthorization: overrides["deviceAuthorization"] ?? resolved.deviceAuthorization,
+            revocation: overrides["revocation"] ?? resolved.revocation,
+            pushedAuthorizationRequest: overrides["pushedAuthorizationRequest"] ?? resolved.pushedAuthorizationRequest)
+    }
+
+    func http(_ context: CommandContext) -> CurlHTTPClient {
+        CurlHTTPClient(options: RegisterCommand.httpOptions(context, configuration))
+    }
+
+    func oauth(_ context: CommandContext) -> OAuthClient {
+        let clock = context.environment.clock
+        return OAuthClient(http: http(context), clock: { clock.secondsSinceEpoch() })
+    }
+}

@@ -1,0 +1,106 @@
+import DevtrustEncoding
+import DevtrustFlow
+import DevtrustSignIn
+
+/// The user's side of an app-native sign-in: `--authenticator` and `--input`
+/// (by param name) first, the terminal for the rest unless `--non-interactive`.
+final class TerminalSignInInteraction: AppNativeInteraction {
+    private let context: CommandContext
+    private var presets: [String: String]
+    private let wantedAuthenticator: String?
+    private let interactive: Bool
+
+    init(context: CommandContext, presets: [String: String], authenticator: String?, interactive: Bool) {
+        self.context = context
+        self.presets = presets
+        wantedAuthenticator = authenticator
+        self.interactive = interactive
+    }
+
+    func note(_ text: String) { context.info(text) }
+
+    private func show(_ messages: [AppNativeMessage]) {
+        for message in messages {
+            let isError = message.type.uppercased() == "ERROR"
+            let text = (isError ? "error: " : "") + message.message
+            let colored = isError && context.terminal.errorIsTerminal && context.environment.variables["NO_COLOR"] == nil
+            context.info(colored ? "\u{1B}[31m" + text + "\u{1B}[0m" : text)
+        }
+    }
+
+    func choose(_ options: [AppNativeAuthenticator], messages: [AppNativeMessage]) throws -> AppNativeAuthenticator {
+        show(messages)
+        let names = options.map { "\($0.name) (\(Self.internalName($0)))" }.joined(separator: ", ")
+        if let wanted = wantedAuthenticator {
+            let lowered = wanted.lowercased()
+            let exact = options.first { $0.id == wanted || $0.name.lowercased() == lowered || Self.internalName($0).lowercased() == lowered }
+            let partial = options.first { $0.name.lowercased().contains(lowered) || Self.internalName($0).lowercased().contains(lowered) }
+            guard let chosen = exact ?? partial else {
+                throw UsageError("--authenticator \(wanted) is not among the server's options: \(names)", command: "login")
+            }
+            return chosen
+        }
+        guard interactive else {
+            throw UsageError("the server offers several ways to sign in: \(names); choose one with --authenticator NAME", command: "login")
+        }
+        context.info("Sign in with:")
+        for (index, option) in options.enumerated() { context.info("  [\(index + 1)] \(option.name)") }
+        while true {
+            guard let answer = context.terminal.readLine(prompt: "Choose 1-\(options.count): ") else {
+                throw UsageError("no choice was given", command: "login")
+            }
+            if let number = Int(answer.trimmingCharacters), (1...options.count).contains(number) { return options[number - 1] }
+            context.warn("choose a number from 1 to \(options.count)")
+        }
+    }
+
+    /// WSO2's authenticatorId is base64 of "Name:IdP" ("BasicAuthenticator:LOCAL"): the name users know.
+    static func internalName(_ authenticator: AppNativeAuthenticator) -> String {
+        guard let bytes = try? Base64.decode(authenticator.id, padding: .optional), let text = String(validating: bytes, as: UTF8.self),
+              let name = text.split(separator: ":").first, !name.isEmpty else { return authenticator.id }
+        return String(name)
+    }
+
+    func values(for authenticator: AppNativeAuthenticator, messages: [AppNativeMessage], failed: Bool) throws -> [(String, String)] {
+        show(messages)
+        if failed {
+            // The server refused the last values: never resend them unchanged.
+            guard interactive else {
+                let reasons = messages.map(\.message).joined(separator: " ")
+                throw SignInUnsupportedError("the server did not accept the values given for \(authenticator.name)" + (reasons.isEmpty ? "" : ": \(reasons)"))
+            }
+            for param in authenticator.params { presets[param.name] = nil }
+        }
+        var values = [(String, String)]()
+        var missing = [(name: String, label: String?)]()
+        for param in authenticator.params {
+            if let preset = presets[param.name] {
+                values.append((param.name, preset))
+            } else if interactive {
+                if let value = try TerminalPrompter(context: context).ask(param.displayName ?? param.name, required: true, secret: param.confidential, command: "login") {
+                    values.append((param.name, value))
+                }
+            } else {
+                missing.append((param.name, param.displayName))
+            }
+        }
+        guard missing.isEmpty else { throw MissingFlowInputsError(inputs: missing, stepText: [authenticator.name]) }
+        return values
+    }
+
+    func callback(redirectURL: String, authenticator: AppNativeAuthenticator) throws -> [(String, String)] {
+        context.info("Continue in a browser (\(authenticator.name)): \(redirectURL)")
+        if let code = presets["code"], let state = presets["state"] { return [("code", code), ("state", state)] }
+        guard interactive else {
+            throw MissingFlowInputsError(inputs: [("code", "from the callback URL"), ("state", "from the callback URL")], stepText: [authenticator.name])
+        }
+        while true {
+            guard let pasted = context.terminal.readLine(prompt: "Paste the URL the browser was sent back to: ") else {
+                throw UsageError("no callback URL was given", command: "login")
+            }
+            let parameters = FormEncoding.queryParameters(pasted.trimmingCharacters)
+            if let code = parameters["code"], let state = parameters["state"] { return [("code", code), ("state", state)] }
+            context.warn("that URL has no code and state parameters; paste the whole address from the browser")
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import DevtrustEncoding
+import DevtrustKeys
+import DevtrustKeystore
+import DevtrustSignIn
+
+/// Stored sign-ins: the record in keystore.json, the tokens in their own file.
+extension DeviceStore {
+    /// The id of a sign-in with (server or discovery URL, client id).
+    public static func signInID(server: String?, discovery: String?, clientId: String) -> String {
+        String(Base64URL.encode(SHA256.hash(Array("\(server ?? "")|\(discovery ?? "")|\(clientId)".utf8)).bytes).prefix(16))
+    }
+
+    /// Stores the tokens of a sign-in, replacing an earlier one with the same server and client.
+    public func saveSignIn(server: String?, discovery: String?, clientId: String, scope: String, method: String, tokens: TokenSet) throws -> SignInRecord {
+        let id = Self.signInID(server: server, discovery: discovery, clientId: clientId)
+        let record = SignInRecord(id: id, server: server, discovery: discovery, clientId: clientId, scope: scope, method: method,
+                                  file: SignInRecord.fileName(id: id), signedInAt: Timestamp.format(secondsSinceEpoch: clock.secondsSinceEpoch()))
+        try keystore.update { state, staging in
+            try staging.writeSignInFile(named: record.file, contents: tokens.bytes)
+            state.signIns.removeAll { $0.id == id }
+            state.signIns.append(record)
+        }
+        return record
+    }
+
+    /// The sign-in `--server URL|NAME` or `--discovery URL` names, or the only one.
+    public func signIn(server: String?, discovery: String?) throws -> SignInRecord {
+        let records = try state().signIns
+        let candidates = records.filter { record in
+            if let discovery { return record.discovery == discovery }
+            if let server { return record.server.map { RegistrationSelector.matches($0, server) } ?? false }
+            return true
+        }
+        guard let first = candidates.first else { throw DeviceError.notSignedIn(server: server ?? discovery) }
+        guard candidates.count == 1 else {
+            throw DeviceError.ambiguousSignIn(names: candidates.map { "\($0.server ?? $0.discovery ?? "?") (client \($0.clientId))" })
+        }
+        return first
+    }
+
+    public func tokens(of record: SignInRecord) throws -> TokenSet {
+        guard let bytes = try keystore.readOwnedFile(record.file) else {
+            throw KeystoreError.corrupt(path: keystore.path + "/" + record.file, detail: "the sign-in's token file is missing")
+        }
+        guard let tokens = TokenSet(bytes: bytes) else {
+            throw KeystoreError.corrupt(path: keystore.path + "/" + record.file, detail: "not a devtrust token file")
+        }
+        return tokens
+    }
+
+    /// A valid access token: the stored one when it is good for `margin` more
+    /// seconds, else refreshed under the keystore lock, so that concurrent
+    /// callers refresh once; the rotated tokens are saved before they are used.
+    /// A refused refresh drops the stored tokens and rethrows.
+    public func freshTokens(_ record: SignInRecord, margin: Int64, refresh: (TokenSet) throws -> TokenSet) throws -> TokenSet {
+        let stored = try tokens(of: record)
+        if stored.isValid(at: clock.secondsSinceEpoch(), margin: margin) { return stored }
+        var refusal: OAuthError?
+        let result: TokenSet? = try keystore.update { state, staging in
+            guard let current = state.signIns.first(where: { $0.id == record.id }) else { throw DeviceError.notSignedIn(server: record.server ?? record.discovery) }
+            guard let bytes = try staging.read(current.file), let tokens = TokenSet(bytes: bytes) else {
+                throw KeystoreError.corrupt(path: keystore.path + "/" + current.file, detail: "the sign-in's token file is missing or damaged")
+            }
+            // Another caller may have refreshed while this one waited for the lock.
+            if tokens.isValid(at: clock.secondsSinceEpoch(), margin: margin) { return tokens }
+            do {
+                let renewed = try refresh(tokens)
+                try staging.writeSignInFile(named: current.file, contents: renewed.bytes)
+                return renewed
+            } catch let error as OAuthError {
+                refusal = error
+                state.signIns.removeAll { $0.id == current.id }
+                return nil
+            }
+        }
+        if let refusal { throw DeviceError.refreshRefused(refusal.description) }
+        return result!
+    }
+
+    /// Deletes a sign-in's record and tokens; returns the tokens (for revocation first).
+    @discardableResult
+    public func removeSignIn(_ record: SignInRecord) throws -> TokenSet? {
+        let tokens = try? self.tokens(of: record)
+        try keystore.update { state, _ in
+            state.signIns.removeAll { $0.id == record.id }
+        }
+        return tokens
+    }
+}

@@ -1,0 +1,208 @@
+import DevtrustEncoding
+import DevtrustHTTP
+
+/// One authenticator of an app-native step (server contract, section 4).
+public struct AppNativeAuthenticator: Sendable, Equatable {
+    public struct Param: Sendable, Equatable {
+        public let name: String
+        public let displayName: String?
+        public let confidential: Bool
+        public let order: Int
+    }
+
+    public let id: String
+    /// "BasicAuthenticator", "TOTP", ...
+    public let name: String
+    public let idp: String?
+    /// USER_PROMPT, REDIRECTION_PROMPT, INTERNAL_PROMPT, or nil when the server lists the option only.
+    public let promptType: String?
+    public let params: [Param]
+    public let redirectURL: String?
+}
+
+public struct AppNativeMessage: Sendable, Equatable {
+    public let type: String
+    public let message: String
+}
+
+/// The user's side of an app-native sign-in.
+public protocol AppNativeInteraction: AnyObject {
+    /// A multi-option step: which authenticator to use.
+    func choose(_ options: [AppNativeAuthenticator], messages: [AppNativeMessage]) throws -> AppNativeAuthenticator
+    /// The params of a USER_PROMPT; `failed` after the server refused the last values.
+    func values(for authenticator: AppNativeAuthenticator, messages: [AppNativeMessage], failed: Bool) throws -> [(String, String)]
+    /// A REDIRECTION_PROMPT: shows the URL, returns the callback's params.
+    func callback(redirectURL: String, authenticator: AppNativeAuthenticator) throws -> [(String, String)]
+    func note(_ text: String)
+}
+
+/// WSO2 app-native authentication: `POST {server}/oauth2/authorize` with
+/// `response_mode=direct` (and a fresh device token), the authenticator steps
+/// at the `links` the server gives, then the code exchange with PKCE.
+public struct AppNativeSignIn {
+    public static let maximumSteps = 30
+
+    public let server: ServerURL
+    public let http: any HTTPClient
+    public let oauth: OAuthClient
+    public let clientID: String
+    public let redirectURI: String
+    public let scope: String
+    public let state: String
+    public let pkce: PKCE
+    /// A new device token for every attempt; nil when the device is not registered there.
+    public let deviceToken: () throws -> String?
+    public let interaction: any AppNativeInteraction
+
+    public init(server: ServerURL, http: any HTTPClient, oauth: OAuthClient, clientID: String, redirectURI: String, scope: String,
+                state: String, pkce: PKCE, deviceToken: @escaping () throws -> String?, interaction: any AppNativeInteraction) {
+        self.server = server
+        self.http = http
+        self.oauth = oauth
+        self.clientID = clientID
+        self.redirectURI = redirectURI
+        self.scope = scope
+        self.state = state
+        self.pkce = pkce
+        self.deviceToken = deviceToken
+        self.interaction = interaction
+    }
+
+    struct Step {
+        let flowId: String
+        let status: String
+        let stepType: String?
+        let authenticators: [AppNativeAuthenticator]
+        let messages: [AppNativeMessage]
+        let link: String?
+        let code: String?
+        let returnedState: String?
+    }
+
+    public func run(tokenServer: AuthorizationServer) throws -> TokenSet {
+        var step = try authorize()
+        var failed = false
+        for _ in 0..<Self.maximumSteps {
+            switch step.status {
+            case "SUCCESS_COMPLETED":
+                guard let code = step.code, !code.isEmpty else { throw OAuthProtocolError("SUCCESS_COMPLETED without authData.code") }
+                guard step.returnedState == state else {
+                    throw OAuthProtocolError("the state the server returned does not match the one sent; the answer is not for this sign-in")
+                }
+                return try oauth.exchangeCode(code, verifier: pkce.verifier, redirectURI: redirectURI, clientID: clientID, server: tokenServer)
+            case "FAILED_INCOMPLETE", "FAIL_INCOMPLETE":
+                failed = true
+            case "INCOMPLETE":
+                failed = false
+            default:
+                throw SignInUnsupportedError("the sign-in ended with flowStatus \(step.status)" + messageText(step.messages))
+            }
+            guard let link = step.link else { throw OAuthProtocolError("the step has no links[] to continue at") }
+            let authenticator: AppNativeAuthenticator
+            switch step.stepType {
+            case "MULTI_OPTIONS_PROMPT":
+                authenticator = try interaction.choose(step.authenticators, messages: step.messages)
+            case "AUTHENTICATOR_PROMPT":
+                guard let only = step.authenticators.first else { throw OAuthProtocolError("an AUTHENTICATOR_PROMPT without authenticators") }
+                authenticator = only
+            default:
+                throw SignInUnsupportedError("not supported by devtrust: the sign-in step \(step.stepType ?? "(none)")")
+            }
+            var params = [(String, String)]()
+            switch authenticator.promptType {
+            case "USER_PROMPT":
+                params = try interaction.values(for: authenticator, messages: step.messages, failed: failed)
+            case "REDIRECTION_PROMPT":
+                guard let url = authenticator.redirectURL else { throw OAuthProtocolError("a REDIRECTION_PROMPT without additionalData.redirectUrl") }
+                params = try interaction.callback(redirectURL: url, authenticator: authenticator)
+            case nil:
+                break // an option listed without params: selecting it makes the server say which it needs
+            default:
+                throw SignInUnsupportedError("not supported by devtrust: a \(authenticator.promptType!) for \(authenticator.name)")
+            }
+            step = try authenticate(flowId: step.flowId, link: link, authenticator: authenticator, params: params)
+        }
+        throw OAuthProtocolError("the sign-in did not finish after \(Self.maximumSteps) steps")
+    }
+
+    private func messageText(_ messages: [AppNativeMessage]) -> String {
+        messages.isEmpty ? "" : ": " + messages.map(\.message).joined(separator: " ")
+    }
+
+    /// The first request, retried on network failures, each time with a new device token.
+    private func authorize() throws -> Step {
+        let form = FormEncoding.encode([
+            ("client_id", clientID), ("response_type", "code"), ("redirect_uri", redirectURI), ("scope", scope),
+            ("state", state), ("response_mode", "direct"), ("code_challenge", pkce.challenge), ("code_challenge_method", pkce.method),
+        ])
+        var attempt = 0
+        while true {
+            attempt += 1
+            var headers: [(name: String, value: String)] = [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")]
+            if let token = try deviceToken() { headers.append(("X-Device-Token", token)) }
+            do {
+                return try parse(try http.send(HTTPRequest(method: "POST", url: server.appending("/oauth2/authorize"), headers: headers, body: Array(form.utf8))))
+            } catch let error as HTTPError {
+                guard attempt < 3, case let .transport(_, failure, _) = error, [.connect, .timeout, .noResponse].contains(failure) else { throw error }
+                interaction.note("the server did not answer (\(error)); trying again with a new device token")
+            }
+        }
+    }
+
+    private func authenticate(flowId: String, link: String, authenticator: AppNativeAuthenticator, params: [(String, String)]) throws -> Step {
+        _ = try ServerURL(String(link.split(separator: "?").first ?? ""))
+        var selected: JSONObject = ["authenticatorId": .string(authenticator.id)]
+        if !params.isEmpty {
+            var values = JSONObject()
+            for (name, value) in params { values[name] = .string(value) }
+            selected["params"] = .object(values)
+        }
+        let body: JSONObject = ["flowId": .string(flowId), "selectedAuthenticator": .object(selected)]
+        return try parse(try http.send(HTTPRequest(method: "POST", url: link, headers: [
+            ("Content-Type", "application/json"), ("Accept", "application/json"),
+        ], body: JSONWriter.bytes(.object(body)))))
+    }
+
+    func parse(_ response: HTTPResponse) throws -> Step {
+        guard case let .object(document)? = try? JSONParser.parse(response.body) else {
+            throw OAuthProtocolError("the app-native answer (HTTP \(response.status)) is not a JSON object")
+        }
+        if response.status >= 400 || document["flowStatus"] == nil {
+            if let code = document["code"]?.stringValue {
+                let description = document["description"]?.stringValue
+                throw OAuthError(error: code, errorDescription: [document["message"]?.stringValue, description].compactMap { $0 }.joined(separator: ": "),
+                                 httpStatus: response.status)
+            }
+            if let error = document["error"]?.stringValue {
+                throw OAuthError(error: error, errorDescription: document["error_description"]?.stringValue, httpStatus: response.status)
+            }
+            throw OAuthProtocolError("HTTP \(response.status) without flowStatus")
+        }
+        guard let status = document["flowStatus"]?.stringValue else { throw OAuthProtocolError("flowStatus is not a string") }
+        let nextStep = document["nextStep"]?.objectValue
+        let authData = document["authData"]?.objectValue
+        let links = document["links"]?.arrayValue ?? []
+        let link = links.compactMap(\.objectValue).first { ($0["name"]?.stringValue ?? "authentication") == "authentication" }?["href"]?.stringValue
+        let authenticators = (nextStep?["authenticators"]?.arrayValue ?? []).compactMap { element -> AppNativeAuthenticator? in
+            guard let object = element.objectValue, let id = object["authenticatorId"]?.stringValue else { return nil }
+            let metadata = object["metadata"]?.objectValue
+            let params = (metadata?["params"]?.arrayValue ?? []).enumerated().compactMap { index, param -> AppNativeAuthenticator.Param? in
+                guard let p = param.objectValue, let name = p["param"]?.stringValue else { return nil }
+                let confidential = p["isConfidential"]?.boolValue ?? p["confidential"]?.boolValue ?? false
+                return AppNativeAuthenticator.Param(name: name, displayName: p["displayName"]?.stringValue, confidential: confidential,
+                                                    order: Int(p["order"]?.int64Value ?? Int64(index)))
+            }.sorted { $0.order < $1.order }
+            let additional = metadata?["additionalData"]?.objectValue
+            return AppNativeAuthenticator(id: id, name: object["authenticator"]?.stringValue ?? id, idp: object["idp"]?.stringValue,
+                                          promptType: metadata?["promptType"]?.stringValue, params: params,
+                                          redirectURL: (additional?["redirectUrl"] ?? additional?["redirectURL"])?.stringValue)
+        }
+        let messages = (nextStep?["messages"]?.arrayValue ?? document["messages"]?.arrayValue ?? []).compactMap { element -> AppNativeMessage? in
+            guard let object = element.objectValue, let text = object["message"]?.stringValue else { return nil }
+            return AppNativeMessage(type: object["type"]?.stringValue ?? "INFO", message: text)
+        }
+        return Step(flowId: document["flowId"]?.stringValue ?? "", status: status, stepType: nextStep?["stepType"]?.stringValue,
+                    authenticators: authenticators, messages: messages, link: link,
+                    code: authData?["code"]?.stringValue, returnedState: authData?["state"]?.stringValue)
+    }
+}

@@ -1,0 +1,123 @@
+import Glibc
+import DevtrustHTTP
+
+/// What happens during a device-code sign-in, for the terminal or `--json`.
+public enum DeviceCodeEvent: Sendable {
+    case started(DeviceAuthorization, interval: Int64)
+    /// About to wait `interval` seconds, then poll for the `pollCount`-th time at `nextPollAt` (epoch seconds).
+    case polling(pollCount: Int, interval: Int64, nextPollAt: Double)
+    case slowDown(newInterval: Int64)
+    case networkError(String, retryIn: Int64)
+}
+
+/// The device code ended without tokens (exit 4).
+public enum DeviceCodeFailure: Error, Equatable, Sendable, CustomStringConvertible {
+    case expired
+    case denied
+
+    public var description: String {
+        switch self {
+        case .expired: return "the code expired before it was approved; run the command again"
+        case .denied: return "the sign-in was denied (access_denied)"
+        }
+    }
+}
+
+/// Waits; injected so that tests of the polling rules need no real time.
+public protocol Waiting: Sendable {
+    /// Seconds since the epoch, with fractions.
+    func now() -> Double
+    /// Waits until `deadline` (epoch seconds), calling `tick` about once a second.
+    func wait(until deadline: Double, tick: (Double) -> Void)
+}
+
+/// RFC 8628 device authorization grant, polling exactly as section 3.5 says:
+/// wait `interval` (5 s when absent) between polls; `slow_down` adds 5 s to
+/// this and every later interval; `authorization_pending` keeps polling;
+/// `access_denied` and `expired_token` end it; stop at `expires_in` even when
+/// the server never says so; network errors back off exponentially (at most
+/// 60 s) and polling goes on within the deadline. The device code is never shown.
+public struct DeviceCodeSignIn {
+    public static let defaultInterval: Int64 = 5
+    public static let maximumBackoff: Int64 = 60
+
+    public let oauth: OAuthClient
+    public let clientID: String
+    public let scope: String
+    public let server: AuthorizationServer
+    public let waiting: any Waiting
+
+    public init(oauth: OAuthClient, clientID: String, scope: String, server: AuthorizationServer, waiting: any Waiting) {
+        self.oauth = oauth
+        self.clientID = clientID
+        self.scope = scope
+        self.server = server
+        self.waiting = waiting
+    }
+
+    public func run(events: (DeviceCodeEvent) -> Void, tick: (Double, Double) -> Void = { _, _ in }) throws -> TokenSet {
+        let authorization = try oauth.authorizeDevice(clientID: clientID, scope: scope, server: server)
+        var interval = authorization.interval ?? Self.defaultInterval
+        let deadline = waiting.now() + Double(authorization.expiresIn)
+        events(.started(authorization, interval: interval))
+        var backoff: Int64 = 0
+        var polls = 0
+        while true {
+            let wait = backoff > 0 ? backoff : interval
+            let nextPoll = waiting.now() + Double(wait)
+            guard nextPoll < deadline else {
+                // The server's own expiry: no poll could come back with tokens now.
+                waiting.wait(until: deadline) { tick($0, deadline) }
+                throw DeviceCodeFailure.expired
+            }
+            polls += 1
+            events(.polling(pollCount: polls, interval: interval, nextPollAt: nextPoll))
+            waiting.wait(until: nextPoll) { tick($0, deadline) }
+            let result: DevicePollResult
+            do {
+                result = try oauth.pollDevice(authorization, clientID: clientID, server: server)
+            } catch let error as HTTPError {
+                guard case .transport = error else { throw error }
+                backoff = min(max(backoff * 2, interval), Self.maximumBackoff)
+                events(.networkError("\(error)", retryIn: backoff))
+                continue
+            } catch let error as OAuthProtocolError {
+                backoff = min(max(backoff * 2, interval), Self.maximumBackoff)
+                events(.networkError("\(error)", retryIn: backoff))
+                continue
+            }
+            backoff = 0
+            switch result {
+            case let .tokens(tokens): return tokens
+            case .pending: continue
+            case .slowDown:
+                interval += 5
+                events(.slowDown(newInterval: interval))
+            case .denied: throw DeviceCodeFailure.denied
+            case .expired: throw DeviceCodeFailure.expired
+            }
+        }
+    }
+}
+
+/// Real time.
+public struct SystemWaiting: Waiting {
+    public init() {}
+
+    public func now() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
+    public func wait(until deadline: Double, tick: (Double) -> Void) {
+        while true {
+            let remaining = deadline - now()
+            if remaining <= 0 { return }
+            tick(now())
+            var slice = timespec(tv_sec: 0, tv_nsec: Int(min(remaining, 1.0) * 1e9))
+            if remaining >= 1 { slice = timespec(tv_sec: 1, tv_nsec: 0) }
+            nanosleep(&slice, nil)
+        }
+    }
+}

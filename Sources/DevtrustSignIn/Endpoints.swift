@@ -1,0 +1,67 @@
+import DevtrustEncoding
+import DevtrustHTTP
+
+/// The endpoints of an authorization server: from discovery, WSO2's
+/// conventions, or the configuration.
+public struct AuthorizationServer: Equatable, Sendable {
+    public var issuer: String?
+    public var authorization: String?
+    public var token: String?
+    public var deviceAuthorization: String?
+    public var revocation: String?
+    public var pushedAuthorizationRequest: String?
+
+    public init(issuer: String? = nil, authorization: String? = nil, token: String? = nil, deviceAuthorization: String? = nil,
+                revocation: String? = nil, pushedAuthorizationRequest: String? = nil) {
+        self.issuer = issuer
+        self.authorization = authorization
+        self.token = token
+        self.deviceAuthorization = deviceAuthorization
+        self.revocation = revocation
+        self.pushedAuthorizationRequest = pushedAuthorizationRequest
+    }
+
+    /// WSO2 Identity Server's fixed paths below a base URL.
+    public static func wso2(_ server: ServerURL) -> AuthorizationServer {
+        AuthorizationServer(
+            authorization: server.appending("/oauth2/authorize"), token: server.appending("/oauth2/token"),
+            deviceAuthorization: server.appending("/oauth2/device_authorize"), revocation: server.appending("/oauth2/revoke"),
+            pushedAuthorizationRequest: server.appending("/oauth2/par"))
+    }
+
+    /// WSO2 publishes its discovery document below the token endpoint.
+    public static func wso2DiscoveryURL(_ server: ServerURL) -> String {
+        server.appending("/oauth2/token/.well-known/openid-configuration")
+    }
+
+    /// Values from `other` where this has none.
+    public func filling(from other: AuthorizationServer) -> AuthorizationServer {
+        AuthorizationServer(
+            issuer: issuer ?? other.issuer, authorization: authorization ?? other.authorization, token: token ?? other.token,
+            deviceAuthorization: deviceAuthorization ?? other.deviceAuthorization, revocation: revocation ?? other.revocation,
+            pushedAuthorizationRequest: pushedAuthorizationRequest ?? other.pushedAuthorizationRequest)
+    }
+
+    /// Fetches and reads an OpenID Provider configuration document.
+    public static func discover(_ url: String, http: any HTTPClient) throws -> AuthorizationServer {
+        _ = try ServerURL(url.split(separator: "?").first.map(String.init) ?? url)
+        let response = try http.send(HTTPRequest(method: "GET", url: url, headers: [("Accept", "application/json")]))
+        guard response.status == 200 else {
+            throw OAuthProtocolError("the discovery document \(url) answered HTTP \(response.status)")
+        }
+        guard case let .object(document)? = try? JSONParser.parse(response.body) else {
+            throw OAuthProtocolError("the discovery document \(url) is not a JSON object")
+        }
+        func endpoint(_ name: String) throws -> String? {
+            guard let value = document[name], value != .null else { return nil }
+            guard case let .string(text) = value, (try? ServerURL(String(text.split(separator: "?").first ?? ""))) != nil else {
+                throw OAuthProtocolError("\(name) in \(url) is not a usable URL")
+            }
+            return text
+        }
+        return AuthorizationServer(
+            issuer: document["issuer"]?.stringValue, authorization: try endpoint("authorization_endpoint"),
+            token: try endpoint("token_endpoint"), deviceAuthorization: try endpoint("device_authorization_endpoint"),
+            revocation: try endpoint("revocation_endpoint"), pushedAuthorizationRequest: try endpoint("pushed_authorization_request_endpoint"))
+    }
+}

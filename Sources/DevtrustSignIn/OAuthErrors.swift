@@ -1,0 +1,45 @@
+/// The authorization server refused (an OAuth error answer): exit 4.
+public struct OAuthError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let error: String
+    public let errorDescription: String?
+    public let httpStatus: Int
+
+    public init(error: String, errorDescription: String?, httpStatus: Int) {
+        self.error = error
+        self.errorDescription = errorDescription
+        self.httpStatus = httpStatus
+    }
+
+    public var description: String {
+        "the server refused: \(error)" + (errorDescription.map { " (\($0))" } ?? "") + (hint.map { "; \($0)" } ?? "")
+    }
+
+    var hint: String? {
+        switch error {
+        case "invalid_grant": return "the grant (code or refresh token) is no longer valid: sign in again"
+        case "invalid_client", "unauthorized_client": return "check --client-id and that the client is allowed this grant"
+        case "invalid_scope": return "check --scope"
+        case "access_denied": return "the user or the server denied the request"
+        case "expired_token": return "the code expired before it was approved: run the command again"
+        default: return nil
+        }
+    }
+}
+
+/// The server does not speak OAuth/OIDC as expected (exit 5).
+public struct OAuthProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let message: String
+
+    public init(_ message: String) { self.message = message }
+
+    public var description: String { "the server does not answer as an OAuth server should: \(message)" }
+}
+
+/// A sign-in step devtrust cannot take (exit 4).
+public struct SignInUnsupportedError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let message: String
+
+    public init(_ message: String) { self.message = message }
+
+    public var description: String { message }
+}

@@ -1,0 +1,54 @@
+import DevtrustEncoding
+
+/// The tokens of a sign-in. Secret: stored only in the keystore (0600) and
+/// printed only by `devtrust access-token`.
+public struct TokenSet: Equatable, Sendable {
+    public var accessToken: String
+    public var tokenType: String
+    public var refreshToken: String?
+    public var idToken: String?
+    public var scope: String?
+    /// Seconds since the epoch; nil when the server gave no lifetime.
+    public var expiresAt: Int64?
+    /// Where to refresh and revoke, kept so that later commands need no discovery.
+    public var tokenEndpoint: String
+    public var revocationEndpoint: String?
+
+    public init(accessToken: String, tokenType: String, refreshToken: String?, idToken: String?, scope: String?, expiresAt: Int64?,
+                tokenEndpoint: String, revocationEndpoint: String?) {
+        self.accessToken = accessToken
+        self.tokenType = tokenType
+        self.refreshToken = refreshToken
+        self.idToken = idToken
+        self.scope = scope
+        self.expiresAt = expiresAt
+        self.tokenEndpoint = tokenEndpoint
+        self.revocationEndpoint = revocationEndpoint
+    }
+
+    public var bytes: [UInt8] {
+        var object: JSONObject = ["accessToken": .string(accessToken), "tokenType": .string(tokenType)]
+        if let refreshToken { object["refreshToken"] = .string(refreshToken) }
+        if let idToken { object["idToken"] = .string(idToken) }
+        if let scope { object["scope"] = .string(scope) }
+        if let expiresAt { object["expiresAt"] = .integer(expiresAt) }
+        object["tokenEndpoint"] = .string(tokenEndpoint)
+        if let revocationEndpoint { object["revocationEndpoint"] = .string(revocationEndpoint) }
+        return JSONWriter.bytes(.object(object))
+    }
+
+    public init?(bytes: [UInt8]) {
+        guard case let .object(object)? = try? JSONParser.parse(bytes),
+              let accessToken = object["accessToken"]?.stringValue, let tokenType = object["tokenType"]?.stringValue,
+              let tokenEndpoint = object["tokenEndpoint"]?.stringValue else { return nil }
+        self.init(accessToken: accessToken, tokenType: tokenType, refreshToken: object["refreshToken"]?.stringValue,
+                  idToken: object["idToken"]?.stringValue, scope: object["scope"]?.stringValue, expiresAt: object["expiresAt"]?.int64Value,
+                  tokenEndpoint: tokenEndpoint, revocationEndpoint: object["revocationEndpoint"]?.stringValue)
+    }
+
+    /// Valid for at least `margin` more seconds at `now`.
+    public func isValid(at now: Int64, margin: Int64) -> Bool {
+        guard let expiresAt else { return true }
+        return expiresAt - now > margin
+    }
+}

@@ -1,0 +1,285 @@
+"""The sign-in side of devtrust's reference server (server contract sections 3, 4, 4b).
+
+App-native authentication (POST /oauth2/authorize with response_mode=direct,
+then /oauth2/authn), which verifies the device token exactly as the server does
+(deviceId of a stored device, ES256 raw signature with its key, jti replay,
+iat window) and records the outcome per flow without failing the request; a
+BasicAuthenticator and an email OTP option (multi-option step), an optional
+TOTP second step; a token endpoint with PKCE S256 and rotating refresh tokens;
+RFC 8628 device authorization with the exact polling rules; PAR; revocation;
+discovery at /oauth2/token/.well-known/openid-configuration.
+"""
+import base64
+import hashlib
+import json
+import secrets
+import threading
+import time
+import uuid
+from urllib.parse import parse_qs
+
+BASIC_ID = base64.b64encode(b"BasicAuthenticator:LOCAL").decode()
+EMAIL_OTP_ID = base64.b64encode(b"email-otp-authenticator:LOCAL").decode()
+TOTP_ID = base64.b64encode(b"totp:LOCAL").decode()
+CLIENT_ID = "devtrust-app"
+REDIRECT_URIS = ("http://127.0.0.1:8765/callback", "https://app.example/callback")
+USER = ("alice@example.com", "correct horse")
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+class OAuthFailure(Exception):
+    def __init__(self, status, error, description):
+        super().__init__(description)
+        self.status, self.error, self.description = status, error, description
+
+
+class SignInServer:
+    def __init__(self, options, flow_server, base_url):
+        self.options = options
+        self.flow_server = flow_server
+        self.base_url = base_url
+        self.lock = threading.Lock()
+        self.flows = {}
+        self.codes = {}
+        self.refresh_tokens = {}
+        self.access_tokens = {}
+        self.records = []
+        self.device_grants = {}
+        self.par_requests = {}
+        self.stats = {"refresh": 0, "token": 0, "revoked": 0}
+
+    # -- discovery -------------------------------------------------------------
+
+    def discovery(self):
+        base = self.base_url()
+        return {
+            "issuer": base + "/oauth2/token",
+            "authorization_endpoint": base + "/oauth2/authorize",
+            "token_endpoint": base + "/oauth2/token",
+            "revocation_endpoint": base + "/oauth2/revoke",
+            "device_authorization_endpoint": base + "/oauth2/device_authorize",
+            "pushed_authorization_request_endpoint": base + "/oauth2/par",
+            "code_challenge_methods_supported": ["S256"],
+            "grant_types_supported": ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"],
+        }
+
+    # -- app-native authentication --------------------------------------------
+
+    def authorize(self, form, headers):
+        get = lambda name: form.get(name, [None])[0]
+        if get("client_id") != CLIENT_ID:
+            return 400, {"code": "ABA-60001", "message": "Invalid client", "description": "unknown client_id %r" % get("client_id"), "traceId": None}
+        if get("redirect_uri") not in REDIRECT_URIS or get("response_type") != "code":
+            return 400, {"code": "ABA-60002", "message": "Invalid request", "description": "bad redirect_uri or response_type", "traceId": None}
+        if get("response_mode") != "direct" or get("code_challenge_method") != "S256" or not get("code_challenge"):
+            return 400, {"code": "ABA-60003", "message": "Invalid request", "description": "app-native sign-in needs response_mode=direct and PKCE S256", "traceId": None}
+        flow_id = str(uuid.uuid4())
+        token = get("device_token") or headers.get("X-Device-Token")
+        record = {"flowId": flow_id, "deviceToken": token is not None}
+        record.update(self.flow_server.device_check(token))
+        with self.lock:
+            self.records.append(record)
+            self.flows[flow_id] = {"request": {k: get(k) for k in ("redirect_uri", "scope", "state", "code_challenge")},
+                                   "step": "first", "user": None, "failures": 0}
+        flow = self.flows[flow_id]
+        return 200, self.first_step(flow_id, flow)
+
+    def first_step(self, flow_id, flow, messages=None, failed=False):
+        basic = {"authenticatorId": BASIC_ID, "authenticator": "Username & Password", "idp": "LOCAL",
+                 "metadata": {"promptType": "USER_PROMPT", "params": [
+                     {"param": "username", "type": "STRING", "order": 0, "i18nKey": "username.param", "displayName": "Username", "confidential": False},
+                     {"param": "password", "type": "STRING", "order": 1, "i18nKey": "password.param", "displayName": "Password", "isConfidential": True}]},
+                 "requiredParams": ["username", "password"]}
+        email = {"authenticatorId": EMAIL_OTP_ID, "authenticator": "Email OTP", "idp": "LOCAL"}
+        if self.options.authenticators == "basic":
+            next_step = {"stepType": "AUTHENTICATOR_PROMPT", "authenticators": [basic]}
+        else:
+            next_step = {"stepType": "MULTI_OPTIONS_PROMPT", "authenticators": [basic, email]}
+        return self.answer(flow_id, next_step, messages, failed)
+
+    def answer(self, flow_id, next_step, messages=None, failed=False):
+        if messages:
+            next_step["messages"] = messages
+        status = self.options.fail_spelling if failed else "INCOMPLETE"
+        return {"flowId": flow_id, "flowStatus": status, "flowType": "AUTHENTICATION", "nextStep": next_step,
+                "links": [{"name": "authentication", "href": self.base_url() + "/oauth2/authn", "method": "POST"}]}
+
+    def authn(self, body):
+        if not isinstance(body, dict) or not isinstance(body.get("selectedAuthenticator"), dict):
+            return 400, {"code": "ABA-60004", "message": "Invalid request", "description": "selectedAuthenticator is required", "traceId": None}
+        flow_id = body.get("flowId")
+        with self.lock:
+            flow = self.flows.get(flow_id)
+        if flow is None:
+            return 400, {"code": "ABA-60005", "message": "Invalid flow", "description": "unknown or finished flowId", "traceId": None}
+        selected = body["selectedAuthenticator"]
+        params = selected.get("params") or {}
+        if not all(isinstance(v, str) for v in params.values()):
+            return 400, {"code": "ABA-60006", "message": "Invalid params", "description": "params must be strings", "traceId": None}
+        authenticator = selected.get("authenticatorId")
+        failure = [{"type": "ERROR", "messageId": "ABA-60101", "message": "Authentication failed: check the values and try again."}]
+        if authenticator == EMAIL_OTP_ID and flow["step"] == "first":
+            if not params:
+                flow["step"] = "email-otp"
+                return 200, self.answer(flow_id, self.email_otp_step())
+        if authenticator == EMAIL_OTP_ID and flow["step"] == "email-otp":
+            if params.get("username") == USER[0] and params.get("OTPCode") == self.options.otp:
+                return 200, self.after_first_factor(flow_id, flow, USER[0])
+            return 200, self.answer(flow_id, self.email_otp_step(), failure, failed=True)
+        if authenticator == BASIC_ID and flow["step"] == "first":
+            if (params.get("username"), params.get("password")) == USER:
+                return 200, self.after_first_factor(flow_id, flow, USER[0])
+            flow["failures"] += 1
+            return 200, self.first_step(flow_id, flow, failure, failed=True)
+        if authenticator == TOTP_ID and flow["step"] == "totp":
+            if params.get("token") == self.options.otp:
+                return 200, self.success(flow_id, flow)
+            return 200, self.answer(flow_id, self.totp_step(), failure, failed=True)
+        return 400, {"code": "ABA-60007", "message": "Invalid authenticator", "description": "authenticator %r is not expected now" % authenticator, "traceId": None}
+
+    def email_otp_step(self):
+        return {"stepType": "AUTHENTICATOR_PROMPT", "authenticators": [
+            {"authenticatorId": EMAIL_OTP_ID, "authenticator": "Email OTP", "idp": "LOCAL",
+             "metadata": {"promptType": "USER_PROMPT", "params": [
+                 {"param": "username", "type": "STRING", "order": 0, "displayName": "Username", "confidential": False},
+                 {"param": "OTPCode", "type": "STRING", "order": 1, "displayName": "Code sent by email", "confidential": True}]},
+             "requiredParams": ["username", "OTPCode"]}]}
+
+    def totp_step(self):
+        return {"stepType": "AUTHENTICATOR_PROMPT", "authenticators": [
+            {"authenticatorId": TOTP_ID, "authenticator": "TOTP", "idp": "LOCAL",
+             "metadata": {"promptType": "USER_PROMPT", "params": [
+                 {"param": "token", "type": "STRING", "order": 0, "displayName": "Authenticator app code", "isConfidential": True}]},
+             "requiredParams": ["token"]}]}
+
+    def after_first_factor(self, flow_id, flow, user):
+        flow["user"] = user
+        if self.options.mfa == "totp":
+            flow["step"] = "totp"
+            return self.answer(flow_id, self.totp_step())
+        return self.success(flow_id, flow)
+
+    def success(self, flow_id, flow):
+        code = secrets.token_urlsafe(24)
+        with self.lock:
+            self.codes[code] = {"user": flow["user"], "request": flow["request"], "flowId": flow_id, "at": time.time()}
+            self.flows.pop(flow_id, None)
+        return {"flowId": flow_id, "flowStatus": "SUCCESS_COMPLETED",
+                "authData": {"code": code, "state": flow["request"]["state"], "session_state": secrets.token_hex(8)}}
+
+    # -- token endpoint ----------------------------------------------------------
+
+    def token(self, form):
+        get = lambda name: form.get(name, [None])[0]
+        grant = get("grant_type")
+        if get("client_id") != CLIENT_ID:
+            raise OAuthFailure(401, "invalid_client", "unknown client")
+        if grant == "authorization_code":
+            with self.lock:
+                entry = self.codes.pop(get("code") or "", None)
+            if entry is None:
+                raise OAuthFailure(400, "invalid_grant", "unknown or used code")
+            verifier = get("code_verifier") or ""
+            if b64url(hashlib.sha256(verifier.encode()).digest()) != entry["request"]["code_challenge"]:
+                raise OAuthFailure(400, "invalid_grant", "PKCE verification failed")
+            if get("redirect_uri") != entry["request"]["redirect_uri"]:
+                raise OAuthFailure(400, "invalid_grant", "redirect_uri does not match")
+            return self.issue(entry["user"], entry["request"]["scope"] or "openid")
+        if grant == "refresh_token":
+            with self.lock:
+                self.stats["refresh"] += 1
+                entry = self.refresh_tokens.pop(get("refresh_token") or "", None)
+            if entry is None:
+                raise OAuthFailure(400, "invalid_grant", "unknown, used or revoked refresh token")
+            if self.options.refresh_delay:
+                time.sleep(self.options.refresh_delay)
+            return self.issue(entry["user"], entry["scope"])
+        if grant == "urn:ietf:params:oauth:grant-type:device_code":
+            return self.poll_device(get("device_code") or "")
+        raise OAuthFailure(400, "unsupported_grant_type", "grant %r" % grant)
+
+    def issue(self, user, scope):
+        access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        with self.lock:
+            self.stats["token"] += 1
+            self.access_tokens[access] = {"user": user, "scope": scope}
+            self.refresh_tokens[refresh] = {"user": user, "scope": scope}
+        return {"access_token": access, "token_type": "Bearer", "expires_in": self.options.access_token_ttl,
+                "refresh_token": refresh, "scope": scope, "id_token": "header.payload.signature"}
+
+    def revoke(self, form):
+        token = form.get("token", [""])[0]
+        with self.lock:
+            hit = self.access_tokens.pop(token, None) or self.refresh_tokens.pop(token, None)
+            if hit:
+                self.stats["revoked"] += 1
+        return {}
+
+    # -- device authorization (RFC 8628) ---------------------------------------
+
+    def device_authorize(self, form):
+        if form.get("client_id", [None])[0] != CLIENT_ID:
+            raise OAuthFailure(401, "invalid_client", "unknown client")
+        device_code = secrets.token_urlsafe(32)
+        user_code = "".join(secrets.choice("BCDFGHJKLMNPQRSTVWXZ") for _ in range(4)) + "-" + "".join(secrets.choice("BCDFGHJKLMNPQRSTVWXZ") for _ in range(4))
+        grant = {"user_code": user_code, "created": time.time(), "expires_in": self.options.device_expires,
+                 "interval": self.options.device_interval, "state": "pending", "polls": [], "scope": form.get("scope", ["openid"])[0]}
+        with self.lock:
+            self.device_grants[device_code] = grant
+        base = self.base_url()
+        return {"device_code": device_code, "user_code": user_code, "verification_uri": base + "/device",
+                "verification_uri_complete": base + "/device?user_code=" + user_code,
+                "expires_in": self.options.device_expires, "interval": self.options.device_interval}
+
+    def poll_device(self, device_code):
+        with self.lock:
+            grant = self.device_grants.get(device_code)
+        if grant is None or grant["state"] == "done":
+            raise OAuthFailure(400, "invalid_grant", "unknown or used device_code")
+        now = time.time()
+        grant["polls"].append(now)
+        count = len(grant["polls"])
+        if now - grant["created"] > grant["expires_in"]:
+            raise OAuthFailure(400, "expired_token", "the device code expired")
+        if count in self.options.device_slow_down_on:
+            raise OAuthFailure(400, "slow_down", "polling too fast")
+        if grant["state"] == "denied":
+            raise OAuthFailure(400, "access_denied", "the user denied the request")
+        if grant["state"] == "approved" or (self.options.device_approve_after and count >= self.options.device_approve_after):
+            grant["state"] = "done"
+            return self.issue(USER[0], grant["scope"])
+        raise OAuthFailure(400, "authorization_pending", "waiting for the user")
+
+    def decide(self, user_code, decision):
+        with self.lock:
+            for grant in self.device_grants.values():
+                if grant["user_code"] == user_code:
+                    grant["state"] = decision
+                    return True
+        return False
+
+    def device_polls(self):
+        with self.lock:
+            return [{"userCode": g["user_code"], "polls": g["polls"], "created": g["created"], "state": g["state"]}
+                    for g in self.device_grants.values()]
+
+    # -- PAR -------------------------------------------------------------------
+
+    def par(self, form):
+        if form.get("client_id", [None])[0] != CLIENT_ID:
+            raise OAuthFailure(401, "invalid_client", "unknown client")
+        request_uri = "urn:ietf:params:oauth:request_uri:" + secrets.token_urlsafe(16)
+        with self.lock:
+            self.par_requests[request_uri] = {k: v[0] for k, v in form.items()}
+        return {"request_uri": request_uri, "expires_in": 90}
+
+    def pushed(self, request_uri):
+        with self.lock:
+            return self.par_requests.get(request_uri)
+
+
+def parse_form(raw):
+    return parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
