@@ -89,7 +89,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DevtrustDeviceTests",
-            dependencies: ["DevtrustDevice", "DevtrustKeystore", "DevtrustKeys", "DevtrustJOSE", "DevtrustTestSupport"]
+            dependencies: ["DevtrustDevice", "DevtrustKeystore", "DevtrustKeys", "DevtrustJOSE", "DevtrustSignIn", "DevtrustEncoding", "DevtrustTestSupport"]
         ),
         .testTarget(
             name: "DevtrustFlowTests",
@@ -100,6 +100,7 @@ let package = Package(
             dependencies: ["DevtrustPosture", "DevtrustEncoding", "DevtrustTestSupport"],
             exclude: ["Fixtures"]
         ),
+        .testTarget(name: "DevtrustSignInTests", dependencies: ["DevtrustSignIn", "DevtrustHTTP", "DevtrustEncoding"]),
         .testTarget(name: "DevtrustSystemTests", dependencies: ["DevtrustSystem", "DevtrustTestSupport"]),
         .testTarget(name: "DevtrustConfigTests", dependencies: ["DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(

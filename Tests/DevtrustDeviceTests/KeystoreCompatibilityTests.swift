@@ -3,6 +3,7 @@ import DevtrustEncoding
 import DevtrustJOSE
 import DevtrustKeys
 import DevtrustKeystore
+import DevtrustSignIn
 import DevtrustTestSupport
 import Foundation
 import Testing
@@ -51,9 +52,42 @@ import Testing
         let publicKey = try P256PublicKey(spki: Base64.decode(try #require(expected["publicKey"]?.stringValue)))
         _ = try ES256Verifier(publicKey: publicKey).verify(compact: token)
         if let tpm { #expect(try tpm.transientHandles().isEmpty) }
+        if let signIns = expected["signIns"]?.arrayValue {
+            #expect(state.signIns.map { JSONValue.string($0.clientId) } == signIns.map { $0.objectValue?["clientId"] ?? .null })
+            for record in state.signIns {
+                let tokens = try store.tokens(of: record)
+                #expect(!tokens.accessToken.isEmpty && tokens.refreshToken != nil)
+            }
+        }
         if let registration = state.registrations.first {
             #expect(try RegistrationSelector.select(from: state, server: registration.server) == registration)
         }
+    }
+}
+
+/// An older keystore is read as it is, and migrated by the first change only.
+@Suite struct KeystoreMigrationTests {
+    @Test func version1IsReadUntouchedAndMigratedOnTheFirstWrite() throws {
+        let directory = TemporaryDirectory()
+        let path = copyKeystoreFixture("v1/software-registered", into: directory)
+        let before = try #require(directory.read("keystore/keystore.json"))
+        let store = DeviceStore(keystore: Keystore(path: path))
+        _ = try store.loadKey()
+        _ = try store.state()
+        #expect(directory.read("keystore/keystore.json") == before, "a read rewrote the keystore")
+
+        let old = try store.state()
+        try store.keystore.update { state, _ in state.tpmPersistentHandles = [] }
+        #expect(directory.read("keystore/keystore.json") == before, "an update that changes nothing rewrote the keystore")
+        try store.recordRegistration(RegistrationRecord(registrationId: "new", server: "https://new.example", flowType: "REGISTRATION",
+                                                         keyFingerprint: old.key!.fingerprint, registeredAt: "2026-11-30T06:00:00Z"))
+        let migrated = try JSONParser.parse(try #require(directory.read("keystore/keystore.json"))).objectValue!
+        #expect(migrated["version"] == .integer(KeystoreFormat.currentVersion))
+        #expect(migrated["signIns"] == .array([]))
+        let state = try store.state()
+        #expect(state.key == old.key)
+        #expect(Array(state.registrations.prefix(2)) == old.registrations)
+        #expect(state.registrations.count == 3)
     }
 }
 
@@ -75,6 +109,9 @@ import Testing
                                                           flowType: "REGISTRATION", keyFingerprint: state.key!.fingerprint, registeredAt: "2026-11-30T04:00:00Z"))
             state.tpmPersistentHandles = [0x8100_0001]
         }
+        _ = try store.saveSignIn(server: "https://api.asgardeo.io/t/acme", discovery: nil, clientId: "devtrust-app", scope: "openid", method: "app-native",
+                                 tokens: TokenSet(accessToken: "a", tokenType: "Bearer", refreshToken: "r", idToken: nil, scope: "openid", expiresAt: 1,
+                                                  tokenEndpoint: "https://api.asgardeo.io/t/acme/oauth2/token", revocationEndpoint: nil))
         let broken = directory.write("broken.json", #"{"version":1,"key":null,"registrations":[{"registrationId":"x"}]}"#)
         let files = [keystore.manifestPath, broken] + KeystoreCompatibilityTests.fixtures.map { Repository.path("keystore/fixtures/\($0)/keystore.json") }
         let result = try ExternalTool.python.run([Repository.path("Tests/Interop/validate_keystore.py"), Repository.path("keystore/schema")] + files)

@@ -1,0 +1,227 @@
+import DevtrustEncoding
+import DevtrustTestSupport
+import Foundation
+import Testing
+
+/// Signing in from the device against the reference server: app-native with
+/// the device token, browser URLs, device code, tokens, refresh, logout.
+@Suite(.enabled(if: ReferenceServer.shouldRun)) struct SignInTests {
+    static let basicAnswers = ["--authenticator", "BasicAuthenticator", "--input", "username=alice@example.com", "--input", "password=correct horse"]
+
+    struct Setup {
+        let directory = TemporaryDirectory()
+        let server: ReferenceServer
+        var cli: DevtrustBinary
+
+        init(_ serverArguments: [String] = [], register: Bool = true) throws {
+            server = try ReferenceServer(serverArguments)
+            cli = DevtrustBinary(keystore: directory.file("ks"))
+            cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+            try cli.run("init", "--backend", "software", "-q")
+            if register {
+                let registered = try cli.run(["register", "--server", server.url, "--non-interactive", "-q"] + RegisterTests.answers)
+                #expect(registered.status == 0, "\(registered)")
+            }
+        }
+
+        func login(_ extra: [String] = [], answers: [String] = SignInTests.basicAnswers) throws -> ProcessResult {
+            try cli.run(["login", "--server", server.url, "--client-id", "devtrust-app", "--non-interactive"] + answers + extra)
+        }
+
+        func records() throws -> [JSONObject] {
+            try server.get("/api/signin-records").arrayValue?.compactMap(\.objectValue) ?? []
+        }
+
+        func stats() throws -> JSONObject { try server.get("/api/token-stats").objectValue ?? [:] }
+    }
+
+    @Test func appNativeSignInCarriesAFreshDeviceTokenAndStoresTheTokens() throws {
+        let setup = try Setup()
+        let result = try setup.login()
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.isEmpty)
+        let records = try setup.records()
+        #expect(records.count == 1)
+        #expect(records.first?["deviceToken"] == .bool(true) && records.first?["accepted"] == .bool(true), "\(records)")
+        let registrationId = try JSONParser.parse(try setup.cli.run("status", "--json").output).objectValue?["registrations"]?.arrayValue?.first?.objectValue?["registrationId"]
+        #expect(records.first?["deviceId"] == registrationId)
+        // The stored sign-in, in status and in the keystore (0600), never on stdout.
+        let status = try JSONParser.parse(try setup.cli.run("status", "--json").output).objectValue!
+        let signIn = try #require(status["signIns"]?.arrayValue?.first?.objectValue)
+        #expect(signIn["clientId"] == .string("devtrust-app") && signIn["method"] == .string("app-native") && signIn["server"] == .string(setup.server.url))
+        let tokenFile = try #require(setup.directory.entries("ks").first { $0.hasPrefix("signin-") })
+        let attributes = try FileManager.default.attributesOfItem(atPath: setup.directory.file("ks/" + tokenFile))
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        let accessToken = try setup.cli.run("access-token")
+        #expect(accessToken.status == 0 && accessToken.output.count > 20)
+        #expect(!(try setup.cli.run("status").stdout.contains(accessToken.output)))
+        // A second sign-in: a new token again (the server would refuse a replay).
+        #expect(try setup.login().status == 0)
+        let second = try setup.records()
+        #expect(second.count == 2 && second.allSatisfy { $0["accepted"] == .bool(true) })
+    }
+
+    @Test func theServerRecordsStaleAndReusedTokensWithoutFailingTheRequest() throws {
+        let setup = try Setup()
+        let token = try setup.cli.run("token").output
+        for _ in 0..<2 {
+            let form = "client_id=devtrust-app&response_type=code&redirect_uri=http%3A%2F%2F127.0.0.1%3A8765%2Fcallback&scope=openid&state=s&response_mode=direct&code_challenge=abc&code_challenge_method=S256"
+            let answer = try ProcessRunner.run("/usr/bin/curl", ["-s", "-X", "POST", "-H", "X-Device-Token: \(token)", "--data", form, setup.server.url + "/oauth2/authorize"])
+            #expect(answer.stdout.contains("MULTI_OPTIONS_PROMPT"), "a bad device token must not fail the sign-in: \(answer.stdout)")
+        }
+        let records = try setup.records()
+        #expect(records.map { $0["accepted"] } == [.bool(true), .bool(false)])
+        #expect(records.last?["reason"]?.stringValue?.contains("already used") == true)
+    }
+
+    @Test func withoutARegistrationItWarnsAndSignsInWithoutADeviceToken() throws {
+        let setup = try Setup(register: false)
+        let result = try setup.login()
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stderr.contains("not registered with \(setup.server.url)") && result.stderr.contains("signing in without a device token"))
+        #expect(try setup.records().first?["deviceToken"] == .bool(false))
+    }
+
+    @Test(arguments: ["FAIL_INCOMPLETE", "FAILED_INCOMPLETE"])
+    func aRefusedStepIsReportedInBothSpellings(spelling: String) throws {
+        let setup = try Setup(["--fail-spelling", spelling], register: false)
+        let result = try setup.login(answers: ["--authenticator", "BasicAuthenticator", "--input", "username=alice@example.com", "--input", "password=wrong"])
+        #expect(result.status == 4, "\(result)")
+        #expect(result.stderr.contains("did not accept the values given for Username & Password: Authentication failed"), "\(result.stderr)")
+        #expect(try JSONParser.parse(try setup.cli.run("status", "--json").output).objectValue?["signIns"] == .array([]))
+    }
+
+    @Test func multiOptionStepsAndASecondFactor() throws {
+        let setup = try Setup(["--mfa", "totp"], register: false)
+        let noChoice = try setup.login(answers: [])
+        #expect(noChoice.status == 2 && noChoice.stderr.contains("choose one with --authenticator NAME"), "\(noChoice)")
+        #expect(noChoice.stderr.contains("Username & Password (BasicAuthenticator), Email OTP (email-otp-authenticator)"))
+        // An option without params is selected first; the server then says what it needs.
+        let email = try setup.login(answers: ["--authenticator", "Email OTP", "--input", "username=alice@example.com", "--input", "OTPCode=123456", "--input", "token=123456"])
+        #expect(email.status == 0, "\(email)")
+        let missingSecondFactor = try setup.login(answers: Self.basicAnswers)
+        #expect(missingSecondFactor.status == 2 && missingSecondFactor.stderr.contains("token (Authenticator app code)"), "\(missingSecondFactor)")
+    }
+
+    @Test func interactiveSignInHidesConfidentialParams() throws {
+        let setup = try Setup(["--mfa", "totp"], register: false)
+        var environment = setup.cli.environment
+        environment["TERM"] = "xterm"
+        let steps: [(String, String)] = [
+            ("\\[1\\] Username & Password", ""), ("Choose 1-2: ", "1\n"),
+            ("Username \\(required\\): ", "alice@example.com\n"), ("Password \\(required\\): ", "not it\n"),
+            ("Authentication failed", ""),
+            ("Choose 1-2: ", "1\n"), ("Username \\(required\\): ", "alice@example.com\n"), ("Password \\(required\\): ", "correct horse\n"),
+            ("Authenticator app code \\(required\\): ", "123456\n"), ("signed in at ", ""),
+        ]
+        let script = JSONWriter.string(.array(steps.map { .object(["expect": .string($0.0), "send": .string($0.1)]) }))
+        let result = try ProcessRunner.run(ExternalTool.python.rawValue, [Repository.path("Tests/Interop/pty_session.py"), script, "--", setup.cli.path,
+                                                                          "login", "--server", setup.server.url, "--client-id", "devtrust-app"], environment: environment)
+        let report = try JSONParser.parse(result.stdout).objectValue!
+        let transcript = report["transcript"]?.stringValue ?? ""
+        #expect(report["timedOut"] == .bool(false) && report["exit"] == .integer(0), "\(transcript)")
+        #expect(!transcript.contains("correct horse") && !transcript.contains("not it") && !transcript.contains("123456"))
+    }
+
+    @Test func concurrentCallersOfAnExpiringTokenCauseOneRefresh() throws {
+        // Make the stored token expire within the 60 s margin, as if it were an hour old.
+        let setup = try Setup(["--access-token-ttl", "3600", "--refresh-delay", "0.5"], register: false)
+        #expect(try setup.login().status == 0)
+        let tokenFile = try #require(setup.directory.entries("ks").first { $0.hasPrefix("signin-") })
+        var tokens = try JSONParser.parse(try #require(setup.directory.read("ks/" + tokenFile))).objectValue!
+        tokens["expiresAt"] = .integer(Int64(Date().timeIntervalSince1970) + 10)
+        setup.directory.write("ks/" + tokenFile, JSONWriter.bytes(.object(tokens)))
+        let processes = try (0..<20).map { _ -> (Process, Pipe) in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: setup.cli.path)
+            process.arguments = ["access-token"]
+            process.environment = setup.cli.environment
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            return (process, output)
+        }
+        let outputs = processes.map { process, pipe -> String in
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            return String(decoding: data, as: UTF8.self)
+        }
+        #expect(try setup.stats()["refresh"] == .integer(1), "concurrent callers refreshed more than once")
+        #expect(Set(outputs).count == 1, "callers printed different access tokens")
+    }
+
+    @Test func aRefusedRefreshDropsTheTokens() throws {
+        let setup = try Setup(["--access-token-ttl", "30"], register: false)
+        #expect(try setup.login().status == 0)
+        setup.server.stop() // the new server knows none of the old refresh tokens
+        let restarted = try ReferenceServer(["--port", String(URL(string: setup.server.url)!.port!)])
+        _ = restarted
+        let result = try setup.cli.run("access-token")
+        #expect(result.status == 4, "\(result)")
+        #expect(result.stderr.contains("refused to refresh") && result.stderr.contains("run `devtrust login` again"))
+        #expect(try setup.cli.run("access-token").status == 3)
+    }
+
+    @Test func logoutRevokesAndDeletes() throws {
+        let setup = try Setup(register: false)
+        #expect(try setup.login().status == 0)
+        let result = try setup.cli.run("logout")
+        #expect(result.status == 0 && result.stderr.contains("revoked the refresh token and access token"), "\(result)")
+        #expect(try setup.stats()["revoked"] == .integer(2))
+        #expect(setup.directory.entries("ks").filter { $0.hasPrefix("signin-") }.isEmpty)
+        #expect(try setup.cli.run("logout").status == 3)
+        #expect(try setup.cli.run("access-token").status == 3)
+    }
+
+    @Test func authorizeURLCarriesADeviceTokenAndPKCEAndFinishesWithTheCallback() throws {
+        let setup = try Setup()
+        for par in [false, true] {
+            let printed = try setup.cli.run(["authorize-url", "--server", setup.server.url, "--client-id", "devtrust-app"] + (par ? ["--par"] : []))
+            #expect(printed.status == 0, "\(printed)")
+            let url = printed.output
+            #expect(url.hasPrefix(setup.server.url + "/oauth2/authorize?"))
+            if par {
+                #expect(url.contains("request_uri=urn%3Aietf%3Aparams%3Aoauth%3Arequest_uri%3A") && !url.contains("device_token"))
+            } else {
+                #expect(url.contains("device_token=") && url.contains("code_challenge_method=S256") && url.contains("state="))
+            }
+            // What the server reads from the URL (directly, or from the pushed request).
+            let seen = try JSONParser.parse(try ProcessRunner.run("/usr/bin/curl", ["-s", url]).stdout).objectValue!
+            #expect(seen["pushed"] == .bool(par))
+            #expect(seen["deviceCheck"]?.objectValue?["accepted"] == .bool(true), "\(seen)")
+            let request = try #require(seen["request"]?.objectValue)
+            #expect(request["code_challenge_method"] == .string("S256") && request["code_challenge"]?.stringValue?.count == 43)
+            let state = try #require(request["state"]?.stringValue)
+            // The browser signs in and is sent back with a code: obtain one the app-native way for this test.
+            let code = try Self.code(setup, challengeFrom: request)
+            let callback = "http://127.0.0.1:8765/callback?code=\(code)&state=\(state)"
+            let finished = try setup.cli.run("login", "--callback", callback)
+            #expect(finished.status == 0, "\(finished)")
+            let replay = try setup.cli.run("login", "--callback", callback)
+            #expect(replay.status == 2 && replay.stderr.contains("no pending sign-in has state"))
+        }
+        #expect(try JSONParser.parse(try setup.cli.run("status", "--json").output).objectValue?["signIns"]?.arrayValue?.first?.objectValue?["method"] == .string("authorization-code"))
+    }
+
+    /// A code issued for the request's PKCE challenge, as the browser would get it.
+    static func code(_ setup: Setup, challengeFrom request: JSONObject) throws -> String {
+        let form = FormEncodingForTests.encode([
+            ("client_id", "devtrust-app"), ("response_type", "code"), ("redirect_uri", request["redirect_uri"]?.stringValue ?? ""),
+            ("scope", "openid"), ("state", request["state"]?.stringValue ?? ""), ("response_mode", "direct"),
+            ("code_challenge", request["code_challenge"]?.stringValue ?? ""), ("code_challenge_method", "S256"),
+        ])
+        let first = try JSONParser.parse(try ProcessRunner.run("/usr/bin/curl", ["-s", "-X", "POST", "--data", form, setup.server.url + "/oauth2/authorize"]).stdout).objectValue!
+        let flowId = first["flowId"]!.stringValue!
+        let body = #"{"flowId":"\#(flowId)","selectedAuthenticator":{"authenticatorId":"QmFzaWNBdXRoZW50aWNhdG9yOkxPQ0FM","params":{"username":"alice@example.com","password":"correct horse"}}}"#
+        let done = try JSONParser.parse(try ProcessRunner.run("/usr/bin/curl", ["-s", "-X", "POST", "-H", "Content-Type: application/json", "--data", body, setup.server.url + "/oauth2/authn"]).stdout).objectValue!
+        return try #require(done["authData"]?.objectValue?["code"]?.stringValue)
+    }
+}
+
+enum FormEncodingForTests {
+    static func encode(_ pairs: [(String, String)]) -> String {
+        pairs.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0.1)" }.joined(separator: "&")
+    }
+}
