@@ -85,6 +85,12 @@ public struct OAuthClient: Sendable {
         return (try? post(endpoint, [("token", token), ("token_type_hint", hint), ("client_id", clientID)], allowEmpty: true)) != nil
     }
 
+    /// glewlwyd's non-standard `grant_type=delete_token`: how its public clients
+    /// end a refresh token when RFC 7009 revocation is not open to them.
+    public func deleteRefreshToken(_ refreshToken: String, clientID: String, tokenEndpoint: String) -> Bool {
+        (try? post(tokenEndpoint, [("grant_type", "delete_token"), ("client_id", clientID), ("refresh_token", refreshToken)], allowEmpty: true)) != nil
+    }
+
     /// RFC 9126 pushed authorization request: the request_uri to put in the URL.
     public func pushAuthorizationRequest(_ parameters: [(String, String)], endpoint: String) throws -> String {
         let document = try post(endpoint, parameters, expectedStatus: [200, 201])

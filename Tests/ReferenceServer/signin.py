@@ -263,8 +263,8 @@ class SignInServer:
 
     def device_polls(self):
         with self.lock:
-            return [{"userCode": g["user_code"], "polls": g["polls"], "created": g["created"], "state": g["state"]}
-                    for g in self.device_grants.values()]
+            return [{"userCode": g["user_code"], "deviceCode": code, "polls": g["polls"], "created": g["created"], "state": g["state"]}
+                    for code, g in self.device_grants.items()]
 
     # -- PAR -------------------------------------------------------------------
 

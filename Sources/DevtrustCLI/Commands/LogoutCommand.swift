@@ -11,8 +11,11 @@ enum LogoutCommand {
         let tokens = try? store.tokens(of: record)
         var revoked = [String]()
         if let tokens {
-            if let refresh = tokens.refreshToken, oauth.revoke(refresh, hint: "refresh_token", clientID: record.clientId, endpoint: tokens.revocationEndpoint) {
-                revoked.append("refresh token")
+            if let refresh = tokens.refreshToken {
+                if oauth.revoke(refresh, hint: "refresh_token", clientID: record.clientId, endpoint: tokens.revocationEndpoint)
+                    || oauth.deleteRefreshToken(refresh, clientID: record.clientId, tokenEndpoint: tokens.tokenEndpoint) {
+                    revoked.append("refresh token")
+                }
             }
             if oauth.revoke(tokens.accessToken, hint: "access_token", clientID: record.clientId, endpoint: tokens.revocationEndpoint) {
                 revoked.append("access token")

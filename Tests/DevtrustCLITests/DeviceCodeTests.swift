@@ -1,0 +1,137 @@
+import DevtrustEncoding
+import DevtrustTestSupport
+import Foundation
+import Testing
+
+/// `login --device-code` against a real OpenID provider (glewlwyd) and, for
+/// the server behaviours glewlwyd cannot be made to show on demand (slow_down
+/// to a client that polls on time, access_denied), the reference server.
+@Suite(.enabled(if: GlewlwydPeer.shouldRun)) struct GlewlwydDeviceCodeTests {
+    static func events(_ lines: [String]) -> [JSONObject] { lines.compactMap { try? JSONParser.parse($0).objectValue } }
+
+    @Test func approvedCodeSignsInRefreshesAndLogsOut() throws {
+        let peer = try GlewlwydPeer()
+        let directory = TemporaryDirectory()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        let login = try RunningCommand(cli, ["login", "--device-code", "--discovery", peer.discovery, "--client-id", peer.clientID,
+                                             "--scope", "openid offline_access", "--json", "-v"])
+        let started = try #require(login.nextLine().flatMap { try? JSONParser.parse($0).objectValue })
+        #expect(started["event"] == .string("started"))
+        let userCode = try #require(started["user_code"]?.stringValue)
+        #expect(started["verification_uri_complete"]?.stringValue?.hasSuffix(userCode) == true)
+        #expect(started["interval"] == .integer(5) && started["expires_in"] == .integer(600))
+        let approval = try peer.approve(userCode)
+        #expect(approval.status == 0, "\(approval)")
+        let (status, lines, stderr) = login.finish()
+        #expect(status == 0, "\(stderr)")
+        let events = Self.events(lines)
+        #expect(events.map { $0["event"]?.stringValue ?? "" }.last == "success")
+        #expect(events.last?["token_type"]?.stringValue?.lowercased() == "bearer" && events.last?["scope"] == .string("openid offline_access"))
+        // No event carries a code or a token.
+        let accessToken = try cli.run("access-token").output
+        #expect(accessToken.hasPrefix("eyJ"))
+        for line in lines + [stderr] {
+            #expect(!line.contains(accessToken) && !line.contains("device_code") && !line.contains("refresh_token"))
+        }
+        // Refresh against glewlwyd: make the stored token look about to expire.
+        let tokenFile = try #require(directory.entries("ks").first { $0.hasPrefix("signin-") })
+        var tokens = try JSONParser.parse(try #require(directory.read("ks/" + tokenFile))).objectValue!
+        tokens["expiresAt"] = .integer(Int64(Date().timeIntervalSince1970) + 5)
+        directory.write("ks/" + tokenFile, JSONWriter.bytes(.object(tokens)))
+        let refreshed = try cli.run("access-token")
+        #expect(refreshed.status == 0 && refreshed.output != accessToken, "\(refreshed)")
+        let logout = try cli.run("logout")
+        #expect(logout.status == 0 && logout.stderr.contains("revoked the refresh token"), "\(logout)")
+        #expect(try cli.run("access-token").status == 3)
+    }
+
+    @Test func anUnapprovedCodeExpires() throws {
+        let peer = try GlewlwydPeer()
+        let directory = TemporaryDirectory()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        let start = Date()
+        let result = try cli.run("login", "--device-code", "--discovery", peer.shortDiscovery, "--client-id", peer.clientID, "--json")
+        #expect(result.status == 4, "\(result)")
+        let events = Self.events(result.stdout.split(separator: "\n").map(String.init))
+        #expect(events.first?["expires_in"] == .integer(8) && events.first?["interval"] == .integer(2))
+        #expect(events.last?["event"] == .string("expired"))
+        #expect(result.stderr.contains("the code expired before it was approved"))
+        #expect(Date().timeIntervalSince(start) < 15)
+    }
+
+    @Test func authorizeURLWithPARIsAcceptedByGlewlwyd() throws {
+        let peer = try GlewlwydPeer()
+        let directory = TemporaryDirectory()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        let printed = try cli.run("authorize-url", "--discovery", peer.discovery, "--client-id", peer.clientID, "--par")
+        #expect(printed.status == 0, "\(printed)")
+        #expect(printed.output.hasPrefix(peer.base + "/api/oidc/auth?") && printed.output.contains("request_uri=urn%3Aietf%3Aparams%3Aoauth%3Arequest_uri%3A"))
+        // glewlwyd accepts the pushed request: it sends the browser on to its login page.
+        let accepted = try ProcessRunner.run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}", printed.output])
+        #expect(accepted.stdout.hasPrefix("302 ") && accepted.stdout.contains("login.html"), "\(accepted.stdout)")
+        let forged = printed.output.replacingOccurrences(of: "request_uri%3A", with: "request_uri%3AX")
+        let refused = try ProcessRunner.run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}", forged])
+        #expect(!refused.stdout.contains("login.html"), "\(refused.stdout)")
+        // Without PAR the URL carries the request (PKCE S256, state) itself.
+        let plain = try cli.run("authorize-url", "--discovery", peer.discovery, "--client-id", peer.clientID)
+        #expect(plain.output.contains("code_challenge_method=S256") && plain.output.contains("state="))
+    }
+}
+
+@Suite(.enabled(if: ReferenceServer.shouldRun)) struct ReferenceDeviceCodeTests {
+    @Test func slowDownAddsFiveSecondsToEveryLaterPoll() throws {
+        let server = try ReferenceServer(["--device-interval", "1", "--device-slow-down-on", "2", "--device-approve-after", "4"])
+        let directory = TemporaryDirectory()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        let result = try cli.run("login", "--device-code", "--server", server.url, "--client-id", "devtrust-app", "--json")
+        #expect(result.status == 0, "\(result)")
+        let grants = try server.get("/api/device/polls").arrayValue ?? []
+        let polls = grants.first?.objectValue?["polls"]?.arrayValue?.compactMap(\.doubleValue) ?? []
+        let created = grants.first?.objectValue?["created"]?.doubleValue ?? 0
+        let gaps = zip(polls, [created] + polls).map { $0 - $1 }
+        #expect(gaps.count == 4, "\(gaps)")
+        // 1 s, 1 s (slow_down), then 6 s for this and every later poll.
+        for (gap, expected) in zip(gaps, [1.0, 1.0, 6.0, 6.0]) {
+            #expect(abs(gap - expected) < 0.5, "poll gaps \(gaps)")
+        }
+        let deviceCode = try #require(grants.first?.objectValue?["deviceCode"]?.stringValue)
+        #expect(!result.stdout.contains(deviceCode) && !result.stderr.contains(deviceCode))
+        let intervals = result.stdout.split(separator: "\n").compactMap { try? JSONParser.parse(String($0)).objectValue }
+            .filter { $0["event"] == .string("polling") }.map { $0["interval"] }
+        #expect(intervals == [.integer(1), .integer(1), .integer(6), .integer(6)])
+    }
+
+    @Test func aDeniedCodeEndsWithExitFour() throws {
+        let server = try ReferenceServer(["--device-interval", "1"])
+        let directory = TemporaryDirectory()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        let login = try RunningCommand(cli, ["login", "--device-code", "--server", server.url, "--client-id", "devtrust-app", "--json"])
+        let started = try #require(login.nextLine().flatMap { try? JSONParser.parse($0).objectValue })
+        let code = try #require(started["user_code"]?.stringValue)
+        _ = try ProcessRunner.run("/usr/bin/curl", ["-s", "-X", "POST", "--data", #"{"user_code":"\#(code)"}"#, server.url + "/api/device/deny"])
+        let (status, lines, stderr) = login.finish()
+        #expect(status == 4 && stderr.contains("denied"), "\(stderr)")
+        #expect(lines.last.flatMap { try? JSONParser.parse($0).objectValue }?["event"] == .string("access_denied"))
+    }
+
+    @Test func theTerminalShowsTheCodeLargeAndAQRCode() throws {
+        let server = try ReferenceServer(["--device-interval", "1", "--device-approve-after", "1"])
+        let directory = TemporaryDirectory()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        var environment = cli.environment
+        environment["TERM"] = "xterm"
+        let script = #"[{"expect":"signed in at","send":""}]"#
+        let run = try ProcessRunner.run(ExternalTool.python.rawValue, [Repository.path("Tests/Interop/pty_session.py"), script, "--", cli.path,
+                                                                       "login", "--device-code", "--server", server.url, "--client-id", "devtrust-app"],
+                                        environment: environment)
+        let report = try JSONParser.parse(run.stdout).objectValue!
+        let transcript = report["transcript"]?.stringValue ?? ""
+        #expect(report["exit"] == .integer(0), "\(transcript)")
+        #expect(transcript.contains("or scan:") && transcript.contains("▀") && transcript.contains("████"), "no QR code or large code drawn")
+        #expect(transcript.contains("waiting for approval… "))
+        let noQR = try ProcessRunner.run(ExternalTool.python.rawValue, [Repository.path("Tests/Interop/pty_session.py"), script, "--", cli.path,
+                                                                        "login", "--device-code", "--no-qr", "--server", server.url, "--client-id", "devtrust-app"],
+                                         environment: environment)
+        #expect(!(try JSONParser.parse(noQR.stdout).objectValue?["transcript"]?.stringValue ?? "").contains("or scan:"))
+    }
+}
