@@ -9,8 +9,8 @@ BINDIR    = $(DESTDIR)$(PREFIX)/bin
 MANDIR    = $(DESTDIR)$(PREFIX)/share/man/man1
 
 # What building needs, and what the tests and the demo add (independent verifiers).
-BUILD_PACKAGES = libssl-dev libtss2-dev libcurl4-openssl-dev pkg-config
-CHECK_PACKAGES = curl dconf-cli openssl python3 python3-cryptography python3-jsonschema jose swtpm swtpm-tools tpm2-tools tpm2-openssl
+BUILD_PACKAGES = libssl-dev libtss2-dev libcurl4-openssl-dev libqrencode4 pkg-config
+CHECK_PACKAGES = curl dconf-cli libqrencode4 openssl python3 python3-cryptography python3-jsonschema jose swtpm swtpm-tools tpm2-tools tpm2-openssl
 RELEASE_BINARY = .build/release/devtrust
 
 .PHONY: all build test demo install clean deps-build deps-check
@@ -22,6 +22,7 @@ deps-build:
 
 deps-check: deps-build
 	@scripts/ensure-packages.sh $(CHECK_PACKAGES)
+	@scripts/install-glewlwyd.sh
 
 build: deps-build
 	$(SWIFT) build -c release --static-swift-stdlib
