@@ -75,6 +75,16 @@ curl -sS -H "X-Device-Token: $token" "$server/api/device-check" >/dev/null
 curl -sS -H "X-Device-Token: $token" "$server/api/device-check"
 echo
 
+step "devtrust login: app-native sign-in at the reference server, carrying a fresh device token"
+"$devtrust" login --server "$server" --client-id devtrust-app --non-interactive --authenticator BasicAuthenticator \
+    --input username=alice@example.com --input "password=correct horse"
+echo "the server's record of the device token it got:"
+curl -sS "$server/api/signin-records"
+echo
+
+step "devtrust access-token (for: curl -H \"Authorization: Bearer \$(devtrust access-token)\" ...)"
+"$devtrust" access-token | cut -c1-16 | sed 's/$/… (truncated here)/'
+
 step "the token decoded"
 "$devtrust" verify --json --public-key "$("$devtrust" pubkey)" --jwt "$token" --max-age 300
 
