@@ -135,3 +135,18 @@ import Testing
         #expect(!(try JSONParser.parse(noQR.stdout).objectValue?["transcript"]?.stringValue ?? "").contains("or scan:"))
     }
 }
+
+@Suite(.enabled(if: ReferenceServer.shouldRun)) struct SignInProfileCommandTests {
+    @Test func aProfileSuppliesTheClientAndAnEndpointTheServerDoesNotAdvertise() throws {
+        let server = try ReferenceServer(["--device-interval", "1", "--device-approve-after", "1"])
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        // A discovery document without device_authorization_endpoint would need this override; the override is what is used.
+        cli.extraEnvironment["DEVTRUST_CONFIG"] = directory.write("config.json", #"{"signIn":{"profiles":{"lab":{"server":"\#(server.url)","clientId":"devtrust-app","scope":"openid email","endpoints":{"deviceAuthorization":"\#(server.url)/oauth2/device_authorize"}}}}}"#)
+        let result = try cli.run("login", "--device-code", "--profile", "lab", "--json")
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains(#""scope":"openid email""#))
+        let unknown = try cli.run("login", "--device-code", "--profile", "nope")
+        #expect(unknown.status == 2 && unknown.stderr.contains("no sign-in profile \"nope\" in the configuration (profiles: lab)"), "\(unknown)")
+    }
+}

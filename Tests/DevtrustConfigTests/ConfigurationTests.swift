@@ -61,3 +61,30 @@ import Testing
         #expect(try ConfigurationLoader(explicitPath: nil, environment: ["DEVTRUST_CONFIG": file], root: directory.path).load().claims.first?.value == "b")
     }
 }
+
+@Suite struct SignInProfileTests {
+    @Test func profilesParseWithTheirEndpoints() throws {
+        let text = #"{"signIn":{"profiles":{"acme":{"server":"https://api.asgardeo.io/t/acme","clientId":"abc","scope":"openid profile","par":true,"endpoints":{"deviceAuthorization":"https://api.asgardeo.io/t/acme/oauth2/device_authorize"}}}}}"#
+        let configuration = try Configuration.parse(Array(text.utf8), file: "/c.json")
+        let profile = try #require(configuration.signInProfiles["acme"])
+        #expect(profile.clientId == "abc" && profile.par == true && profile.scope == "openid profile")
+        #expect(profile.endpoints == ["deviceAuthorization": "https://api.asgardeo.io/t/acme/oauth2/device_authorize"])
+    }
+
+    @Test(arguments: [
+        (#"{"signIn":{"profiles":{"p":{"clientId":"x"}}}}"#, "missing required field \"signIn.profiles.p.server\""),
+        (#"{"signIn":{"profiles":{"p":{"server":"https://s"}}}}"#, "missing required field \"signIn.profiles.p.clientId\""),
+        (#"{"signIn":{"profiles":{"p":{"server":"https://s","clientId":"x","par":"yes"}}}}"#, "field \"signIn.profiles.p.par\" must be true or false"),
+        (#"{"signIn":{"profiles":{"p":{"server":"https://s","clientId":"x","endpoints":{"device":"https://s/d"}}}}}"#, "unknown field \"signIn.profiles.p.endpoints.device\""),
+        (#"{"signIn":{"profiles":{"p":{"server":"https://s","clientId":"x","endpoints":{"token":"ftp://s/t"}}}}}"#, "field \"signIn.profiles.p.endpoints.token\": must be an https:// URL"),
+        (#"{"signIn":{"profile":{}}}"#, "unknown field \"signIn.profile\""),
+    ])
+    func profileErrorsNameTheField(text: String, message: String) {
+        do {
+            _ = try Configuration.parse(Array(text.utf8), file: "/c.json")
+            Issue.record("accepted \(text)")
+        } catch {
+            #expect(error.description.contains(message), "\(error.description)")
+        }
+    }
+}
