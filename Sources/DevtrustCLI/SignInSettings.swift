@@ -61,8 +61,12 @@ struct SignInSettings {
         } else {
             let server = self.server!
             do {
+                // WSO2 does not advertise its device endpoint: its fixed path fills that gap (and
+                // only the ones every WSO2 server has); PAR and revocation only when advertised.
+                let defaults = AuthorizationServer.wso2(server)
                 resolved = try AuthorizationServer.discover(AuthorizationServer.wso2DiscoveryURL(server), http: http)
-                    .filling(from: AuthorizationServer.wso2(server))
+                    .filling(from: AuthorizationServer(authorization: defaults.authorization, token: defaults.token,
+                                                       deviceAuthorization: defaults.deviceAuthorization))
             } catch let error as HTTPError {
                 if case .transport = error { throw error }
                 context.detail("no discovery document at \(AuthorizationServer.wso2DiscoveryURL(server)) (\(error)); using WSO2's paths")

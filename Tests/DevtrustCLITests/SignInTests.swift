@@ -225,3 +225,23 @@ enum FormEncodingForTests {
         pairs.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0.1)" }.joined(separator: "&")
     }
 }
+
+@Suite(.enabled(if: ReferenceServer.shouldRun)) struct SignInEdgeTests {
+    @Test func aFederatedRedirectionStepResumesWithTheCallback() throws {
+        let setup = try SignInTests.Setup(["--authenticators", "federated"], register: false)
+        let answers = ["--authenticator", "Google", "--input", "code=abc", "--input", "state=federated-state-42"]
+        let result = try setup.login(answers: answers)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stderr.contains("Continue in a browser (Google): https://accounts.google.example/o/oauth2/auth?state=federated-state-42"))
+        let missing = try setup.login(answers: ["--authenticator", "Google"])
+        #expect(missing.status == 2 && missing.stderr.contains("code (from the callback URL), state (from the callback URL)"), "\(missing)")
+    }
+
+    @Test func withoutAPAREndpointTheURLCarriesTheRequestAndSaysSo() throws {
+        let setup = try SignInTests.Setup(["--no-par"], register: true)
+        let printed = try setup.cli.run("authorize-url", "--server", setup.server.url, "--client-id", "devtrust-app", "--par")
+        #expect(printed.status == 0, "\(printed)")
+        #expect(printed.stderr.contains("advertises no pushed_authorization_request_endpoint; the URL carries the request itself"))
+        #expect(printed.output.contains("device_token=") && !printed.output.contains("request_uri"))
+    }
+}

@@ -625,7 +625,9 @@ def main():
     parser.add_argument("--fault", choices=sorted(FAULTS))
     parser.add_argument("--fault-at", type=int, default=1, help="which flow response gets the fault (1 = the first)")
     parser.add_argument("--error-code", default="DR-60001", help="the code of the error faults")
-    parser.add_argument("--authenticators", choices=["basic", "multi"], default="multi", help="app-native first step")
+    parser.add_argument("--authenticators", choices=["basic", "multi", "federated"], default="multi",
+                        help="app-native first step: Basic only, Basic or email OTP, Basic or a federated IdP (REDIRECTION_PROMPT)")
+    parser.add_argument("--no-par", action="store_true", help="advertise no pushed_authorization_request_endpoint")
     parser.add_argument("--mfa", choices=["none", "totp"], default="none", help="a TOTP step after the first factor")
     parser.add_argument("--fail-spelling", choices=["FAIL_INCOMPLETE", "FAILED_INCOMPLETE"], default="FAIL_INCOMPLETE")
     parser.add_argument("--access-token-ttl", type=int, default=3600)

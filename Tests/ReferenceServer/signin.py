@@ -21,6 +21,8 @@ from urllib.parse import parse_qs
 BASIC_ID = base64.b64encode(b"BasicAuthenticator:LOCAL").decode()
 EMAIL_OTP_ID = base64.b64encode(b"email-otp-authenticator:LOCAL").decode()
 TOTP_ID = base64.b64encode(b"totp:LOCAL").decode()
+FEDERATED_ID = base64.b64encode(b"GoogleOIDCAuthenticator:Google").decode()
+FEDERATED_STATE = "federated-state-42"
 CLIENT_ID = "devtrust-app"
 REDIRECT_URIS = ("http://127.0.0.1:8765/callback", "https://app.example/callback")
 USER = ("alice@example.com", "correct horse")
@@ -55,7 +57,7 @@ class SignInServer:
 
     def discovery(self):
         base = self.base_url()
-        return {
+        document = {
             "issuer": base + "/oauth2/token",
             "authorization_endpoint": base + "/oauth2/authorize",
             "token_endpoint": base + "/oauth2/token",
@@ -65,6 +67,9 @@ class SignInServer:
             "code_challenge_methods_supported": ["S256"],
             "grant_types_supported": ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"],
         }
+        if self.options.no_par:
+            del document["pushed_authorization_request_endpoint"]
+        return document
 
     # -- app-native authentication --------------------------------------------
 
@@ -94,8 +99,14 @@ class SignInServer:
                      {"param": "password", "type": "STRING", "order": 1, "i18nKey": "password.param", "displayName": "Password", "isConfidential": True}]},
                  "requiredParams": ["username", "password"]}
         email = {"authenticatorId": EMAIL_OTP_ID, "authenticator": "Email OTP", "idp": "LOCAL"}
+        federated = {"authenticatorId": FEDERATED_ID, "authenticator": "Google", "idp": "Google",
+                     "metadata": {"promptType": "REDIRECTION_PROMPT", "params": [],
+                                  "additionalData": {"redirectUrl": "https://accounts.google.example/o/oauth2/auth?state=" + FEDERATED_STATE}},
+                     "requiredParams": ["code", "state"]}
         if self.options.authenticators == "basic":
             next_step = {"stepType": "AUTHENTICATOR_PROMPT", "authenticators": [basic]}
+        elif self.options.authenticators == "federated":
+            next_step = {"stepType": "MULTI_OPTIONS_PROMPT", "authenticators": [basic, federated]}
         else:
             next_step = {"stepType": "MULTI_OPTIONS_PROMPT", "authenticators": [basic, email]}
         return self.answer(flow_id, next_step, messages, failed)
@@ -133,6 +144,10 @@ class SignInServer:
             if (params.get("username"), params.get("password")) == USER:
                 return 200, self.after_first_factor(flow_id, flow, USER[0])
             flow["failures"] += 1
+            return 200, self.first_step(flow_id, flow, failure, failed=True)
+        if authenticator == FEDERATED_ID and flow["step"] == "first":
+            if params.get("state") == FEDERATED_STATE and params.get("code"):
+                return 200, self.after_first_factor(flow_id, flow, USER[0])
             return 200, self.first_step(flow_id, flow, failure, failed=True)
         if authenticator == TOTP_ID and flow["step"] == "totp":
             if params.get("token") == self.options.otp:
