@@ -10,6 +10,7 @@
 #include <openssl/encoder.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/param_build.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/x509.h>
@@ -50,6 +51,43 @@ static inline void devtrust_OPENSSL_free(void *ptr) {
    outlive the context: C literals do, Swift's temporary C strings do not. */
 static inline EVP_PKEY_CTX *devtrust_ec_keygen_context(void) {
     return EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+}
+
+/* A P-256 key pair from its private scalar and uncompressed public point:
+   about 50 us, where OpenSSL's PEM decoder chain takes about 600 us. */
+static inline EVP_PKEY *devtrust_ec_p256_keypair(const unsigned char private_key[32], const unsigned char public_key[65]) {
+    EVP_PKEY *key = NULL;
+    EVP_PKEY_CTX *context = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+    OSSL_PARAM_BLD *builder = OSSL_PARAM_BLD_new();
+    BIGNUM *scalar = BN_secure_new();
+    OSSL_PARAM *params = NULL;
+    if (context && builder && scalar && BN_bin2bn(private_key, 32, scalar)
+            && OSSL_PARAM_BLD_push_utf8_string(builder, OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0)
+            && OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_PRIV_KEY, scalar)
+            && OSSL_PARAM_BLD_push_octet_string(builder, OSSL_PKEY_PARAM_PUB_KEY, public_key, 65)
+            && (params = OSSL_PARAM_BLD_to_param(builder)) != NULL
+            && EVP_PKEY_fromdata_init(context) == 1) {
+        if (EVP_PKEY_fromdata(context, &key, EVP_PKEY_KEYPAIR, params) != 1) key = NULL;
+    }
+    OSSL_PARAM_free(params);
+    BN_clear_free(scalar);
+    OSSL_PARAM_BLD_free(builder);
+    EVP_PKEY_CTX_free(context);
+    return key;
+}
+
+/* HASH-DRBG with SHA-256 (NIST SP 800-90A) sets up in about half the time of
+   the default CTR-DRBG, which every `devtrust token` pays once. */
+static inline int devtrust_use_hash_drbg(void) {
+    return RAND_set_DRBG_type(NULL, "HASH-DRBG", NULL, NULL, "SHA256");
+}
+
+/* A key pair's private and public parts agree. */
+static inline int devtrust_pairwise_check(EVP_PKEY *key) {
+    EVP_PKEY_CTX *context = EVP_PKEY_CTX_new_from_pkey(NULL, key, NULL);
+    int ok = context != NULL && EVP_PKEY_pairwise_check(context) == 1;
+    EVP_PKEY_CTX_free(context);
+    return ok;
 }
 
 static inline OSSL_DECODER_CTX *devtrust_pkcs8_pem_decoder(EVP_PKEY **pkey) {

@@ -64,6 +64,9 @@ public struct DeviceStore: Sendable {
     public func checkKey() throws -> LoadedDevice {
         let device = try loadKey()
         if let key = device.key as? TPMDeviceKey { try TPMKeyProvisioner.checkKeyLoads(key) }
+        if let key = device.key as? SoftwareDeviceKey, !key.isConsistent {
+            throw KeystoreError.corrupt(path: keystore.path + "/" + device.record.file, detail: "its private key does not belong to its public key")
+        }
         return device
     }
 

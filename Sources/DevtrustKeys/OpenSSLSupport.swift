@@ -27,7 +27,9 @@ enum OpenSSLLibrary {
     /// devtrust needs nothing from openssl.cnf, and reading it costs ~0.8 ms
     /// on every `devtrust token`; initialising first stops OpenSSL loading it.
     private static let initialized: Bool = {
-        OPENSSL_init_crypto(devtrust_OPENSSL_INIT_NO_LOAD_CONFIG(), nil) == 1
+        let started = OPENSSL_init_crypto(devtrust_OPENSSL_INIT_NO_LOAD_CONFIG(), nil) == 1
+        _ = devtrust_use_hash_drbg()
+        return started
     }()
 
     static func ensureInitialized() {

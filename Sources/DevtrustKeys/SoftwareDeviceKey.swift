@@ -1,4 +1,5 @@
 import COpenSSL
+import DevtrustEncoding
 
 /// A P-256 key held by OpenSSL, stored as an unencrypted PKCS#8 PEM file
 /// (`-----BEGIN PRIVATE KEY-----`, readable by `openssl pkey`).
@@ -35,6 +36,10 @@ public struct SoftwareDeviceKey: DeviceKey {
     /// Reads a PKCS#8 PEM private key. The caller owns `pem` and should zeroize it.
     public init(pkcs8PEM pem: [UInt8]) throws {
         OpenSSLLibrary.ensureInitialized()
+        if let key = Self.fastDecode(pem) {
+            try self.init(key: key)
+            return
+        }
         // The decoder keeps this pointer and writes the key through it later,
         // so it must outlive the call that receives it.
         let result = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: 1)
@@ -55,6 +60,25 @@ public struct SoftwareDeviceKey: DeviceKey {
         }
         try self.init(key: EVPKey(taking: decoded))
     }
+
+    /// The common case, read directly: PKCS#8 holding an ECPrivateKey on P-256
+    /// with its public point (as OpenSSL writes it). Anything else takes
+    /// OpenSSL's decoder. The public part is checked later against the
+    /// keystore's fingerprint; `isConsistent` checks the pair.
+    static func fastDecode(_ pem: [UInt8]) -> EVPKey? {
+        guard var der = PEM.decode(pem, label: "PRIVATE KEY") else { return nil }
+        defer { der.zeroize() }
+        guard var parts = try? PKCS8.p256(der) else { return nil }
+        defer { parts.privateKey.zeroize() }
+        guard let key = devtrust_ec_p256_keypair(parts.privateKey, parts.publicPoint) else {
+            OpenSSLLibrary.clearErrors()
+            return nil
+        }
+        return EVPKey(taking: key)
+    }
+
+    /// Whether the private key belongs to the public key (a point multiplication, ~0.1 ms).
+    public var isConsistent: Bool { devtrust_pairwise_check(key.pointer) == 1 }
 
     /// The private key as PKCS#8 PEM. Secret: the caller writes it and zeroizes it.
     public func pkcs8PEM() throws -> [UInt8] {

@@ -1,5 +1,5 @@
 import DevtrustEncoding
-import DevtrustKeys
+@testable import DevtrustKeys
 import DevtrustTestSupport
 import Testing
 
@@ -128,5 +128,51 @@ import Testing
         let key = try P256PublicKey(spki: bytes)
         let uncompressed = try ExternalTool.openssl.run(["pkey", "-in", path, "-pubout"])
         #expect(key.pem == uncompressed.stdout)
+    }
+}
+
+@Suite struct FastKeyDecodeTests {
+    @Test(.enabled(if: ExternalTool.openssl.shouldRun))
+    func theDirectReadAgreesWithOpenSSLsDecoder() throws {
+        let directory = TemporaryDirectory()
+        for index in 0..<20 {
+            let path = directory.file("k\(index).pem")
+            #expect(try ExternalTool.openssl.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path]).status == 0)
+            let pem = try #require(directory.read("k\(index).pem"))
+            let fast = try #require(SoftwareDeviceKey.fastDecode(pem))
+            let key = try SoftwareDeviceKey(pkcs8PEM: pem)
+            #expect(key.isConsistent)
+            let expected = try ExternalTool.openssl.run(["pkey", "-in", path, "-pubout"]).stdout
+            #expect(key.publicKey.pem == expected)
+            _ = fast
+        }
+    }
+
+    @Test func aDamagedPrivateScalarIsCaughtByTheConsistencyCheck() throws {
+        let key = try SoftwareDeviceKey.generate()
+        var der = try #require(PEM.decode(try key.pkcs8PEM(), label: "PRIVATE KEY"))
+        // The scalar follows "04 20" inside the ECPrivateKey.
+        let index = try #require((0..<der.count - 2).first { der[$0] == 0x04 && der[$0 + 1] == 0x20 })
+        der[index + 10] ^= 0xFF
+        let damaged = try SoftwareDeviceKey(pkcs8PEM: Array(PEM.encode(der, label: "PRIVATE KEY").utf8))
+        #expect(damaged.publicKey == key.publicKey)
+        #expect(!damaged.isConsistent)
+        #expect(key.isConsistent)
+    }
+
+    @Test func keysWithoutAPublicPointStillLoad() throws {
+        // An ECPrivateKey without its [1] publicKey (valid PKCS#8) goes through OpenSSL's decoder.
+        let key = try SoftwareDeviceKey.generate()
+        let der = try #require(PEM.decode(try key.pkcs8PEM(), label: "PRIVATE KEY"))
+        let scalarIndex = try #require((0..<der.count - 2).first { der[$0] == 0x04 && der[$0 + 1] == 0x20 })
+        let scalar = Array(der[(scalarIndex + 2)..<(scalarIndex + 34)])
+        let ecPrivateKey = DERWriter.element(tag: 0x30, DERWriter.unsignedInteger(1) + DERWriter.element(tag: 0x04, scalar))
+        let algorithm = DERWriter.element(tag: 0x30, DERWriter.element(tag: 0x06, [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01])
+                                          + DERWriter.element(tag: 0x06, [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]))
+        let pkcs8 = DERWriter.element(tag: 0x30, DERWriter.unsignedInteger(0) + algorithm + DERWriter.element(tag: 0x04, ecPrivateKey))
+        let pem = Array(PEM.encode(pkcs8, label: "PRIVATE KEY").utf8)
+        #expect(SoftwareDeviceKey.fastDecode(pem) == nil)
+        let loaded = try SoftwareDeviceKey(pkcs8PEM: pem)
+        #expect(loaded.publicKey == key.publicKey)
     }
 }
