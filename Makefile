@@ -11,9 +11,23 @@ MANDIR    = $(DESTDIR)$(PREFIX)/share/man/man1
 # What building needs, and what the tests and the demo add (independent verifiers).
 BUILD_PACKAGES = libssl-dev libtss2-dev libcurl4-openssl-dev libqrencode4 pkg-config
 CHECK_PACKAGES = curl dconf-cli libqrencode4 openssl python3 python3-cryptography python3-jsonschema jose swtpm swtpm-tools tpm2-tools tpm2-openssl
+BENCH_PACKAGES = time valgrind
 RELEASE_BINARY = .build/release/devtrust
 
-.PHONY: all build test demo install clean deps-build deps-check
+# The release build is tuned for `devtrust token`, which runs once per request
+# (docs/performance.md): static Swift runtime, libstdc++ and libgcc; OpenSSL's
+# libcrypto linked statically too (LINK_OPENSSL=dynamic links the system's
+# shared one instead, for packagers who want OpenSSL security updates to apply
+# without a rebuild); lld with packed relative relocations; hot functions
+# first (scripts/link-order.txt).
+LINK_OPENSSL ?= static
+STATIC_LIBS   = $(CURDIR)/.build/static-libs
+RELEASE_FLAGS = -c release --static-swift-stdlib \
+	-Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
+	-Xswiftc -Xclang-linker -Xswiftc -static-libgcc -Xlinker -L$(STATIC_LIBS) \
+	-Xlinker --symbol-ordering-file=$(CURDIR)/scripts/link-order.txt -Xlinker --no-warn-symbol-ordering
+
+.PHONY: all build test demo install clean deps-build deps-check deps-bench static-libs bench link-order
 
 all: build
 
@@ -24,8 +38,20 @@ deps-check: deps-build
 	@scripts/ensure-packages.sh $(CHECK_PACKAGES)
 	@scripts/install-glewlwyd.sh
 
-build: deps-build
-	$(SWIFT) build -c release --static-swift-stdlib
+# A directory holding only the static archives, searched before the system's:
+# the linker then takes libstdc++.a and libcrypto.a for -lstdc++ and -lcrypto.
+static-libs:
+	@rm -rf $(STATIC_LIBS) && mkdir -p $(STATIC_LIBS)
+	@cxx=$$(clang -print-file-name=libstdc++.a 2>/dev/null); \
+	if [ -f "$$cxx" ]; then ln -s "$$cxx" $(STATIC_LIBS)/libstdc++.a; else echo "note: no libstdc++.a, linking libstdc++ dynamically"; fi
+	@if [ "$(LINK_OPENSSL)" = static ]; then \
+	crypto=$$(pkg-config --variable=libdir libcrypto)/libcrypto.a; \
+	if [ -f "$$crypto" ]; then ln -s "$$crypto" $(STATIC_LIBS)/libcrypto.a; else echo "note: no libcrypto.a, linking OpenSSL dynamically"; fi; fi
+
+build: deps-build static-libs
+	@# SwiftPM does not relink when only linker flags change.
+	rm -f .build/release/devtrust .build/release/devtrust-bench
+	$(SWIFT) build $(RELEASE_FLAGS)
 
 test: deps-check
 	$(SWIFT) build --build-tests
@@ -33,6 +59,18 @@ test: deps-check
 
 demo: deps-check build
 	@scripts/demo.sh $(RELEASE_BINARY)
+
+deps-bench: deps-check
+	@scripts/ensure-packages.sh $(BENCH_PACKAGES)
+
+# Ratios against the reference tools in one run; fails when a goal in
+# scripts/bench-thresholds.json is missed (docs/performance.md).
+bench: deps-bench build
+	scripts/bench.py --binary $(RELEASE_BINARY) --bench .build/release/devtrust-bench --thresholds scripts/bench-thresholds.json
+
+# Regenerates scripts/link-order.txt from callgrind runs of the release binary.
+link-order: deps-bench build
+	scripts/update-link-order.py $(RELEASE_BINARY)
 
 install: build
 	install -d $(BINDIR) $(MANDIR)

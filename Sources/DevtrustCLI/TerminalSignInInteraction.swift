@@ -34,7 +34,7 @@ final class TerminalSignInInteraction: AppNativeInteraction {
         if let wanted = wantedAuthenticator {
             let lowered = wanted.lowercased()
             let exact = options.first { $0.id == wanted || $0.name.lowercased() == lowered || Self.internalName($0).lowercased() == lowered }
-            let partial = options.first { $0.name.lowercased().contains(lowered) || Self.internalName($0).lowercased().contains(lowered) }
+            let partial = options.first { $0.name.lowercased().includes(lowered) || Self.internalName($0).lowercased().includes(lowered) }
             guard let chosen = exact ?? partial else {
                 throw UsageError("--authenticator \(wanted) is not among the server's options: \(names)", command: "login")
             }

@@ -53,12 +53,12 @@ public enum DeviceKeyFactory {
     /// A key file made elsewhere: a TSS2 PRIVATE KEY (TPM) or a PKCS#8 P-256 key (software).
     public static func importKey(_ contents: [UInt8], source: String, selection: TPMSelection) throws -> NewDeviceKey {
         let text = String(decoding: contents, as: UTF8.self)
-        if text.contains("-----BEGIN \(TSS2KeyFile.pemLabel)-----") {
+        if text.includes("-----BEGIN \(TSS2KeyFile.pemLabel)-----") {
             let provisioning = try TPMKeyProvisioner.adopt(try TSS2KeyFile(pem: text), selection)
             return NewDeviceKey(key: provisioning.key, file: Array(provisioning.key.keyFile.pem.utf8), tpmParent: provisioning.key.parentMetadata,
                                 notes: provisioning.notes)
         }
-        if text.contains("-----BEGIN PRIVATE KEY-----") {
+        if text.includes("-----BEGIN PRIVATE KEY-----") {
             let key = try SoftwareDeviceKey(pkcs8PEM: contents)
             return NewDeviceKey(key: key, file: try key.pkcs8PEM(), notes: [])
         }

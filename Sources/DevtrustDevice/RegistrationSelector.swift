@@ -28,7 +28,7 @@ public enum RegistrationSelector {
     public static func matches(_ recorded: String, _ wanted: String) -> Bool {
         let recordedParts = normalized(recorded)
         let wantedParts = normalized(wanted)
-        if wanted.contains("://") { return recordedParts == wantedParts }
+        if wanted.includes("://") { return recordedParts == wantedParts }
         return wantedParts.location == recordedParts.location || wantedParts.location == recordedParts.host
     }
 

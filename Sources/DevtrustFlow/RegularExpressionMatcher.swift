@@ -1,3 +1,4 @@
+import DevtrustEncoding
 import Glibc
 
 /// POSIX extended regular expressions (regcomp), for the server's input rules.
@@ -6,7 +7,7 @@ import Glibc
 /// and any pattern that does not compile, are left to the server.
 enum RegularExpressionMatcher {
     static func matches(_ pattern: String, _ value: String) -> Bool {
-        guard !pattern.contains("\\"), !pattern.contains("(?") else { return true }
+        guard !pattern.includes("\\"), !pattern.includes("(?") else { return true }
         var expression = regex_t()
         guard regcomp(&expression, "^(" + pattern + ")$", REG_EXTENDED | REG_NOSUB) == 0 else { return true }
         defer { regfree(&expression) }

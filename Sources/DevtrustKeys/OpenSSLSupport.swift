@@ -28,7 +28,8 @@ enum OpenSSLLibrary {
     /// on every `devtrust token`; initialising first stops OpenSSL loading it.
     private static let initialized: Bool = {
         let started = OPENSSL_init_crypto(devtrust_OPENSSL_INIT_NO_LOAD_CONFIG(), nil) == 1
-        _ = devtrust_use_hash_drbg()
+        // Before any OpenSSL randomness is drawn; see devtrust_use_kernel_random.
+        _ = devtrust_use_kernel_random()
         return started
     }()
 

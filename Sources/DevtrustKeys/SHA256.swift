@@ -16,14 +16,9 @@ public struct SHA256Digest: Equatable, Hashable, Sendable {
 
 public enum SHA256 {
     public static func hash(_ data: some Collection<UInt8>) -> SHA256Digest {
-        OpenSSLLibrary.ensureInitialized()
         var digest = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        let ok = Array(data).withUnsafeBytes { input in
-            EVP_Digest(input.baseAddress, input.count, &digest, &length, EVP_sha256(), nil)
-        }
-        // EVP_Digest with the built-in SHA-256 fails only when memory runs out.
-        precondition(ok == 1 && length == 32, "SHA-256 failed: \(OpenSSLError.capture("EVP_Digest"))")
+        let bytes = data as? [UInt8] ?? Array(data)
+        bytes.withUnsafeBytes { input in devtrust_sha256(input.baseAddress, input.count, &digest) }
         return SHA256Digest(unchecked: digest)
     }
 }

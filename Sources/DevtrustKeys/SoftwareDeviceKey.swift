@@ -4,21 +4,33 @@ import DevtrustEncoding
 /// A P-256 key held by OpenSSL, stored as an unencrypted PKCS#8 PEM file
 /// (`-----BEGIN PRIVATE KEY-----`, readable by `openssl pkey`).
 public struct SoftwareDeviceKey: DeviceKey {
-    private let key: EVPKey
+    private let key: ECKey
     public let publicKey: P256PublicKey
 
     public var backend: KeyBackend { .software }
 
-    private init(key: EVPKey) throws {
+    private init(key: ECKey, publicKey: P256PublicKey) {
         self.key = key
-        do {
-            publicKey = try P256PublicKey(key)
-        } catch {
-            throw KeyFileError(message: "the key is not a P-256 EC key: \(error)")
-        }
+        self.publicKey = publicKey
     }
 
-    /// A fresh key from OpenSSL's CSPRNG.
+    private init(key: ECKey) throws {
+        guard let point = key.uncompressedPublicPoint() else {
+            throw KeyFileError(message: "the key is not a P-256 EC key")
+        }
+        // The point is on the curve: OpenSSL checked it when the key was made.
+        self.init(key: key, publicKey: P256PublicKey(unvalidatedX: Array(point[1..<33]), y: Array(point[33..<65])))
+    }
+
+    private init(evp: EVPKey) throws {
+        guard evp.isP256, let key = devtrust_ec_key_of(evp.pointer) else {
+            OpenSSLLibrary.clearErrors()
+            throw KeyFileError(message: "the key is not a P-256 EC key")
+        }
+        try self.init(key: ECKey(taking: key))
+    }
+
+    /// A fresh key from OpenSSL's key generator.
     public static func generate() throws -> SoftwareDeviceKey {
         OpenSSLLibrary.ensureInitialized()
         guard let context = devtrust_ec_keygen_context() else { throw OpenSSLError.capture("EVP_PKEY_CTX_new_from_name") }
@@ -30,7 +42,7 @@ public struct SoftwareDeviceKey: DeviceKey {
               let generated else {
             throw OpenSSLError.capture("generating a P-256 key")
         }
-        return try SoftwareDeviceKey(key: EVPKey(taking: generated))
+        return try SoftwareDeviceKey(evp: EVPKey(taking: generated))
     }
 
     /// Reads a PKCS#8 PEM private key. The caller owns `pem` and should zeroize it.
@@ -58,33 +70,39 @@ public struct SoftwareDeviceKey: DeviceKey {
             OpenSSLLibrary.clearErrors()
             throw KeyFileError(message: "not a PKCS#8 PEM EC private key (-----BEGIN PRIVATE KEY-----)")
         }
-        try self.init(key: EVPKey(taking: decoded))
+        try self.init(evp: EVPKey(taking: decoded))
     }
 
     /// The common case, read directly: PKCS#8 holding an ECPrivateKey on P-256
     /// with its public point (as OpenSSL writes it). Anything else takes
     /// OpenSSL's decoder. The public part is checked later against the
     /// keystore's fingerprint; `isConsistent` checks the pair.
-    static func fastDecode(_ pem: [UInt8]) -> EVPKey? {
+    static func fastDecode(_ pem: [UInt8]) -> ECKey? {
         guard var der = PEM.decode(pem, label: "PRIVATE KEY") else { return nil }
         defer { der.zeroize() }
         guard var parts = try? PKCS8.p256(der) else { return nil }
         defer { parts.privateKey.zeroize() }
-        guard let key = devtrust_ec_p256_keypair(parts.privateKey, parts.publicPoint) else {
+        guard let key = devtrust_p256_key(parts.privateKey, parts.publicPoint) else {
             OpenSSLLibrary.clearErrors()
             return nil
         }
-        return EVPKey(taking: key)
+        return ECKey(taking: key)
     }
 
     /// Whether the private key belongs to the public key (a point multiplication, ~0.1 ms).
-    public var isConsistent: Bool { devtrust_pairwise_check(key.pointer) == 1 }
+    public var isConsistent: Bool {
+        let consistent = devtrust_p256_check(key.pointer) == 1
+        OpenSSLLibrary.clearErrors()
+        return consistent
+    }
 
     /// The private key as PKCS#8 PEM. Secret: the caller writes it and zeroizes it.
     public func pkcs8PEM() throws -> [UInt8] {
+        guard let evp = devtrust_evp_of_ec_key(key.pointer) else { throw OpenSSLError.capture("EVP_PKEY_set1_EC_KEY") }
+        defer { EVP_PKEY_free(evp) }
         guard let bio = BIO_new(BIO_s_secmem()) else { throw OpenSSLError.capture("BIO_new") }
         defer { BIO_free(bio) }
-        guard PEM_write_bio_PrivateKey(bio, key.pointer, nil, nil, 0, nil, nil) == 1 else {
+        guard PEM_write_bio_PrivateKey(bio, evp, nil, nil, 0, nil, nil) == 1 else {
             throw OpenSSLError.capture("PEM_write_bio_PrivateKey")
         }
         var data: UnsafeMutablePointer<CChar>?
@@ -94,14 +112,35 @@ public struct SoftwareDeviceKey: DeviceKey {
     }
 
     public func sign(digest: SHA256Digest) throws -> ECDSASignature {
-        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key.pointer, nil) else { throw OpenSSLError.capture("EVP_PKEY_CTX_new_from_pkey") }
-        defer { EVP_PKEY_CTX_free(context) }
-        var der = [UInt8](repeating: 0, count: 80)
-        var length = der.count
-        guard EVP_PKEY_sign_init(context) == 1,
-              EVP_PKEY_sign(context, &der, &length, digest.bytes, digest.bytes.count) == 1 else {
-            throw OpenSSLError.capture("EVP_PKEY_sign")
+        var r = [UInt8](repeating: 0, count: 32)
+        var s = [UInt8](repeating: 0, count: 32)
+        guard devtrust_p256_sign(key.pointer, digest.bytes, &r, &s) == 1 else {
+            throw OpenSSLError.capture("ECDSA_do_sign_ex")
         }
-        return try ECDSASignature(der: Array(der.prefix(length)))
+        return try ECDSASignature(r: r, s: s)
+    }
+}
+
+/// Owns an `EC_KEY` and frees it with the last reference.
+final class ECKey: @unchecked Sendable {
+    // Not modified after creation; ECDSA signing reads it from any thread.
+    let pointer: OpaquePointer
+
+    init(taking pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    deinit {
+        EC_KEY_free(pointer)
+    }
+
+    /// 0x04 || x || y, or nil when the key is not on P-256.
+    func uncompressedPublicPoint() -> [UInt8]? {
+        var point = [UInt8](repeating: 0, count: 65)
+        guard devtrust_p256_public_point(pointer, &point) == 1 else {
+            OpenSSLLibrary.clearErrors()
+            return nil
+        }
+        return point
     }
 }

@@ -8,17 +8,20 @@ final class TPMContext {
     let esys: OpaquePointer
     private var tcti: OpaquePointer?
     let tctiConfiguration: String
+    private let functions: UnsafePointer<devtrust_tss2>
+    private var tss: devtrust_tss2 { functions.pointee }
 
-    private init(esys: OpaquePointer, tcti: OpaquePointer, tctiConfiguration: String) {
+    private init(esys: OpaquePointer, tcti: OpaquePointer, tctiConfiguration: String, functions: UnsafePointer<devtrust_tss2>) {
         self.esys = esys
         self.tcti = tcti
         self.tctiConfiguration = tctiConfiguration
+        self.functions = functions
     }
 
     deinit {
         var context: OpaquePointer? = esys
-        Esys_Finalize(&context)
-        Tss2_TctiLdr_Finalize(&tcti)
+        tss.Esys_Finalize(&context)
+        tss.Tss2_TctiLdr_Finalize(&tcti)
     }
 
     /// Opens the first TPM of `selection` that answers.
@@ -26,6 +29,8 @@ final class TPMContext {
         // The TSS logs its failures to stderr itself; devtrust reports them in
         // its own words. TSS2_LOG set by the user still wins.
         setenv("TSS2_LOG", "all+NONE", 0)
+        let functions = try TSS2Library.load()
+        let tss = functions.pointee
         var failures = [TPMError]()
         for candidate in selection.candidates {
             if let problem = TPMSelection.deviceProblem(candidate) {
@@ -33,20 +38,20 @@ final class TPMContext {
                 continue
             }
             var tcti: OpaquePointer?
-            let loaded = Tss2_TctiLdr_Initialize(candidate, &tcti)
+            let loaded = tss.Tss2_TctiLdr_Initialize(candidate, &tcti)
             guard loaded == 0, let tcti else {
                 failures.append(unreachable(candidate, TPMResponseCode(loaded)))
                 continue
             }
             var esys: OpaquePointer?
-            let initialized = Esys_Initialize(&esys, tcti, nil)
+            let initialized = tss.Esys_Initialize(&esys, tcti, nil)
             guard initialized == 0, let esys else {
                 var owned: OpaquePointer? = tcti
-                Tss2_TctiLdr_Finalize(&owned)
+                tss.Tss2_TctiLdr_Finalize(&owned)
                 failures.append(unreachable(candidate, TPMResponseCode(initialized)))
                 continue
             }
-            return TPMContext(esys: esys, tcti: tcti, tctiConfiguration: candidate)
+            return TPMContext(esys: esys, tcti: tcti, tctiConfiguration: candidate, functions: functions)
         }
         // The first candidate's failure is the one that matters (the device);
         // the default's fallback to tabrmd only adds that it is not there either.
@@ -72,13 +77,13 @@ final class TPMContext {
     }
 
     func flush(_ object: ESYS_TR) {
-        _ = Esys_FlushContext(esys, object)
+        _ = tss.Esys_FlushContext(esys, object)
     }
 
     /// The persistent object at `handle`, or nil when there is none.
     func persistentObject(_ handle: UInt32) throws(TPMError) -> ESYS_TR? {
         var object: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
-        let rc = Esys_TR_FromTPMPublic(esys, handle, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &object)
+        let rc = tss.Esys_TR_FromTPMPublic(esys, handle, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &object)
         if TPMResponseCode(rc).tpmCode == TPMResponseCode.handle { return nil }
         try check(rc, "reading the object at \(TPMHandle.format(handle))")
         return object
@@ -86,8 +91,8 @@ final class TPMContext {
 
     func isStorageKey(_ object: ESYS_TR) throws(TPMError) -> Bool {
         var publicArea: UnsafeMutablePointer<TPM2B_PUBLIC>?
-        try check(Esys_ReadPublic(esys, object, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &publicArea, nil, nil), "ReadPublic")
-        defer { Esys_Free(publicArea) }
+        try check(tss.Esys_ReadPublic(esys, object, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &publicArea, nil, nil), "ReadPublic")
+        defer { tss.Esys_Free(publicArea) }
         return devtrust_is_storage_key(publicArea) == 1
     }
 
@@ -98,7 +103,7 @@ final class TPMContext {
         var outsideInfo = TPM2B_DATA()
         var creationPCR = TPML_PCR_SELECTION()
         var object: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
-        try check(Esys_CreatePrimary(esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+        try check(tss.Esys_CreatePrimary(esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
                                      &sensitive, &template, &outsideInfo, &creationPCR, &object, nil, nil, nil, nil),
                   "creating the storage root key (CreatePrimary)")
         return object
@@ -107,7 +112,7 @@ final class TPMContext {
     /// Makes a transient object persistent at `handle`; returns the persistent object.
     func persist(_ object: ESYS_TR, at handle: UInt32) throws(TPMError) -> ESYS_TR {
         var persistent: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
-        try check(Esys_EvictControl(esys, ESYS_TR(ESYS_TR_RH_OWNER), object, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+        try check(tss.Esys_EvictControl(esys, ESYS_TR(ESYS_TR_RH_OWNER), object, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
                                     handle, &persistent),
                   "making the storage root key persistent at \(TPMHandle.format(handle)) (EvictControl)")
         return persistent
@@ -117,7 +122,7 @@ final class TPMContext {
     func evict(_ handle: UInt32) throws(TPMError) -> Bool {
         guard let object = try persistentObject(handle) else { return false }
         var none: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
-        try check(Esys_EvictControl(esys, ESYS_TR(ESYS_TR_RH_OWNER), object, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+        try check(tss.Esys_EvictControl(esys, ESYS_TR(ESYS_TR_RH_OWNER), object, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
                                     handle, &none),
                   "removing the persistent object at \(TPMHandle.format(handle)) (EvictControl)")
         return true
@@ -131,12 +136,12 @@ final class TPMContext {
         var creationPCR = TPML_PCR_SELECTION()
         var privatePart: UnsafeMutablePointer<TPM2B_PRIVATE>?
         var publicPart: UnsafeMutablePointer<TPM2B_PUBLIC>?
-        try check(Esys_Create(esys, parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+        try check(tss.Esys_Create(esys, parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
                               &sensitive, &template, &outsideInfo, &creationPCR, &privatePart, &publicPart, nil, nil, nil),
                   "creating the device key (Create)")
         defer {
-            Esys_Free(privatePart)
-            Esys_Free(publicPart)
+            tss.Esys_Free(privatePart)
+            tss.Esys_Free(publicPart)
         }
         guard let privatePart, let publicPart else { throw .unsupportedKey("the TPM returned no key") }
         return try TSS2KeyFile.marshal(public: publicPart.pointee, private: privatePart.pointee, parent: parentHandle)
@@ -147,7 +152,7 @@ final class TPMContext {
         var privatePart = try keyFile.unmarshalledPrivate()
         var publicPart = try keyFile.unmarshalledPublic()
         var object: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
-        let rc = Esys_Load(esys, parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &privatePart, &publicPart, &object)
+        let rc = tss.Esys_Load(esys, parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &privatePart, &publicPart, &object)
         switch TPMResponseCode(rc).tpmCode {
         case TPMResponseCode.integrity?, TPMResponseCode.value?:
             throw .keyDoesNotLoad(code: TPMResponseCode(rc))
@@ -160,7 +165,7 @@ final class TPMContext {
     func sign(_ key: ESYS_TR, digest: SHA256Digest) throws(TPMError) -> ECDSASignature {
         var r = [UInt8](repeating: 0, count: 66), s = [UInt8](repeating: 0, count: 66)
         var rSize: UInt16 = 0, sSize: UInt16 = 0
-        try check(devtrust_sign_digest(esys, key, digest.bytes, &r, &rSize, &s, &sSize), "signing (Sign)")
+        try check(devtrust_sign_digest(functions, esys, key, digest.bytes, &r, &rSize, &s, &sSize), "signing (Sign)")
         do {
             return try ECDSASignature(r: Array(r.prefix(Int(rSize))), s: Array(s.prefix(Int(sSize))))
         } catch {
@@ -172,7 +177,7 @@ final class TPMContext {
     func serialize(_ object: ESYS_TR) throws(TPMError) -> [UInt8] {
         var buffer: UnsafeMutablePointer<UInt8>?
         var size = 0
-        try check(Esys_TR_Serialize(esys, object, &buffer, &size), "Esys_TR_Serialize")
+        try check(tss.Esys_TR_Serialize(esys, object, &buffer, &size), "Esys_TR_Serialize")
         defer { free(buffer) }
         guard let buffer else { return [] }
         return Array(UnsafeBufferPointer(start: buffer, count: size))
@@ -180,19 +185,19 @@ final class TPMContext {
 
     func deserialize(_ metadata: [UInt8]) throws(TPMError) -> ESYS_TR {
         var object: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
-        try check(metadata.withUnsafeBufferPointer { Esys_TR_Deserialize(esys, $0.baseAddress, $0.count, &object) }, "Esys_TR_Deserialize")
+        try check(metadata.withUnsafeBufferPointer { tss.Esys_TR_Deserialize(esys, $0.baseAddress, $0.count, &object) }, "Esys_TR_Deserialize")
         return object
     }
 
     /// Releases ESAPI's record of a persistent object (no TPM command).
     func close(_ object: ESYS_TR) {
         var object = object
-        _ = Esys_TR_Close(esys, &object)
+        _ = tss.Esys_TR_Close(esys, &object)
     }
 
     func property(_ property: UInt32) throws(TPMError) -> UInt32 {
         var value: UInt32 = 0
-        try check(devtrust_tpm_property(esys, property, &value), "GetCapability")
+        try check(devtrust_tpm_property(functions, esys, property, &value), "GetCapability")
         return value
     }
 }

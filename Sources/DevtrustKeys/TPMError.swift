@@ -39,7 +39,7 @@ public struct TPMResponseCode: Equatable, Sendable, CustomStringConvertible {
     /// The TSS's own text for the code (Tss2_RC_Decode).
     public var description: String {
         let hex = String(raw, radix: 16)
-        guard let text = Tss2_RC_Decode(raw) else { return "0x" + hex }
+        guard let tss = try? TSS2Library.load(), let text = tss.pointee.Tss2_RC_Decode(raw) else { return "0x" + hex }
         return "\(String(cString: text)) (0x\(String(repeating: "0", count: max(0, 8 - hex.count)) + hex))"
     }
 }
@@ -49,6 +49,8 @@ public struct TPMResponseCode: Equatable, Sendable, CustomStringConvertible {
 public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
     /// No TPM answers at `tcti`; `reason` says why, `hint` what to do.
     case unreachable(tcti: String, reason: String, hint: String?)
+    /// tpm2-tss (the TPM software stack) is not installed, or too old.
+    case softwareStackMissing(reason: String)
     /// The TPM stopped answering in the middle of `operation`.
     case connectionLost(operation: String, code: TPMResponseCode)
     /// The key blob is refused: the TPM was cleared, its firmware changed the
@@ -73,6 +75,8 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case let .unreachable(tcti, reason, hint):
             return "no TPM at \(tcti) (\(reason))" + (hint.map { ": \($0)" } ?? "")
+        case let .softwareStackMissing(reason):
+            return "the TPM software stack (tpm2-tss) cannot be loaded (\(reason)): install the packages libtss2-esys-3.0.2-0, libtss2-tctildr0, libtss2-mu0 and libtss2-rc0"
         case let .connectionLost(operation, code):
             return "the TPM stopped answering during \(operation) (\(code)); nothing was changed. Check that the TPM (or its resource manager or simulator) is running, then retry."
         case let .keyDoesNotLoad(code):

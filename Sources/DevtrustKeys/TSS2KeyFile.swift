@@ -75,31 +75,34 @@ public struct TSS2KeyFile: Equatable, Sendable {
     }
 
     func unmarshalledPublic() throws(TPMError) -> TPM2B_PUBLIC {
+        let tss = try TSS2Library.load().pointee
         var value = TPM2B_PUBLIC()
         var offset = 0
-        let rc = publicArea.withUnsafeBufferPointer { Tss2_MU_TPM2B_PUBLIC_Unmarshal($0.baseAddress, $0.count, &offset, &value) }
+        let rc = publicArea.withUnsafeBufferPointer { tss.Tss2_MU_TPM2B_PUBLIC_Unmarshal($0.baseAddress, $0.count, &offset, &value) }
         guard rc == 0, offset == publicArea.count else { throw .unsupportedKey("the public part is not a TPM2B_PUBLIC") }
         return value
     }
 
     func unmarshalledPrivate() throws(TPMError) -> TPM2B_PRIVATE {
+        let tss = try TSS2Library.load().pointee
         var value = TPM2B_PRIVATE()
         var offset = 0
-        let rc = privateArea.withUnsafeBufferPointer { Tss2_MU_TPM2B_PRIVATE_Unmarshal($0.baseAddress, $0.count, &offset, &value) }
+        let rc = privateArea.withUnsafeBufferPointer { tss.Tss2_MU_TPM2B_PRIVATE_Unmarshal($0.baseAddress, $0.count, &offset, &value) }
         guard rc == 0, offset == privateArea.count else { throw .unsupportedKey("the private part is not a TPM2B_PRIVATE") }
         return value
     }
 
     /// Marshals a created key's public and private parts.
     static func marshal(public publicValue: TPM2B_PUBLIC, private privateValue: TPM2B_PRIVATE, parent: UInt32) throws(TPMError) -> TSS2KeyFile {
+        let tss = try TSS2Library.load().pointee
         var publicValue = publicValue
         var privateValue = privateValue
         var publicBytes = [UInt8](repeating: 0, count: MemoryLayout<TPM2B_PUBLIC>.size)
         var privateBytes = [UInt8](repeating: 0, count: MemoryLayout<TPM2B_PRIVATE>.size)
         var publicLength = 0
         var privateLength = 0
-        guard Tss2_MU_TPM2B_PUBLIC_Marshal(&publicValue, &publicBytes, publicBytes.count, &publicLength) == 0,
-              Tss2_MU_TPM2B_PRIVATE_Marshal(&privateValue, &privateBytes, privateBytes.count, &privateLength) == 0 else {
+        guard tss.Tss2_MU_TPM2B_PUBLIC_Marshal(&publicValue, &publicBytes, publicBytes.count, &publicLength) == 0,
+              tss.Tss2_MU_TPM2B_PRIVATE_Marshal(&privateValue, &privateBytes, privateBytes.count, &privateLength) == 0 else {
             throw .unsupportedKey("cannot marshal the key the TPM created")
         }
         return TSS2KeyFile(parent: parent, publicArea: Array(publicBytes.prefix(publicLength)), privateArea: Array(privateBytes.prefix(privateLength)))

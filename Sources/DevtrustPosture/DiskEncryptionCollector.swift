@@ -32,30 +32,43 @@ enum DiskEncryptionCollector {
 
     static func mounts(_ input: PostureInput) -> [Mount]? {
         guard let bytes = try? FileReader.read(input.path("/proc/self/mountinfo"), limit: 4 << 20) else { return nil }
-        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { line in
+        var mounts = [Mount]()
+        for line in bytes.split(separator: UInt8(ascii: "\n")) {
             // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count >= 10, let dash = fields.firstIndex(of: "-"), dash >= 6, dash + 2 < fields.count else { return nil }
-            return Mount(majorMinor: String(fields[2]), mountPoint: unescape(fields[4]), fileSystem: String(fields[dash + 1]), source: unescape(fields[dash + 2]))
+            let fields = line.split(separator: UInt8(ascii: " "))
+            guard fields.count >= 10, let dash = fields.firstIndex(where: { $0.count == 1 && $0.first == UInt8(ascii: "-") }),
+                  dash >= 6, dash + 2 < fields.count else { continue }
+            mounts.append(Mount(majorMinor: String(decoding: fields[2], as: UTF8.self), mountPoint: unescape(fields[4]),
+                                fileSystem: String(decoding: fields[dash + 1], as: UTF8.self), source: unescape(fields[dash + 2])))
         }
+        return mounts
     }
 
     /// mountinfo writes space, tab, newline and backslash as \040 \011 \012 \134.
-    static func unescape(_ field: Substring) -> String {
+    static func unescape(_ field: ArraySlice<UInt8>) -> String {
         var result = [UInt8]()
-        let bytes = Array(field.utf8)
-        var index = 0
-        while index < bytes.count {
-            if bytes[index] == UInt8(ascii: "\\"), index + 3 < bytes.count,
-               let value = UInt8(String(decoding: bytes[(index + 1)...(index + 3)], as: UTF8.self), radix: 8) {
+        result.reserveCapacity(field.count)
+        var index = field.startIndex
+        while index < field.endIndex {
+            if field[index] == UInt8(ascii: "\\"), index + 3 < field.endIndex, let value = octal(field[(index + 1)...(index + 3)]) {
                 result.append(value)
                 index += 4
             } else {
-                result.append(bytes[index])
+                result.append(field[index])
                 index += 1
             }
         }
         return String(decoding: result, as: UTF8.self)
+    }
+
+    /// Three octal digits, up to \377.
+    private static func octal(_ digits: ArraySlice<UInt8>) -> UInt8? {
+        var value = 0
+        for digit in digits {
+            guard digit >= UInt8(ascii: "0"), digit <= UInt8(ascii: "7") else { return nil }
+            value = value * 8 + Int(digit - UInt8(ascii: "0"))
+        }
+        return value <= 255 ? UInt8(value) : nil
     }
 
     /// The kernel's name of the block device behind a mount (dm-0, nvme0n1p3, loop0).

@@ -6,8 +6,14 @@ import Glibc
 enum OSReleaseCollector {
     static func collect(_ input: PostureInput) -> [Attribute] {
         var attributes = [Attribute]()
-        let candidates = ["/etc/os-release", "/usr/lib/os-release"]
-        if let (path, fields) = candidates.lazy.compactMap({ path in (try? FileReader.read(input.path(path), limit: 65_536)).map { (path, parse($0)) } }).first {
+        var found: (path: String, fields: [String: String])?
+        for path in ["/etc/os-release", "/usr/lib/os-release"] {
+            if let bytes = try? FileReader.read(input.path(path), limit: 65_536) {
+                found = (path, parse(bytes))
+                break
+            }
+        }
+        if let (path, fields) = found {
             for (claim, key) in [("linuxOsVersion", "VERSION_ID"), ("osName", "ID")] {
                 if let value = fields[key], isPlausible(value) {
                     attributes.append(Attribute(name: claim, value: value, source: "\(key) in \(path)"))
@@ -25,7 +31,7 @@ enum OSReleaseCollector {
 
     static func kernel(_ input: PostureInput) -> Attribute {
         if let bytes = try? FileReader.read(input.path("/proc/sys/kernel/osrelease"), limit: 256) {
-            let value = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+            let value = bytes.split(whereSeparator: ASCII.isNewline).first.map { String(decoding: $0, as: UTF8.self) } ?? ""
             if isPlausible(value) { return Attribute(name: "kernelVersion", value: value, source: "/proc/sys/kernel/osrelease") }
         }
         if input.root.isEmpty {
@@ -40,26 +46,28 @@ enum OSReleaseCollector {
 
     /// os-release: KEY=VALUE lines, values unquoted, "double-quoted" (with
     /// backslash escapes) or 'single-quoted'; anything else is skipped.
+    /// Parsed as bytes: this runs on every `devtrust token`.
     static func parse(_ bytes: [UInt8]) -> [String: String] {
         var fields = [String: String]()
-        for rawLine in String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline) {
-            let line = rawLine.drop(while: \.isWhitespace)
-            guard !line.hasPrefix("#"), let equals = line.firstIndex(of: "=") else { continue }
-            let key = String(line[..<equals])
-            guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber || $0 == "_") }) else { continue }
-            var value = Substring(line[line.index(after: equals)...])
-            while let last = value.last, last.isWhitespace { value.removeLast() }
-            if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 {
-                var unescaped = ""
+        for rawLine in bytes.split(whereSeparator: ASCII.isNewline) {
+            let line = rawLine.drop(while: ASCII.isSpace)
+            guard line.first != UInt8(ascii: "#"), let equals = line.firstIndex(of: UInt8(ascii: "=")) else { continue }
+            let key = line[..<equals]
+            guard !key.isEmpty, key.allSatisfy({ ASCII.isUppercase($0) || ASCII.isDigit($0) || $0 == UInt8(ascii: "_") }) else { continue }
+            var value = line[line.index(after: equals)...]
+            while let last = value.last, ASCII.isSpace(last) { value.removeLast() }
+            let quote = value.first
+            if value.count >= 2, quote == UInt8(ascii: "\""), value.last == quote {
+                var unescaped = [UInt8]()
                 var escaping = false
-                for character in value.dropFirst().dropLast() {
-                    if escaping { unescaped.append(character); escaping = false } else if character == "\\" { escaping = true } else { unescaped.append(character) }
+                for byte in value.dropFirst().dropLast() {
+                    if escaping { unescaped.append(byte); escaping = false } else if byte == UInt8(ascii: "\\") { escaping = true } else { unescaped.append(byte) }
                 }
-                fields[key] = unescaped
-            } else if value.hasPrefix("'"), value.hasSuffix("'"), value.count >= 2 {
-                fields[key] = String(value.dropFirst().dropLast())
-            } else if !value.contains(where: { "\"'`$\\ ".contains($0) }) {
-                fields[key] = String(value)
+                fields[String(decoding: key, as: UTF8.self)] = String(decoding: unescaped, as: UTF8.self)
+            } else if value.count >= 2, quote == UInt8(ascii: "'"), value.last == quote {
+                fields[String(decoding: key, as: UTF8.self)] = String(decoding: value.dropFirst().dropLast(), as: UTF8.self)
+            } else if !value.contains(where: { ASCII.needsQuoting($0) }) {
+                fields[String(decoding: key, as: UTF8.self)] = String(decoding: value, as: UTF8.self)
             }
         }
         return fields

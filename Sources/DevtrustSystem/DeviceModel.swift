@@ -1,3 +1,4 @@
+import DevtrustEncoding
 import Glibc
 
 /// A display name for the device (`deviceModel` at registration): the DMI
@@ -11,7 +12,7 @@ public enum DeviceModel {
     public static func detect(root: String = "") -> String? {
         if let product = firstLine(root + "/sys/class/dmi/id/product_name"), !placeholders.contains(product.lowercased()) {
             if let version = firstLine(root + "/sys/class/dmi/id/product_version"), !placeholders.contains(version.lowercased()),
-               version.count <= 40, !product.contains(version), version.contains(where: \.isLetter) {
+               version.count <= 40, !product.includes(version), version.contains(where: \.isLetter) {
                 return product + " " + version
             }
             return product

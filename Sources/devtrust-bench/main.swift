@@ -1,7 +1,6 @@
 import DevtrustJOSE
 import DevtrustKeys
 import DevtrustPosture
-import Foundation
 import Glibc
 
 // In-process measurements (no process start), for `make bench` and the notes:
@@ -41,26 +40,6 @@ case "mint":
         minted += 1
     }
     print("minted \(minted) tokens in \(seconds) s: \(Int(Double(minted) / (now() - start))) per second")
-case "phases":
-    // First-call costs, as one `devtrust token` process pays them.
-    let path = arguments.count > 1 ? arguments[1] : ""
-    var t = now()
-    func lap(_ name: String) { let n = now(); print("\(name): \(Int((n - t) * 1e6)) µs"); t = n }
-    let pem = Array(try! String(contentsOfFile: path, encoding: .utf8).utf8)
-    lap("read key file")
-    let key = try SoftwareDeviceKey(pkcs8PEM: pem)
-    lap("decode PKCS#8 PEM (first, with OpenSSL start-up)")
-    _ = try SoftwareDeviceKey(pkcs8PEM: pem)
-    lap("decode PKCS#8 PEM (second)")
-    _ = key.fingerprint
-    lap("fingerprint (SHA-256)")
-    let minter = DeviceTokenMinter(key: key)
-    _ = try minter.deviceToken(deviceId: "x", attributes: DeviceAttributes())
-    lap("first token (UUID, JSON, sign)")
-    _ = try minter.deviceToken(deviceId: "x", attributes: DeviceAttributes())
-    lap("second token")
-    _ = PostureCollector.collect(PostureInput(effectiveUserID: 1000, home: "/root", keyProtection: "software"))
-    lap("posture (first)")
 default:
     print("usage: devtrust-bench posture [N] | mint [SECONDS]")
     exit(2)

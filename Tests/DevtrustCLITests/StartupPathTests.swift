@@ -3,7 +3,8 @@ import Foundation
 import Testing
 
 /// `devtrust token` runs per request: the HTTP stack (libcurl and its
-/// dependencies) and ICU must never be loaded on its path.
+/// dependencies) and ICU must never be loaded on its path, nor the TPM
+/// software stack when the key is a software key.
 @Suite struct StartupPathTests {
     static func loadedLibraries(_ cli: DevtrustBinary, _ arguments: [String]) throws -> [String] {
         var traced = cli
@@ -16,13 +17,24 @@ import Testing
         }
     }
 
-    @Test func tokenLoadsNeitherLibcurlNorICU() throws {
+    @Test func softwareTokenLoadsNeitherLibcurlNorICUNorTheTSS() throws {
         let directory = TemporaryDirectory()
         var cli = DevtrustBinary(keystore: directory.file("ks"))
         cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
         try cli.run("init", "--backend", "software", "-q")
         let libraries = try Self.loadedLibraries(cli, ["token", "--device-id", "x"])
-        #expect(libraries.contains { $0.contains("libcrypto") }, "the trace shows no libraries: \(libraries)")
-        #expect(!libraries.contains { $0.contains("curl") || $0.contains("icu") || $0.contains("Foundation") }, "\(libraries)")
+        #expect(libraries.contains { $0.contains("libc.so") }, "the trace shows no libraries: \(libraries)")
+        #expect(!libraries.contains { $0.contains("curl") || $0.contains("icu") || $0.contains("Foundation") || $0.contains("tss2") }, "\(libraries)")
+    }
+
+    @Test(.enabled(if: Swtpm.shouldRun)) func tpmTokenLoadsTheTSSButNotLibcurl() throws {
+        let tpm = try Swtpm()
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = tpm.tcti
+        try cli.run("init", "--backend", "tpm", "-q")
+        let libraries = try Self.loadedLibraries(cli, ["token", "--device-id", "x"])
+        #expect(libraries.contains { $0.contains("libtss2-esys") } && libraries.contains { $0.contains("libtss2-tcti-swtpm") }, "\(libraries)")
+        #expect(!libraries.contains { $0.contains("curl") || $0.contains("icu") }, "\(libraries)")
     }
 }

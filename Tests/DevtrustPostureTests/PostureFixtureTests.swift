@@ -220,7 +220,17 @@ struct FixtureMachine: Sendable, CustomTestStringConvertible {
     }
 
     @Test func mountinfoEscapes() {
-        #expect(DiskEncryptionCollector.unescape("/media/my\\040disk") == "/media/my disk")
+        func unescape(_ text: String) -> String { DiskEncryptionCollector.unescape(ArraySlice(text.utf8)) }
+        #expect(unescape("/media/my\\040disk") == "/media/my disk")
+        #expect(unescape("/a\\134b\\011c\\012") == "/a\\b\tc\n")
+        // Not an escape: too short, or not octal; kept as written.
+        #expect(unescape("/x\\04") == "/x\\04")
+        #expect(unescape("/x\\089") == "/x\\089")
+    }
+
+    @Test func osReleaseWhitespaceAndLineEndings() {
+        let fields = OSReleaseCollector.parse(Array("  ID=debian  \r\nVERSION_ID=\"12\"\t\n\tNAME='Debian GNU/Linux'\nBAD KEY=x\n=empty\n".utf8))
+        #expect(fields == ["ID": "debian", "VERSION_ID": "12", "NAME": "Debian GNU/Linux"])
     }
 }
 

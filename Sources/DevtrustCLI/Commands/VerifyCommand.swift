@@ -101,7 +101,7 @@ enum VerifyCommand {
                 throw UsageError("--public-key: \(error)", command: "verify")
             }
             let text = String(decoding: contents, as: UTF8.self)
-            if text.contains("-----BEGIN") { return try P256PublicKey(pem: text) }
+            if text.includes("-----BEGIN") { return try P256PublicKey(pem: text) }
             var trimmed = text
             while let last = trimmed.last, last.isWhitespace { trimmed.removeLast() }
             if let spki = try? Base64.decode(trimmed, padding: .optional) { return try P256PublicKey(spki: spki) }

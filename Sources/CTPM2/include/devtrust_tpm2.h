@@ -1,11 +1,20 @@
-#ifndef DEVTRUST_CTPM2_SHIM_H
-#define DEVTRUST_CTPM2_SHIM_H
+#ifndef DEVTRUST_TPM2_H
+#define DEVTRUST_TPM2_H
+
+/* tpm2-tss, loaded with dlopen when a command needs the TPM: the software key
+   path (`devtrust token` on most machines) then never maps the five TSS
+   libraries (about 0.5 ms of every start), and devtrust runs where tpm2-tss
+   is not installed. The headers give the types; the functions come through
+   `struct devtrust_tss2`, whose members carry the TSS's own names
+   (devtrust_tss2.h). */
 
 #include <string.h>
 #include <tss2/tss2_esys.h>
 #include <tss2/tss2_mu.h>
 #include <tss2/tss2_rc.h>
 #include <tss2/tss2_tctildr.h>
+
+#include "devtrust_tss2.h"
 
 /* The TSS headers define their constants as casts (`((TPM2_RH) 0x40000001)`),
    which Swift cannot import; these give Swift the few it needs, and build the
@@ -84,51 +93,6 @@ static inline int devtrust_public_point(const TPM2B_PUBLIC *public, uint8_t x[32
     *x_size = point->x.size;
     *y_size = point->y.size;
     return 1;
-}
-
-/* TPM2_Sign of a SHA-256 digest with ECDSA-SHA256 and a null hashcheck ticket
-   (allowed for unrestricted keys); r and s are copied out as the TPM gives them. */
-static inline TSS2_RC devtrust_sign_digest(ESYS_CONTEXT *context, ESYS_TR key, const uint8_t digest[32],
-                                           uint8_t r[66], uint16_t *r_size, uint8_t s[66], uint16_t *s_size) {
-    TPM2B_DIGEST message;
-    memset(&message, 0, sizeof message);
-    message.size = 32;
-    memcpy(message.buffer, digest, 32);
-    TPMT_SIG_SCHEME scheme;
-    memset(&scheme, 0, sizeof scheme);
-    scheme.scheme = TPM2_ALG_ECDSA;
-    scheme.details.ecdsa.hashAlg = TPM2_ALG_SHA256;
-    TPMT_TK_HASHCHECK ticket;
-    memset(&ticket, 0, sizeof ticket);
-    ticket.tag = TPM2_ST_HASHCHECK;
-    ticket.hierarchy = TPM2_RH_NULL;
-    TPMT_SIGNATURE *signature = NULL;
-    TSS2_RC rc = Esys_Sign(context, key, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &message, &scheme, &ticket, &signature);
-    if (rc != TSS2_RC_SUCCESS) return rc;
-    const TPMS_SIGNATURE_ECC *ecdsa = &signature->signature.ecdsa;
-    if (signature->sigAlg != TPM2_ALG_ECDSA || ecdsa->signatureR.size > 66 || ecdsa->signatureS.size > 66) {
-        Esys_Free(signature);
-        return TSS2_ESYS_RC_MALFORMED_RESPONSE;
-    }
-    memcpy(r, ecdsa->signatureR.buffer, ecdsa->signatureR.size);
-    memcpy(s, ecdsa->signatureS.buffer, ecdsa->signatureS.size);
-    *r_size = ecdsa->signatureR.size;
-    *s_size = ecdsa->signatureS.size;
-    Esys_Free(signature);
-    return TSS2_RC_SUCCESS;
-}
-
-/* One fixed TPM property (TPM2_PT_*) by GetCapability. */
-static inline TSS2_RC devtrust_tpm_property(ESYS_CONTEXT *context, uint32_t property, uint32_t *value) {
-    TPMS_CAPABILITY_DATA *data = NULL;
-    TPMI_YES_NO more = 0;
-    TSS2_RC rc = Esys_GetCapability(context, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
-                                    TPM2_CAP_TPM_PROPERTIES, property, 1, &more, &data);
-    if (rc != TSS2_RC_SUCCESS) return rc;
-    int found = data->data.tpmProperties.count >= 1 && data->data.tpmProperties.tpmProperty[0].property == property;
-    if (found) *value = data->data.tpmProperties.tpmProperty[0].value;
-    Esys_Free(data);
-    return found ? TSS2_RC_SUCCESS : TSS2_ESYS_RC_MALFORMED_RESPONSE;
 }
 
 /* The empty sensitive part (emptyAuth) and the empty creation inputs. */

@@ -1,0 +1,85 @@
+#include "devtrust_tpm2.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+
+static struct devtrust_tss2 api;
+static int loaded;
+static char load_error[512];
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+static void *open_library(const char *name) {
+    void *library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (library == NULL && load_error[0] == 0) snprintf(load_error, sizeof load_error, "%s", dlerror());
+    return library;
+}
+
+static void load(void) {
+    void *esys = open_library("libtss2-esys.so.0");
+    void *tctildr = open_library("libtss2-tctildr.so.0");
+    void *mu = open_library("libtss2-mu.so.0");
+    void *rc = open_library("libtss2-rc.so.0");
+    if (esys == NULL || tctildr == NULL || mu == NULL || rc == NULL) return;
+    void *libraries[] = { esys, tctildr, mu, rc };
+    /* Each name is looked up in every library: which one exports it is the TSS's business. */
+#define DEVTRUST_TSS2_RESOLVE(name) \
+    for (size_t i = 0; i < sizeof libraries / sizeof libraries[0] && *(void **)&api.name == NULL; i++) \
+        *(void **)&api.name = dlsym(libraries[i], #name); \
+    if (*(void **)&api.name == NULL) { \
+        snprintf(load_error, sizeof load_error, "the installed tpm2-tss has no %s", #name); \
+        return; \
+    }
+    DEVTRUST_TSS2_FUNCTIONS(DEVTRUST_TSS2_RESOLVE)
+#undef DEVTRUST_TSS2_RESOLVE
+    loaded = 1;
+}
+
+const struct devtrust_tss2 *devtrust_tss2_load(char *error, size_t error_size) {
+    pthread_once(&load_once, load);
+    if (loaded) return &api;
+    snprintf(error, error_size, "%s", load_error[0] ? load_error : "tpm2-tss could not be loaded");
+    return NULL;
+}
+
+TSS2_RC devtrust_sign_digest(const struct devtrust_tss2 *tss, ESYS_CONTEXT *context, ESYS_TR key, const uint8_t digest[32],
+                             uint8_t r[66], uint16_t *r_size, uint8_t s[66], uint16_t *s_size) {
+    TPM2B_DIGEST message;
+    memset(&message, 0, sizeof message);
+    message.size = 32;
+    memcpy(message.buffer, digest, 32);
+    TPMT_SIG_SCHEME scheme;
+    memset(&scheme, 0, sizeof scheme);
+    scheme.scheme = TPM2_ALG_ECDSA;
+    scheme.details.ecdsa.hashAlg = TPM2_ALG_SHA256;
+    TPMT_TK_HASHCHECK ticket;
+    memset(&ticket, 0, sizeof ticket);
+    ticket.tag = TPM2_ST_HASHCHECK;
+    ticket.hierarchy = TPM2_RH_NULL;
+    TPMT_SIGNATURE *signature = NULL;
+    TSS2_RC rc = tss->Esys_Sign(context, key, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &message, &scheme, &ticket, &signature);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    const TPMS_SIGNATURE_ECC *ecdsa = &signature->signature.ecdsa;
+    if (signature->sigAlg != TPM2_ALG_ECDSA || ecdsa->signatureR.size > 66 || ecdsa->signatureS.size > 66) {
+        tss->Esys_Free(signature);
+        return TSS2_ESYS_RC_MALFORMED_RESPONSE;
+    }
+    memcpy(r, ecdsa->signatureR.buffer, ecdsa->signatureR.size);
+    memcpy(s, ecdsa->signatureS.buffer, ecdsa->signatureS.size);
+    *r_size = ecdsa->signatureR.size;
+    *s_size = ecdsa->signatureS.size;
+    tss->Esys_Free(signature);
+    return TSS2_RC_SUCCESS;
+}
+
+TSS2_RC devtrust_tpm_property(const struct devtrust_tss2 *tss, ESYS_CONTEXT *context, uint32_t property, uint32_t *value) {
+    TPMS_CAPABILITY_DATA *data = NULL;
+    TPMI_YES_NO more = 0;
+    TSS2_RC rc = tss->Esys_GetCapability(context, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                         TPM2_CAP_TPM_PROPERTIES, property, 1, &more, &data);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    int found = data->data.tpmProperties.count >= 1 && data->data.tpmProperties.tpmProperty[0].property == property;
+    if (found) *value = data->data.tpmProperties.tpmProperty[0].value;
+    tss->Esys_Free(data);
+    return found ? TSS2_RC_SUCCESS : TSS2_ESYS_RC_MALFORMED_RESPONSE;
+}

@@ -1,0 +1,246 @@
+#!/usr/bin/python3
+"""make bench: devtrust against the reference tools, each pair in one run.
+
+Commands are timed alternately, run by run, so that both see the same state
+of this noisy machine; medians are compared. The goals (docs/performance.md,
+thresholds in scripts/bench-thresholds.json):
+
+  1. `devtrust token`, software key  <= jose jws sig (ES256, same claim size)
+  2. `devtrust token`, TPM key       <= openssl pkeyutl -provider tpm2 -sign,
+     on swtpm with a persistent SRK, and exactly Load, Sign, FlushContext
+  3. in-process mint rate            >= 0.8 x openssl speed ecdsap256 sign rate
+  4. peak RSS of `devtrust token`    <= 8 MiB (/usr/bin/time)
+
+Exits 1 when a goal is missed. Usage:
+  bench.py --binary RELEASE_DEVTRUST --bench RELEASE_DEVTRUST_BENCH --thresholds FILE
+           [--runs N] [--json FILE]
+"""
+import base64
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+DEVICE_ID = "74070bae-df8c-42bf-8754-5173c237c936"
+TPM_COMMANDS = {"00000131": "CreatePrimary", "00000157": "Load", "0000015d": "Sign", "00000165": "FlushContext",
+                "00000173": "ReadPublic", "00000176": "StartAuthSession", "0000017a": "GetCapability"}
+
+
+def timed(command, environment):
+    start = time.perf_counter_ns()
+    completed = subprocess.run(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = (time.perf_counter_ns() - start) / 1e6
+    if completed.returncode != 0:
+        raise SystemExit("bench: command failed (exit %d): %s\n%s" % (completed.returncode, " ".join(command), completed.stderr.decode(errors="replace")))
+    return elapsed
+
+
+def alternate(commands, environment, runs, warmup=20):
+    """Median wall time (ms) of each command, run in turn, `runs` times each."""
+    samples = [[] for _ in commands]
+    for index in range(warmup + runs):
+        for position, command in enumerate(commands):
+            elapsed = timed(command, environment)
+            if index >= warmup:
+                samples[position].append(elapsed)
+    return [statistics.median(values) for values in samples]
+
+
+def output_of(command, environment):
+    completed = subprocess.run(command, env=environment, capture_output=True, text=True)
+    if completed.returncode != 0:
+        raise SystemExit("bench: command failed (exit %d): %s\n%s" % (completed.returncode, " ".join(command), completed.stderr))
+    return completed.stdout, completed.stderr
+
+
+def free_port_pair():
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        if port >= 65000:
+            continue
+        with socket.socket() as control:
+            try:
+                control.bind(("127.0.0.1", port + 1))
+                return port
+            except OSError:
+                continue
+
+
+def b64url_decode(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class Report:
+    def __init__(self):
+        self.lines, self.results, self.missed = [], {}, []
+
+    def goal(self, key, text, passed, **values):
+        self.results[key] = dict(values, passed=passed)
+        self.lines.append("%s  %s" % ("PASS" if passed else "MISS", text))
+        if not passed:
+            self.missed.append(key)
+
+
+def software_token(args, directory, environment, thresholds, report):
+    keystore = os.path.join(directory, "software")
+    output_of([args.binary, "--keystore", keystore, "init", "--backend", "software"], environment)
+    token, _ = output_of([args.binary, "--keystore", keystore, "token", "--device-id", DEVICE_ID], environment)
+    header, payload, _ = token.strip().split(".")
+    # jose signs the same claims under the same protected header, with a P-256 JWK.
+    with open(os.path.join(directory, "payload.json"), "wb") as file:
+        file.write(b64url_decode(payload))
+    jwk = os.path.join(directory, "key.jwk")
+    output_of(["jose", "jwk", "gen", "-i", '{"alg":"ES256"}', "-o", jwk], environment)
+    signature_template = json.dumps({"protected": json.loads(b64url_decode(header))})
+    jose = ["jose", "jws", "sig", "-I", os.path.join(directory, "payload.json"), "-k", jwk, "-s", signature_template, "-c", "-o", "/dev/null"]
+    ours = [args.binary, "--keystore", keystore, "token", "--device-id", DEVICE_ID]
+    devtrust_ms, jose_ms = alternate([ours, jose], environment, args.runs)
+    ratio = devtrust_ms / jose_ms
+    limit = thresholds["software_token_vs_jose_max_ratio"]
+    report.goal("software_token", "software token %.2f ms vs jose jws sig %.2f ms: ratio %.2f (goal <= %.2f; %d-byte claims)"
+                % (devtrust_ms, jose_ms, ratio, limit, len(b64url_decode(payload))),
+                ratio <= limit, devtrust_ms=round(devtrust_ms, 3), reference_ms=round(jose_ms, 3), ratio=round(ratio, 3))
+    return keystore
+
+
+def tpm_token(args, directory, environment, thresholds, report):
+    if not shutil.which("swtpm"):
+        report.goal("tpm_token", "TPM token: swtpm is not installed", False)
+        return
+    port = free_port_pair()
+    state = os.path.join(directory, "swtpm")
+    os.mkdir(state)
+    swtpm = subprocess.Popen(["swtpm", "socket", "--tpm2", "--server", "type=tcp,bindaddr=127.0.0.1,port=%d" % port,
+                              "--ctrl", "type=tcp,bindaddr=127.0.0.1,port=%d" % (port + 1), "--tpmstate", "dir=" + state,
+                              "--flags", "not-need-init,startup-clear"], start_new_session=True)
+    try:
+        time.sleep(0.5)
+        tcti = "swtpm:host=127.0.0.1,port=%d" % port
+        tpm_environment = dict(environment, DEVTRUST_TCTI=tcti, TPM2OPENSSL_TCTI=tcti, TSS2_LOG="all+NONE")
+        keystore = os.path.join(directory, "tpm")
+        _, notes = output_of([args.binary, "--keystore", keystore, "init", "--backend", "tpm"], tpm_environment)
+        persistent = "0x81000001" in notes
+        key_file = [os.path.join(keystore, name) for name in os.listdir(keystore) if name.startswith("key-")][0]
+        # The commands of one token, from the TCTI's own debug log.
+        _, log = output_of([args.binary, "--keystore", keystore, "token", "--device-id", DEVICE_ID], dict(tpm_environment, TSS2_LOG="tcti+debug"))
+        lines = log.splitlines()
+        commands = []
+        for index, line in enumerate(lines):
+            if "socket_xmit_buf() Writing" in line and index + 1 < len(lines):
+                fields = lines[index + 1].split()
+                code = fields[1][12:20] if len(fields) > 1 else ""
+                commands.append(TPM_COMMANDS.get(code, code))
+        digest = os.path.join(directory, "digest")
+        with open(digest, "wb") as file:
+            file.write(os.urandom(32))
+        openssl = ["openssl", "pkeyutl", "-provider", "tpm2", "-provider", "default", "-sign", "-inkey", key_file, "-in", digest, "-out", "/dev/null"]
+        ours = [args.binary, "--keystore", keystore, "token", "--device-id", DEVICE_ID]
+        devtrust_ms, openssl_ms = alternate([ours, openssl], tpm_environment, max(50, args.runs // 3), warmup=5)
+        ratio = devtrust_ms / openssl_ms
+        limit = thresholds["tpm_token_vs_openssl_pkeyutl_max_ratio"]
+        expected = thresholds["tpm_commands_per_token"]
+        report.goal("tpm_token", "TPM token %.2f ms vs openssl pkeyutl -provider tpm2 %.2f ms: ratio %.2f (goal <= %.2f; swtpm, SRK %s)"
+                    % (devtrust_ms, openssl_ms, ratio, limit, "persistent at 0x81000001" if persistent else "NOT persistent"),
+                    ratio <= limit and persistent, devtrust_ms=round(devtrust_ms, 3), reference_ms=round(openssl_ms, 3), ratio=round(ratio, 3))
+        report.goal("tpm_commands", "TPM commands per token: %s (goal %s)" % (", ".join(commands), ", ".join(expected)),
+                    commands == expected, commands=commands)
+    finally:
+        os.killpg(swtpm.pid, signal.SIGKILL)
+        swtpm.wait()
+
+
+def mint_rate(args, environment, thresholds, report):
+    ours, reference = [], []
+    for _ in range(3):
+        out, _ = output_of([args.bench, "mint", "3"], environment)
+        ours.append(float(re.search(r"(\d+) per second", out).group(1)))
+        out, _ = output_of(["openssl", "speed", "-seconds", "3", "ecdsap256"], environment)
+        reference.append(float(re.search(r"nistp256\)\s+\S+s\s+\S+s\s+([\d.]+)", out).group(1)))
+    ours_rate, reference_rate = statistics.median(ours), statistics.median(reference)
+    ratio = ours_rate / reference_rate
+    limit = thresholds["mint_rate_vs_openssl_speed_min_ratio"]
+    report.goal("mint_rate", "in-process mint %.0f tokens/s vs openssl speed ecdsap256 %.0f signs/s: ratio %.2f (goal >= %.2f; medians of 3 alternating 3 s rounds)"
+                % (ours_rate, reference_rate, ratio, limit), ratio >= limit,
+                devtrust_per_second=round(ours_rate), reference_per_second=round(reference_rate), ratio=round(ratio, 3))
+
+
+def peak_rss(args, keystore, environment, thresholds, report):
+    peaks = []
+    for _ in range(20):
+        _, err = output_of(["/usr/bin/time", "-f", "%M", args.binary, "--keystore", keystore, "token", "--device-id", DEVICE_ID], environment)
+        peaks.append(int(err.strip().splitlines()[-1]))
+    limit = thresholds["token_peak_rss_max_kib"]
+    report.goal("peak_rss", "peak RSS of devtrust token %d KiB (max of 20 runs; median %d) (goal <= %d KiB)"
+                % (max(peaks), statistics.median(peaks), limit), max(peaks) <= limit, max_kib=max(peaks), median_kib=statistics.median(peaks))
+
+
+def phases(args, keystore, environment, report):
+    """Where a token's time goes, process by process: each step adds to the one before."""
+    steps = [
+        ("process floor (/bin/true)", ["/bin/true"]),
+        ("+ exec, dynamic loading, Swift runtime (devtrust --version)", [args.binary, "--version"]),
+        ("+ keystore read, key decode, public key (devtrust pubkey)", [args.binary, "--keystore", keystore, "pubkey"]),
+        ("+ posture, claims, sign, encode, write (devtrust token)", [args.binary, "--keystore", keystore, "token", "--device-id", DEVICE_ID]),
+    ]
+    medians = alternate([command for _, command in steps], environment, max(100, args.runs // 3))
+    report.lines.append("")
+    report.lines.append("phases (medians of alternating runs):")
+    previous = 0.0
+    for (name, _), median in zip(steps, medians):
+        report.lines.append("  %6.2f ms  %+6.2f ms  %s" % (median, median - previous, name))
+        previous = median
+    report.results["phases_ms"] = {name: round(median, 3) for (name, _), median in zip(steps, medians)}
+
+
+def main(argv):
+    args = type("Arguments", (), {"runs": 300, "json": None, "binary": None, "bench": None, "thresholds": None})()
+    while argv:
+        option = argv.pop(0)
+        if option in ("--binary", "--bench", "--thresholds", "--json"):
+            setattr(args, option[2:], argv.pop(0))
+        elif option == "--runs":
+            args.runs = int(argv.pop(0))
+        else:
+            raise SystemExit(__doc__)
+    if not (args.binary and args.bench and args.thresholds):
+        raise SystemExit(__doc__)
+    args.binary, args.bench = os.path.abspath(args.binary), os.path.abspath(args.bench)
+    with open(args.thresholds) as file:
+        thresholds = json.load(file)
+    directory = tempfile.mkdtemp(prefix="devtrust-bench-")
+    environment = dict(os.environ, HOME=directory, PATH="/usr/bin:/bin")
+    report = Report()
+    try:
+        header = "devtrust bench %s: %d cores, load %s, %s" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.cpu_count(),
+                                                              " ".join(open("/proc/loadavg").read().split()[:3]), os.uname().release)
+        print(header, flush=True)
+        keystore = software_token(args, directory, environment, thresholds, report)
+        tpm_token(args, directory, environment, thresholds, report)
+        mint_rate(args, environment, thresholds, report)
+        peak_rss(args, keystore, environment, thresholds, report)
+        phases(args, keystore, environment, report)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    print("\n".join(report.lines))
+    report.results["machine"] = header
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump(report.results, file, indent=2)
+    if report.missed:
+        print("bench: goals missed: " + ", ".join(report.missed))
+        return 1
+    print("bench: every goal met")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
