@@ -27,7 +27,11 @@ RELEASE_FLAGS = -c release --static-swift-stdlib \
 	-Xswiftc -Xclang-linker -Xswiftc -static-libgcc -Xlinker -L$(STATIC_LIBS) \
 	-Xlinker --symbol-ordering-file=$(CURDIR)/scripts/link-order.txt -Xlinker --no-warn-symbol-ordering
 
-.PHONY: all build test demo install clean deps-build deps-check deps-bench static-libs bench link-order
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS    ?= 0
+FUZZ_TARGETS  = FlowResponse AppNativeResponse DERSignature CompactJWS TSS2KeyFile Configuration Keystore PrivateKeyFile
+
+.PHONY: all build test demo install clean deps-build deps-check deps-bench static-libs bench link-order fuzz
 
 all: build
 
@@ -67,6 +71,11 @@ deps-bench: deps-check
 # scripts/bench-thresholds.json is missed (docs/performance.md).
 bench: deps-bench build
 	scripts/bench.py --binary $(RELEASE_BINARY) --bench .build/release/devtrust-bench --thresholds scripts/bench-thresholds.json
+
+# libFuzzer over the parsers (Fuzz/README.md): FUZZ_SECONDS per target, or
+# FUZZ_RUNS executions each when set.
+fuzz: deps-build
+	scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_RUNS) $(FUZZ_TARGETS)
 
 # Regenerates scripts/link-order.txt from callgrind runs of the release binary.
 link-order: deps-bench build

@@ -66,6 +66,20 @@ let package = Package(
         // In-process measurements for `make bench` (not installed).
         .executableTarget(name: "devtrust-bench", dependencies: ["DevtrustPosture", "DevtrustJOSE", "DevtrustKeys"]),
 
+        // libFuzzer targets (`make fuzz`, Fuzz/README.md): each holds one
+        // LLVMFuzzerTestOneInput. Built without -DFUZZING, each is a replayer
+        // (`FuzzX FILE|DIR...`), which the tests run over the corpora and every
+        // saved crash input.
+        .target(name: "FuzzSupport", path: "Fuzz/Support"),
+        .executableTarget(name: "FuzzFlowResponse", dependencies: ["DevtrustFlow", "FuzzSupport"], path: "Fuzz/FlowResponse"),
+        .executableTarget(name: "FuzzAppNativeResponse", dependencies: ["DevtrustSignIn", "DevtrustHTTP", "FuzzSupport"], path: "Fuzz/AppNativeResponse"),
+        .executableTarget(name: "FuzzDERSignature", dependencies: ["DevtrustKeys", "FuzzSupport"], path: "Fuzz/DERSignature"),
+        .executableTarget(name: "FuzzCompactJWS", dependencies: ["DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding", "FuzzSupport"], path: "Fuzz/CompactJWS"),
+        .executableTarget(name: "FuzzTSS2KeyFile", dependencies: ["DevtrustKeys", "FuzzSupport"], path: "Fuzz/TSS2KeyFile"),
+        .executableTarget(name: "FuzzConfiguration", dependencies: ["DevtrustConfig", "FuzzSupport"], path: "Fuzz/Configuration"),
+        .executableTarget(name: "FuzzKeystore", dependencies: ["DevtrustKeystore", "FuzzSupport"], path: "Fuzz/Keystore"),
+        .executableTarget(name: "FuzzPrivateKeyFile", dependencies: ["DevtrustKeys", "FuzzSupport"], path: "Fuzz/PrivateKeyFile"),
+
         // Shared test environment: temporary keystores, the built binary,
         // independent verifiers (openssl CLI, python3-cryptography, jose).
         .target(name: "DevtrustTestSupport", dependencies: ["DevtrustEncoding"], path: "Tests/DevtrustTestSupport"),

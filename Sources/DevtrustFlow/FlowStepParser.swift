@@ -2,8 +2,8 @@ import DevtrustEncoding
 
 /// Reads the server's answers strictly: anything that is not the documented
 /// shape is a FlowProtocolError naming the field, never a guess or a crash.
-enum FlowStepParser {
-    static func parse(_ body: [UInt8]) throws -> FlowStep {
+public enum FlowStepParser {
+    public static func parse(_ body: [UInt8]) throws -> FlowStep {
         let document: JSONValue
         do {
             document = try JSONParser.parse(body)

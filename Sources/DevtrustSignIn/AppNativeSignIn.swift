@@ -68,17 +68,6 @@ public struct AppNativeSignIn {
         self.interaction = interaction
     }
 
-    struct Step {
-        let flowId: String
-        let status: String
-        let stepType: String?
-        let authenticators: [AppNativeAuthenticator]
-        let messages: [AppNativeMessage]
-        let link: String?
-        let code: String?
-        let returnedState: String?
-    }
-
     public func run(tokenServer: AuthorizationServer) throws -> TokenSet {
         var step = try authorize()
         var failed = false
@@ -130,7 +119,7 @@ public struct AppNativeSignIn {
     }
 
     /// The first request, retried on network failures, each time with a new device token.
-    private func authorize() throws -> Step {
+    private func authorize() throws -> AppNativeStep {
         let form = FormEncoding.encode([
             ("client_id", clientID), ("response_type", "code"), ("redirect_uri", redirectURI), ("scope", scope),
             ("state", state), ("response_mode", "direct"), ("code_challenge", pkce.challenge), ("code_challenge_method", pkce.method),
@@ -141,7 +130,7 @@ public struct AppNativeSignIn {
             var headers: [(name: String, value: String)] = [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")]
             if let token = try deviceToken() { headers.append(("X-Device-Token", token)) }
             do {
-                return try parse(try http.send(HTTPRequest(method: "POST", url: server.appending("/oauth2/authorize"), headers: headers, body: Array(form.utf8))))
+                return try AppNativeStep(response: try http.send(HTTPRequest(method: "POST", url: server.appending("/oauth2/authorize"), headers: headers, body: Array(form.utf8))))
             } catch let error as HTTPError {
                 guard attempt < 3, case let .transport(_, failure, _) = error, [.connect, .timeout, .noResponse].contains(failure) else { throw error }
                 interaction.note("the server did not answer (\(error)); trying again with a new device token")
@@ -149,7 +138,7 @@ public struct AppNativeSignIn {
         }
     }
 
-    private func authenticate(flowId: String, link: String, authenticator: AppNativeAuthenticator, params: [(String, String)]) throws -> Step {
+    private func authenticate(flowId: String, link: String, authenticator: AppNativeAuthenticator, params: [(String, String)]) throws -> AppNativeStep {
         _ = try ServerURL(String(link.split(separator: "?").first ?? ""))
         var selected: JSONObject = ["authenticatorId": .string(authenticator.id)]
         if !params.isEmpty {
@@ -158,51 +147,8 @@ public struct AppNativeSignIn {
             selected["params"] = .object(values)
         }
         let body: JSONObject = ["flowId": .string(flowId), "selectedAuthenticator": .object(selected)]
-        return try parse(try http.send(HTTPRequest(method: "POST", url: link, headers: [
+        return try AppNativeStep(response: try http.send(HTTPRequest(method: "POST", url: link, headers: [
             ("Content-Type", "application/json"), ("Accept", "application/json"),
         ], body: JSONWriter.bytes(.object(body)))))
-    }
-
-    func parse(_ response: HTTPResponse) throws -> Step {
-        guard case let .object(document)? = try? JSONParser.parse(response.body) else {
-            throw OAuthProtocolError("the app-native answer (HTTP \(response.status)) is not a JSON object")
-        }
-        if response.status >= 400 || document["flowStatus"] == nil {
-            if let code = document["code"]?.stringValue {
-                let description = document["description"]?.stringValue
-                throw OAuthError(error: code, errorDescription: [document["message"]?.stringValue, description].compactMap { $0 }.joined(separator: ": "),
-                                 httpStatus: response.status)
-            }
-            if let error = document["error"]?.stringValue {
-                throw OAuthError(error: error, errorDescription: document["error_description"]?.stringValue, httpStatus: response.status)
-            }
-            throw OAuthProtocolError("HTTP \(response.status) without flowStatus")
-        }
-        guard let status = document["flowStatus"]?.stringValue else { throw OAuthProtocolError("flowStatus is not a string") }
-        let nextStep = document["nextStep"]?.objectValue
-        let authData = document["authData"]?.objectValue
-        let links = document["links"]?.arrayValue ?? []
-        let link = links.compactMap(\.objectValue).first { ($0["name"]?.stringValue ?? "authentication") == "authentication" }?["href"]?.stringValue
-        let authenticators = (nextStep?["authenticators"]?.arrayValue ?? []).compactMap { element -> AppNativeAuthenticator? in
-            guard let object = element.objectValue, let id = object["authenticatorId"]?.stringValue else { return nil }
-            let metadata = object["metadata"]?.objectValue
-            let params = (metadata?["params"]?.arrayValue ?? []).enumerated().compactMap { index, param -> AppNativeAuthenticator.Param? in
-                guard let p = param.objectValue, let name = p["param"]?.stringValue else { return nil }
-                let confidential = p["isConfidential"]?.boolValue ?? p["confidential"]?.boolValue ?? false
-                return AppNativeAuthenticator.Param(name: name, displayName: p["displayName"]?.stringValue, confidential: confidential,
-                                                    order: Int(p["order"]?.int64Value ?? Int64(index)))
-            }.sorted { $0.order < $1.order }
-            let additional = metadata?["additionalData"]?.objectValue
-            return AppNativeAuthenticator(id: id, name: object["authenticator"]?.stringValue ?? id, idp: object["idp"]?.stringValue,
-                                          promptType: metadata?["promptType"]?.stringValue, params: params,
-                                          redirectURL: (additional?["redirectUrl"] ?? additional?["redirectURL"])?.stringValue)
-        }
-        let messages = (nextStep?["messages"]?.arrayValue ?? document["messages"]?.arrayValue ?? []).compactMap { element -> AppNativeMessage? in
-            guard let object = element.objectValue, let text = object["message"]?.stringValue else { return nil }
-            return AppNativeMessage(type: object["type"]?.stringValue ?? "INFO", message: text)
-        }
-        return Step(flowId: document["flowId"]?.stringValue ?? "", status: status, stepType: nextStep?["stepType"]?.stringValue,
-                    authenticators: authenticators, messages: messages, link: link,
-                    code: authData?["code"]?.stringValue, returnedState: authData?["state"]?.stringValue)
     }
 }
