@@ -116,7 +116,7 @@ let package = Package(
         .testTarget(name: "DevtrustConfigTests", dependencies: ["DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(
             name: "DevtrustCLITests",
-            dependencies: ["DevtrustTestSupport", "DevtrustEncoding"]
+            dependencies: ["DevtrustCLI", "DevtrustTestSupport", "DevtrustEncoding"]
         ),
     ]
 )

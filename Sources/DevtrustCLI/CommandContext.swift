@@ -15,20 +15,29 @@ struct CommandContext {
 
     /// Prints the command's artifact on stdout, followed by one newline.
     func output(_ text: String) {
-        terminal.writeOutput(text.hasSuffix("\n") ? text : text + "\n")
+        let safe = TerminalText.printable(text)
+        terminal.writeOutput(safe.hasSuffix("\n") ? safe : safe + "\n")
     }
 
     /// A message for people, on stderr (silent with --quiet).
     func info(_ text: String) {
-        if !quiet { terminal.writeError(text + "\n") }
+        if !quiet { terminal.writeError(TerminalText.printable(text) + "\n") }
+    }
+
+    /// A message the server sent for the user; errors in red on a terminal (unless NO_COLOR).
+    func serverMessage(_ text: String, isError: Bool) {
+        guard !quiet else { return }
+        let safe = TerminalText.printable((isError ? "error: " : "") + text)
+        let colored = isError && terminal.errorIsTerminal && environment.variables["NO_COLOR"] == nil
+        terminal.writeError((colored ? "\u{1B}[31m" + safe + "\u{1B}[0m" : safe) + "\n")
     }
 
     func warn(_ text: String) {
-        terminal.writeError("devtrust: warning: " + text + "\n")
+        terminal.writeError("devtrust: warning: " + TerminalText.printable(text) + "\n")
     }
 
     func detail(_ text: String) {
-        if verbose && !quiet { terminal.writeError(text + "\n") }
+        if verbose && !quiet { terminal.writeError(TerminalText.printable(text) + "\n") }
     }
 
     func keystore() throws -> Keystore {

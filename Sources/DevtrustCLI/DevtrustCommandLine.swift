@@ -53,9 +53,9 @@ public enum DevtrustCommandLine {
 
     private static func report(_ error: any Error, terminal: any Terminal, verbose: Bool) -> Int32 {
         let report = ErrorReport.from(error)
-        terminal.writeError("devtrust: error: \(report.message)\n")
+        terminal.writeError("devtrust: error: \(TerminalText.printable(report.message))\n")
         if verbose, let detail = report.detail, !detail.isEmpty {
-            terminal.writeError("devtrust: detail: \(detail)\n")
+            terminal.writeError("devtrust: detail: \(TerminalText.printable(detail))\n")
         }
         return report.exitCode.rawValue
     }

@@ -52,7 +52,7 @@ public final class ProcessTerminal: Terminal {
     }
 
     public func readLine(prompt: String) -> String? {
-        writeError(prompt)
+        writeError(TerminalText.printable(prompt))
         var line = [UInt8]()
         var byte: UInt8 = 0
         while true {

@@ -92,10 +92,7 @@ final class TerminalFlowInteraction: FlowInteraction {
     private func render(_ step: FlowStep) {
         for line in step.components.flatMap(headings) { context.info(line) }
         for message in step.messages {
-            let isError = message.type.uppercased() == "ERROR"
-            let text = (isError ? "error: " : "") + message.message
-            let colored = isError && terminal.errorIsTerminal && context.environment.variables["NO_COLOR"] == nil
-            context.info(colored ? "\u{1B}[31m" + text + "\u{1B}[0m" : text)
+            context.serverMessage(message.message, isError: message.type.uppercased() == "ERROR")
         }
     }
 

@@ -21,10 +21,7 @@ final class TerminalSignInInteraction: AppNativeInteraction {
 
     private func show(_ messages: [AppNativeMessage]) {
         for message in messages {
-            let isError = message.type.uppercased() == "ERROR"
-            let text = (isError ? "error: " : "") + message.message
-            let colored = isError && context.terminal.errorIsTerminal && context.environment.variables["NO_COLOR"] == nil
-            context.info(colored ? "\u{1B}[31m" + text + "\u{1B}[0m" : text)
+            context.serverMessage(message.message, isError: message.type.uppercased() == "ERROR")
         }
     }
 

@@ -37,8 +37,7 @@ public struct FlowClient: Sendable {
         ], body: JSONWriter.bytes(.object(body))))
         guard (200..<300).contains(response.status) else {
             if let error = FlowStepParser.serverError(response.body, status: response.status) { throw error }
-            let type = response.header("Content-Type").map { " (\($0))" } ?? ""
-            throw FlowProtocolError("HTTP \(response.status)\(type) without an error body: \(FlowStepParser.preview(response.body))")
+            throw FlowProtocolError("\(response.statusSummary) without an error body: \(response.bodyPreview)")
         }
         return try FlowStepParser.parse(response.body)
     }

@@ -1,4 +1,5 @@
 import DevtrustEncoding
+import DevtrustHTTP
 
 /// Reads the server's answers strictly: anything that is not the documented
 /// shape is a FlowProtocolError naming the field, never a guess or a crash.
@@ -45,11 +46,7 @@ public enum FlowStepParser {
     }
 
     static func preview(_ body: [UInt8]) -> String {
-        if body.isEmpty { return "(empty)" }
-        let text = String(decoding: body.prefix(80), as: UTF8.self)
-            .map { $0.isNewline || $0 == "\t" ? " " : $0 }
-            .filter { !$0.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F } }
-        return "\"" + String(text) + (body.count > 80 ? "…" : "") + "\""
+        HTTPResponse(status: 200, headers: [], body: body).bodyPreview
     }
 
     private static func components(_ reader: JSONObjectReader, _ key: String, depth: Int = 0) throws -> [FlowComponent] {

@@ -48,3 +48,22 @@ public struct HTTPOptions: Sendable {
         self.userAgent = userAgent
     }
 }
+
+extension HTTPResponse {
+    /// "HTTP 500 (text/html)": for error messages about an answer that is not what was expected.
+    public var statusSummary: String {
+        var details = [String]()
+        if let type = header("Content-Type") { details.append(type) }
+        if status == 429 || status == 503, let retry = header("Retry-After") { details.append("retry after \(retry)") }
+        return "HTTP \(status)" + (details.isEmpty ? "" : " (" + details.joined(separator: "; ") + ")")
+    }
+
+    /// The first 80 bytes of the body, on one line, without control characters.
+    public var bodyPreview: String {
+        if body.isEmpty { return "(empty)" }
+        let text = String(decoding: body.prefix(80), as: UTF8.self)
+            .map { $0.isNewline || $0 == "\t" ? " " : $0 }
+            .filter { !$0.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) } }
+        return "\"" + String(text) + (body.count > 80 ? "…" : "") + "\""
+    }
+}

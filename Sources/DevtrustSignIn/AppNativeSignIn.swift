@@ -138,8 +138,21 @@ public struct AppNativeSignIn {
         }
     }
 
+    /// The authenticator steps carry credentials: they go only to the server devtrust signs in at.
+    private func checkSameOrigin(_ link: String) throws {
+        let target: ServerURL
+        do {
+            target = try ServerURL(String(link.split(separator: "?").first ?? ""))
+        } catch {
+            throw OAuthProtocolError("the server's link for the next step (\(link)) cannot be used: \(error)")
+        }
+        guard target.origin == server.origin else {
+            throw OAuthProtocolError("the server sent the next step to \(target.origin), not to \(server.origin): devtrust sends credentials only to the server it signs in at")
+        }
+    }
+
     private func authenticate(flowId: String, link: String, authenticator: AppNativeAuthenticator, params: [(String, String)]) throws -> AppNativeStep {
-        _ = try ServerURL(String(link.split(separator: "?").first ?? ""))
+        try checkSameOrigin(link)
         var selected: JSONObject = ["authenticatorId": .string(authenticator.id)]
         if !params.isEmpty {
             var values = JSONObject()

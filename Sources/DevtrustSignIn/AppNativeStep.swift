@@ -27,8 +27,15 @@ public struct AppNativeStep: Sendable {
     /// Reads one answer of the app-native API; anything unexpected is an
     /// OAuthError (the server said no) or an OAuthProtocolError, never a crash.
     public init(response: HTTPResponse) throws {
-        guard case let .object(document)? = try? JSONParser.parse(response.body) else {
-            throw OAuthProtocolError("the app-native answer (HTTP \(response.status)) is not a JSON object")
+        let parsed: JSONValue
+        do {
+            parsed = try JSONParser.parse(response.body)
+        } catch {
+            if response.status >= 300 { throw OAuthProtocolError("\(response.statusSummary) without an error body: \(response.bodyPreview)") }
+            throw OAuthProtocolError("the app-native answer (HTTP \(response.status)) is not JSON (\(error)): \(response.bodyPreview)")
+        }
+        guard case let .object(document) = parsed else {
+            throw OAuthProtocolError("the app-native answer (HTTP \(response.status)) is \(parsed.kindDescription), not a JSON object")
         }
         if response.status >= 400 || document["flowStatus"] == nil {
             if let code = document["code"]?.stringValue {

@@ -37,6 +37,18 @@ import Testing
         Fault(mode: "complete-without-device", at: 1, exit: 4, message: "completed without a Device Registration step"),
         Fault(mode: "array-body", at: 1, exit: 5, message: "must be an object, found an array"),
         Fault(mode: "deep-json", at: 1, exit: 5, message: "nested deeper than 64 levels"),
+        Fault(mode: "redirect-elsewhere", at: 1, exit: 5, message: "a redirect to https://elsewhere.example/"),
+        Fault(mode: "slow-body", at: 1, exit: 5, message: "did not answer in time"),
+        Fault(mode: "truncated-body", at: 1, exit: 5, message: "closed the connection without an answer"),
+        Fault(mode: "truncated-body", at: 3, exit: 5, message: "closed the connection without an answer"),
+        Fault(mode: "null-flow-id", at: 1, exit: 5, message: "missing required field \"flowId\""),
+        Fault(mode: "invalid-utf8", at: 1, exit: 5, message: "the answer is not JSON (invalid UTF-8 at byte 11)"),
+        Fault(mode: "lone-surrogate", at: 1, exit: 5, message: "unpaired surrogate"),
+        Fault(mode: "unauthorized-html", at: 1, exit: 5, message: "HTTP 401 (text/html) without an error body"),
+        Fault(mode: "too-many-requests", at: 1, exit: 5, message: "HTTP 429 (retry after 3600) without an error body"),
+        Fault(mode: "error-after-device", at: 1, exit: 4, message: "DR-60001 Flow context expired"),
+        Fault(mode: "error-at-first-continue", at: 1, exit: 4, message: "DR-60001 Flow context expired"),
+        Fault(mode: "escape-sequences", at: 2, exit: 4, message: "Flow context expired\\u{1B}]0;owned\\u{7}"),
     ]
 
     @Test(arguments: faults)
@@ -55,6 +67,8 @@ import Testing
         #expect(result.stderr.contains(fault.message), "\(fault.mode): \(result.stderr)")
         #expect(directory.read("ks/keystore.json") == before, "\(fault.mode) changed the keystore")
         #expect(result.stdout.isEmpty)
+        // Nothing the server sent can drive the terminal.
+        #expect(!result.stderr.utf8.contains(0x1B) && !result.stderr.utf8.contains(0x0D), "\(fault.mode): control characters reached stderr")
     }
 
     @Test func aServerThatIsNotThereIsANetworkError() throws {
@@ -66,7 +80,8 @@ import Testing
     }
 
     @Test func faultCountIsWhatTheIssueAsks() {
-        #expect(Set(Self.faults.map(\.mode)).count >= 20)
+        // 30 server behaviours here, plus no server at all and three TLS failures below.
+        #expect(Set(Self.faults.map(\.mode)).count >= 30)
     }
 }
 
@@ -96,6 +111,19 @@ import Testing
 
         let missingFile = try cli.run(["register", "--server", server.url, "--ca-file", directory.file("nope.pem"), "--non-interactive"] + RegisterTests.answers)
         #expect(missingFile.status == 5 && missingFile.stderr.contains("the CA file cannot be used"), "\(missingFile)")
+    }
+
+    @Test func anExpiredCertificateIsRefused() throws {
+        let authority = try TestCertificateAuthority(validDays: -1)
+        let server = try ReferenceServer(["--tls-cert", authority.serverCertificate, "--tls-key", authority.serverKey])
+        let directory = TemporaryDirectory()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        try cli.run("init", "-q")
+        let before = directory.read("ks/keystore.json")
+        let result = try cli.run(["register", "--server", server.url, "--ca-file", authority.caCertificate, "--non-interactive"] + RegisterTests.answers)
+        #expect(result.status == 5, "\(result)")
+        #expect(result.stderr.contains("is not trusted") && result.stderr.contains("expired"), "\(result.stderr)")
+        #expect(directory.read("ks/keystore.json") == before)
     }
 
     @Test func aCertificateForAnotherHostIsRefused() throws {

