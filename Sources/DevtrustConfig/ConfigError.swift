@@ -5,6 +5,8 @@ public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
     public enum Problem: Equatable, Sendable {
         case notFound
         case unreadable(String)
+        /// Someone other than the user or root can change the file.
+        case untrusted(String)
         case notJSON(String)
         /// `missingRequiredField`, `invalidType`, ... with the field's path.
         case field(JSONFieldError)
@@ -22,6 +24,8 @@ public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
         switch problem {
         case .notFound: return "configuration file \(file) does not exist (given by --config or DEVTRUST_CONFIG)"
         case let .unreadable(reason): return "cannot read configuration file \(file): \(reason)"
+        case let .untrusted(reason):
+            return "configuration file \(file) \(reason): anyone who can change it chooses what devtrust runs and where it signs in, so devtrust refuses it: it must belong to you or root and be writable only by its owner (chmod go-w \(file))"
         case let .notJSON(reason): return "configuration file \(file) is not valid JSON: \(reason)"
         case let .field(error): return "configuration file \(file): \(error); see docs/configuration.md"
         }

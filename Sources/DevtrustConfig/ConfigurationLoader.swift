@@ -36,12 +36,14 @@ public struct ConfigurationLoader: Sendable {
     /// The configuration in force: the file's, or the built-in defaults when there is none.
     public func load() throws(ConfigError) -> Configuration {
         guard let (path, _) = location() else { return Configuration() }
-        let bytes: [UInt8]
+        let read: (bytes: [UInt8], trustProblem: String?)
         do {
-            bytes = try FileReader.read(path)
+            read = try FileReader.readTrusted(path)
         } catch {
             throw ConfigError(file: path, problem: error.isMissing ? .notFound : .unreadable(error.reason))
         }
-        return try Configuration.parse(bytes, file: path)
+        // The configuration names programs devtrust runs and servers it sends credentials to.
+        if let problem = read.trustProblem { throw ConfigError(file: path, problem: .untrusted(problem)) }
+        return try Configuration.parse(read.bytes, file: path)
     }
 }

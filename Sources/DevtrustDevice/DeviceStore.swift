@@ -73,7 +73,11 @@ public struct DeviceStore: Sendable {
     /// Creates (or imports) the device key unless one exists; `force` replaces
     /// it and drops the registrations made with the old key, in the same commit.
     public func initialize(backend choice: BackendChoice, force: Bool, importing: (contents: [UInt8], source: String)? = nil) throws -> InitOutcome {
-        try keystore.update { state, staging in
+        // "Keeping it" is only said of a key that loads: a damaged one is an error that names it.
+        if !force, try keystore.load()?.key != nil {
+            _ = try loadKey()
+        }
+        return try keystore.update { state, staging in
             if let existing = state.key, !force {
                 if choice != .auto && choice.rawValue != existing.backend.rawValue {
                     throw DeviceError.keyExistsWithOtherBackend(existing: existing.backend.rawValue, requested: choice.rawValue)

@@ -8,6 +8,9 @@ enum CommandCollector {
 
     static func collect(_ command: [String], timeoutMilliseconds: Int) -> (attributes: [Attribute], problem: String?) {
         let program = command.first ?? ""
+        if let problem = FileTrust.problem(path: program) {
+            return ([], "posture collector \(program) \(problem), so devtrust does not run it (chown root and chmod go-w it); its claims are left out")
+        }
         let result: SubprocessResult
         do {
             result = try Subprocess.run(command, timeoutMilliseconds: timeoutMilliseconds)

@@ -23,6 +23,10 @@ public enum FileReader {
         let file = open(path, O_RDONLY | O_CLOEXEC)
         guard file >= 0 else { throw FileReadError(path: path, code: errno, limit: limit) }
         defer { close(file) }
+        return try read(descriptor: file, path: path, limit: limit)
+    }
+
+    static func read(descriptor file: Int32, path: String, limit: Int) throws(FileReadError) -> [UInt8] {
         var contents = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 16_384)
         while true {
