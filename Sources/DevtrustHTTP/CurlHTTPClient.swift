@@ -40,6 +40,15 @@ public struct CurlHTTPClient: HTTPClient {
         let context = Unmanaged.passRetained(accumulator)
         defer { context.release() }
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        // The body often holds a password, an OTP or a refresh token: curl reads it
+        // from this buffer (no copy of its own), which is wiped once the request is done.
+        let body = request.method == "POST" ? request.body ?? [] : []
+        let bodyBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, body.count), alignment: 1)
+        bodyBuffer.copyBytes(from: body)
+        defer {
+            devtrust_curl_wipe(bodyBuffer.baseAddress, bodyBuffer.count)
+            bodyBuffer.deallocate()
+        }
 
         let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errorPointer in
             var result = CURLE_OK
@@ -58,16 +67,11 @@ public struct CurlHTTPClient: HTTPClient {
             set(devtrust_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorPointer.baseAddress))
             if let caFile = options.caFile { set(devtrust_curl_setopt_string(handle, CURLOPT_CAINFO, caFile)) }
             set(devtrust_curl_setopt_pointer(handle, CURLOPT_HTTPHEADER, headerList))
+            if options.debug { set(devtrust_curl_enable_redacted_debug(handle)) }
             if request.method == "POST" {
-                let body = request.body ?? []
                 set(devtrust_curl_setopt_long(handle, CURLOPT_POST, 1))
                 set(devtrust_curl_setopt_off_t(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
-                body.withUnsafeBytes { bytes in
-                    // COPYPOSTFIELDS copies POSTFIELDSIZE bytes; the pointer must not be NULL.
-                    var empty: UInt8 = 0
-                    let pointer = bytes.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) } ?? withUnsafeMutableBytes(of: &empty) { $0.baseAddress! }
-                    set(devtrust_curl_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, pointer))
-                }
+                set(devtrust_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, bodyBuffer.baseAddress))
             } else if request.method != "GET" {
                 set(devtrust_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method))
             }

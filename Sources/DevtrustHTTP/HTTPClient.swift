@@ -42,6 +42,8 @@ public struct HTTPOptions: Sendable {
     public var totalTimeoutMilliseconds = 30_000
     public var maximumResponseBytes = 1 << 20
     public var userAgent: String
+    /// curl's account of each request on stderr, secrets left out (DEVTRUST_HTTP_DEBUG=1).
+    public var debug = false
 
     public init(caFile: String? = nil, userAgent: String) {
         self.caFile = caFile

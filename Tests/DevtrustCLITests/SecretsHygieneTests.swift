@@ -3,24 +3,43 @@ import DevtrustTestSupport
 import Foundation
 import Testing
 
-/// Passwords, codes and tokens never reach stdout or stderr, even with --verbose
-/// (`access-token`'s stdout is the one place a token is meant to appear).
+/// Every command, run with --verbose, the TSS's debug log (TSS2_LOG=all+debug)
+/// and curl's (DEVTRUST_HTTP_DEBUG=1): the private key (PEM, DER, the scalar
+/// in hex and base64), the passwords and OTPs given, device codes, PKCE
+/// verifiers, access and refresh tokens appear in no output stream and in no
+/// file written outside the keystore (`access-token`'s stdout is the one
+/// place a token is meant to appear).
 @Suite(.enabled(if: ReferenceServer.shouldRun)) struct SecretsHygieneTests {
-    @Test func noSecretInAnyStreamOfAVerboseRun() throws {
+    @Test func noSecretInAnyStreamOrFileOfAVerboseRun() throws {
         let server = try ReferenceServer(["--device-interval", "1", "--device-approve-after", "2", "--mfa", "totp"], otp: "731946")
         let directory = TemporaryDirectory()
         var cli = DevtrustBinary(keystore: directory.file("ks"))
         cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        cli.extraEnvironment["TSS2_LOG"] = "all+debug"
+        cli.extraEnvironment["DEVTRUST_HTTP_DEBUG"] = "1"
+        cli.extraEnvironment["HOME"] = directory.file("home")
+        cli.extraEnvironment["TMPDIR"] = directory.file("tmp")
+        mkdir(directory.file("home"), 0o700)
+        mkdir(directory.file("tmp"), 0o700)
+        let sharedTemporaryBefore = Set((try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? [])
         var streams = [String]()
-        func run(_ arguments: [String]) throws {
-            let result = try cli.run(["-v"] + arguments)
+        func run(_ arguments: [String], stdin: String? = nil) throws {
+            let result = try cli.run(["-v"] + arguments, stdin: stdin.map { Array($0.utf8) })
             #expect(result.status == 0, "\(arguments): \(result)")
             streams += [result.stdout, result.stderr]
         }
         let password = "pw-Quixotic-7731"
         try run(["init"])
+        let keyForms = try Self.privateKeyForms(directory)
+        try run(["pubkey"])
+        try run(["pubkey", "--format", "jwk"])
+        try run(["sign-challenge", "q3x3Zp3j0JvFf1m7m3kF5G8W2sV6l9d0QhYp4n1eT0Y"])
+        try run(["device-data", "--claim", "lockScreen=true"])
         try run(["register", "--server", server.url, "--non-interactive", "--input", "http://wso2.com/claims/emailaddress=carol@example.com",
                  "--input", "password=\(password)", "--input", "otp=731946"])
+        let token = try cli.run("token")
+        streams += [token.stdout, token.stderr]
+        try run(["verify", "--public-key", try cli.run("pubkey").output, "--jwt", token.output])
         try run(["login", "--server", server.url, "--client-id", "devtrust-app", "--non-interactive", "--authenticator", "BasicAuthenticator",
                  "--input", "username=alice@example.com", "--input", "password=correct horse", "--input", "token=731946"])
         let appNativeTokens = try Self.storedTokens(directory)
@@ -31,23 +50,66 @@ import Testing
         try run(["status", "--json"])
         try run(["attributes", "--explain"])
         let accessToken = try cli.run("-v", "access-token")
+        #expect(accessToken.status == 0)
         streams.append(accessToken.stderr)
-
         let deviceCodes = (try server.get("/api/device/polls").arrayValue ?? []).compactMap { $0.objectValue?["deviceCode"]?.stringValue }
         let pending = try JSONParser.parse(try #require(directory.read("ks/pending-authorizations.json"))).objectValue!
         let verifiers = pending.members.compactMap { $0.value.objectValue?["verifier"]?.stringValue }
-        let secrets = [password, "correct horse", "731946"] + appNativeTokens + deviceTokens + deviceCodes + verifiers
-        #expect(secrets.count >= 9 && !deviceCodes.isEmpty && !verifiers.isEmpty)
+        try run(["logout"])
+        try run(["init", "--force"])
+        try run(["reset", "--yes"])
+        // The TPM commands, with the TSS logging everything it sends and receives.
+        var tpm: Swtpm?
+        if Swtpm.shouldRun {
+            tpm = try Swtpm()
+            cli.extraEnvironment["DEVTRUST_TCTI"] = tpm!.tcti
+            try run(["init", "--backend", "tpm"])
+            try run(["sign-challenge", "AQID"])
+            try run(["token", "--device-id", "74070bae-df8c-42bf-8754-5173c237c936"])
+            try run(["status"])
+            try run(["reset", "--yes"])
+        }
+
+        let secrets = [password, "correct horse", "731946"] + appNativeTokens + deviceTokens + deviceCodes + verifiers + keyForms
+        #expect(secrets.count >= 15 && !deviceCodes.isEmpty && !verifiers.isEmpty && keyForms.count >= 6)
+        // The debug logs did run: the checks below are over real output.
+        #expect(streams.contains { $0.contains("devtrust: http: > POST /oauth2/token") })
+        if tpm != nil { #expect(streams.contains { $0.contains("tcti") }, "the TSS debug log is empty") }
+
+        // Files written outside the keystore: HOME, TMPDIR, and anything new in /tmp.
+        var files = Self.files(under: directory.file("home")) + Self.files(under: directory.file("tmp"))
+        let sharedTemporaryAfter = Set((try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? [])
+        files += sharedTemporaryAfter.subtracting(sharedTemporaryBefore).flatMap { Self.files(under: "/tmp/" + $0) }
+        let contents = files.compactMap { FileManager.default.contents(atPath: $0).map { String(decoding: $0, as: UTF8.self) } }
         for secret in secrets {
-            for stream in streams {
-                #expect(!stream.contains(secret), "a secret reached the output: \(secret.prefix(6))…")
+            for stream in streams + contents {
+                #expect(!stream.contains(secret), "a secret reached the output or a file: \(secret.prefix(6))…")
             }
         }
+    }
+
+    /// The software key as PEM body lines, DER in base64, and the private scalar in hex and base64(url).
+    static func privateKeyForms(_ directory: TemporaryDirectory) throws -> [String] {
+        let file = try #require(directory.entries("ks").first { $0.hasPrefix("key-") })
+        let pem = String(decoding: try #require(directory.read("ks/" + file)), as: UTF8.self)
+        let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.map(String.init)
+        let der = try #require(PEM.decode(pem, label: "PRIVATE KEY"))
+        let start = try #require((0..<der.count - 34).first { der[$0] == 0x04 && der[$0 + 1] == 0x20 }) + 2
+        let scalar = Array(der[start..<start + 32])
+        return body + [Base64.encode(der), Hex.encode(scalar), Hex.encode(scalar).uppercased(), Base64.encode(scalar), Base64URL.encode(scalar)]
     }
 
     static func storedTokens(_ directory: TemporaryDirectory) throws -> [String] {
         let file = try #require(directory.entries("ks").first { $0.hasPrefix("signin-") })
         let tokens = try JSONParser.parse(try #require(directory.read("ks/" + file))).objectValue!
         return ["accessToken", "refreshToken"].compactMap { tokens[$0]?.stringValue }
+    }
+
+    static func files(under path: String) -> [String] {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return [] }
+        guard isDirectory.boolValue else { return [path] }
+        return (FileManager.default.enumerator(atPath: path)?.allObjects as? [String] ?? []).map { path + "/" + $0 }
+            .filter { FileManager.default.fileExists(atPath: $0, isDirectory: &isDirectory) && !isDirectory.boolValue }
     }
 }

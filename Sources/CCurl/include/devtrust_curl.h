@@ -31,6 +31,16 @@ CURLcode devtrust_curl_getinfo_long(CURL *handle, CURLINFO info, long *value);
 CURLcode devtrust_curl_getinfo_string(CURL *handle, CURLINFO info, const char **value);
 
 struct curl_slist *devtrust_curl_slist_append(struct curl_slist *list, const char *value);
+/* Overwrites every string of the list (headers carry bearer tokens), then frees it. */
 void devtrust_curl_slist_free_all(struct curl_slist *list);
+
+/* Overwrites memory that held a secret (explicit_bzero: the compiler keeps it). */
+void devtrust_curl_wipe(void *memory, size_t length);
+
+/* DEVTRUST_HTTP_DEBUG: curl's own account of a request on stderr (connection,
+   TLS, request and response headers), with what would leak a secret left
+   out: the values of Authorization, Cookie, Set-Cookie and Proxy-Authorization
+   headers, query strings, and every body (only their sizes are shown). */
+CURLcode devtrust_curl_enable_redacted_debug(CURL *handle);
 
 #endif

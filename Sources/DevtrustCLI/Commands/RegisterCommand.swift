@@ -65,6 +65,7 @@ enum RegisterCommand {
         var options = HTTPOptions(caFile: caFile?.isEmpty == false ? caFile : nil, userAgent: "devtrust/\(CommandSpecs.version)")
         options.connectTimeoutMilliseconds = configuration.http.connectTimeoutSeconds * 1000
         options.totalTimeoutMilliseconds = configuration.http.requestTimeoutSeconds * 1000
+        options.debug = context.environment.variables["DEVTRUST_HTTP_DEBUG"].map { !$0.isEmpty && $0 != "0" } ?? false
         return options
     }
 
