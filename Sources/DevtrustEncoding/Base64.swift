@@ -75,7 +75,14 @@ public enum Base64 {
     }
 
     public static func decode(_ text: some StringProtocol, alphabet: Base64Alphabet = .standard, padding: Base64Padding = .optional) throws(Base64DecodingError) -> [UInt8] {
-        let input = Array(text.utf8)
+        var input = Array(text.utf8)
+        defer { input.zeroize() }
+        return try decode(bytes: input, alphabet: alphabet, padding: padding)
+    }
+
+    /// The same over bytes, leaving no copy of them: what decodes a PEM private key.
+    /// On failure the partial output is wiped.
+    public static func decode(bytes input: [UInt8], alphabet: Base64Alphabet = .standard, padding: Base64Padding = .optional) throws(Base64DecodingError) -> [UInt8] {
         var reverse = [UInt8](repeating: 0xFF, count: 256)
         for (index, symbol) in alphabet.table.enumerated() { reverse[Int(symbol)] = UInt8(index) }
 
@@ -91,13 +98,15 @@ public enum Base64 {
         }
         if dataLength % 4 == 1 { throw Base64DecodingError(reason: .invalidLength) }
 
+        // Reserved in full, so that the output never moves (and leaves no copy behind).
         var out = [UInt8]()
-        out.reserveCapacity(dataLength * 3 / 4)
+        out.reserveCapacity(dataLength * 3 / 4 + 1)
         var accumulator: UInt32 = 0
         var bits = 0
         for offset in 0..<dataLength {
             let value = reverse[Int(input[offset])]
             if value == 0xFF {
+                out.zeroize()
                 throw Base64DecodingError(reason: .invalidCharacter(character(atUTF8Offset: offset, in: input), offset: offset))
             }
             accumulator = accumulator << 6 | UInt32(value)
@@ -108,7 +117,10 @@ public enum Base64 {
                 accumulator &= (1 << UInt32(bits)) - 1
             }
         }
-        if accumulator != 0 { throw Base64DecodingError(reason: .nonZeroTrailingBits) }
+        if accumulator != 0 {
+            out.zeroize()
+            throw Base64DecodingError(reason: .nonZeroTrailingBits)
+        }
         return out
     }
 

@@ -150,11 +150,14 @@ public enum PEM {
         }
         while let line = lines.next() {
             guard trimmed(line).elementsEqual(begin) else { continue }
+            // The body of a private key: one buffer that never moves, wiped before returning.
             var body = [UInt8]()
+            body.reserveCapacity(bytes.count)
+            defer { body.zeroize() }
             while let line = lines.next() {
                 let content = trimmed(line)
                 if content.elementsEqual(end) {
-                    return try? Base64.decode(String(decoding: body, as: UTF8.self), padding: .required)
+                    return try? Base64.decode(bytes: body, padding: .required)
                 }
                 body += content
             }

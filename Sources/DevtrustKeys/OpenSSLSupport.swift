@@ -79,12 +79,3 @@ final class EVPKey: @unchecked Sendable {
         return point
     }
 }
-
-extension Array where Element == UInt8 {
-    /// Overwrites the bytes with zeros in a way the optimiser keeps.
-    public mutating func zeroize() {
-        withUnsafeMutableBytes { buffer in
-            if let base = buffer.baseAddress { devtrust_OPENSSL_cleanse(base, buffer.count) }
-        }
-    }
-}

@@ -1,0 +1,43 @@
+import DevtrustEncoding
+import DevtrustTestSupport
+import Foundation
+import Testing
+
+/// The software key's bytes do not linger in a running devtrust: after it
+/// read the key file and signed the registration challenge and device data,
+/// neither the PEM text, the PKCS#8 DER nor the private scalar is anywhere in
+/// the process's memory (heap, stack, mappings), read through /proc/PID/mem
+/// while devtrust waits at the next prompt. The password given on the command
+/// line is the positive control: argv cannot be wiped, and the scan finds it.
+@Suite(.enabled(if: getuid() == 0 && ReferenceServer.shouldRun)) struct KeyMemoryTests {
+    @Test func theKeyIsWipedOnceUsed() throws {
+        let server = try ReferenceServer(["--terms-step"])
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        try cli.run("init", "--backend", "software", "-q")
+        let file = try #require(directory.entries("ks").first { $0.hasPrefix("key-") })
+        let pem = String(decoding: try #require(directory.read("ks/" + file)), as: UTF8.self)
+        let der = try #require(PEM.decode(pem, label: "PRIVATE KEY"))
+        let start = try #require((0..<der.count - 34).first { der[$0] == 0x04 && der[$0 + 1] == 0x20 }) + 2
+        let lines = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }
+        let needles = [
+            "scalar=" + Hex.encode(der[start..<start + 32]), "scalar-prefix=" + Hex.encode(der[start..<start + 12]),
+            "der=" + Hex.encode(der), "pem-line-1=" + Hex.encode(Array(lines[0].utf8)), "pem-line-2=" + Hex.encode(Array(lines[1].utf8)),
+            "password=" + Hex.encode(Array("correct horse".utf8)),
+        ]
+        let command = [cli.path, "--keystore", directory.file("ks"), "register", "--server", server.url,
+                       "--input", "http://wso2.com/claims/emailaddress=alice@example.com", "--input", "password=correct horse", "--input", "otp=123456"]
+        let result = try ExternalTool.python.run([Repository.path("Tests/Interop/memory_scan.py"), "2"] + command + ["--"] + needles)
+        let prompts = try #require(try JSONParser.parse(result.stdout).objectValue?["prompts"]?.arrayValue, "\(result)")
+        // The OTP step's buttons (after the key was read), then the terms (after it signed).
+        #expect(prompts.count == 2, "\(result.stdout)")
+        for prompt in prompts {
+            let found = prompt.objectValue?["found"]?.objectValue ?? [:]
+            #expect(found["password"] != nil, "the scan did not find the password in argv: it scans nothing (\(prompt))")
+            for name in ["scalar", "scalar-prefix", "der", "pem-line-1", "pem-line-2"] {
+                #expect(found[name] == nil, "\(name) is still in memory at \(prompt.objectValue?["text"] ?? .null): \(found[name] ?? .null)")
+            }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""Runs a command in a pseudo-terminal and, at each prompt it shows (a line
+ending in ":" or "]"), searches the process's memory (/proc/PID/mem, every
+readable mapping) for byte strings, then answers the prompt with Enter.
+
+Usage: memory_scan.py PROMPTS COMMAND... -- NAME=HEX...
+Prints one JSON object: {"prompts": [{"text": "...", "found": {"NAME": ["[heap]", ...]}}, ...]}
+"""
+import json
+import os
+import pty
+import re
+import select
+import sys
+import time
+
+
+def scan(pid, needles):
+    found = {}
+    with open("/proc/%d/maps" % pid) as maps, open("/proc/%d/mem" % pid, "rb", 0) as memory:
+        for line in maps:
+            match = re.match(r"([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)", line)
+            start, end, permissions, name = int(match.group(1), 16), int(match.group(2), 16), match.group(3), match.group(4)
+            if "r" not in permissions or name.startswith("[v"):
+                continue
+            try:
+                memory.seek(start)
+                data = memory.read(end - start)
+            except (OSError, ValueError, OverflowError):
+                continue
+            for label, needle in needles.items():
+                if needle in data:
+                    found.setdefault(label, []).append(name or "anonymous")
+    return found
+
+
+def main(arguments):
+    wanted = int(arguments[0])
+    split = arguments.index("--")
+    command, needles = arguments[1:split], dict(item.split("=", 1) for item in arguments[split + 1:])
+    needles = {label: bytes.fromhex(value) for label, value in needles.items()}
+    pid, descriptor = pty.fork()
+    if pid == 0:
+        os.execv(command[0], command)
+    report, buffered, deadline = [], b"", time.time() + 60
+    while time.time() < deadline and len(report) < wanted:
+        ready, _, _ = select.select([descriptor], [], [], 0.5)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(descriptor, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        buffered += chunk
+        text = buffered.decode(errors="replace").rstrip()
+        if text.endswith(":") or text.endswith("]"):
+            time.sleep(0.2)  # the process is now blocked reading the answer
+            report.append({"text": text.splitlines()[-1], "found": scan(pid, needles)})
+            buffered = b""
+            os.write(descriptor, b"\r")
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    print(json.dumps({"prompts": report}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
