@@ -36,6 +36,9 @@ public struct DeviceRegistrationResponder: Sendable {
         } catch {
             throw FlowProtocolError("the Device Registration challenge is not base64url (\(error))")
         }
+        if let refusal = ChallengePolicy.registrationRefusal(challenge) {
+            throw FlowProtocolError("devtrust refuses to sign the server's Device Registration challenge: \(refusal); nothing was sent")
+        }
         let key = minter.key
         var inputs: [(String, String)] = [
             ("publicKey", key.publicKey.spkiBase64),

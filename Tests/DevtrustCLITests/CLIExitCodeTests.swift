@@ -107,6 +107,16 @@ import Testing
         #expect(result.stderr.hasPrefix("devtrust: error: ") && result.stderr.contains(message), "\(result.stderr)")
     }
 
+    @Test func aChallengeThatIsATokensSigningInputIsNotSigned() throws {
+        let directory = TemporaryDirectory()
+        let cli = devtrust(directory)
+        try cli.run("init")
+        let signingInput = Base64URL.encode(Array(#"{"alg":"ES256","typ":"JWT","deviceId":"d"}"#.utf8)) + "." + Base64URL.encode(Array(#"{"jti":"j","iat":1}"#.utf8))
+        let result = try cli.run("sign-challenge", Base64URL.encode(Array(signingInput.utf8)))
+        #expect(result.status == 2 && result.stdout.isEmpty, "\(result)")
+        #expect(result.stderr.contains("devtrust refuses to sign this challenge: it is a JWS signing input"))
+    }
+
     @Test func exitTwoForABadConfigurationFile() throws {
         let directory = TemporaryDirectory()
         var cli = devtrust(directory)

@@ -88,6 +88,8 @@ FAULTS = {
     "unauthorized-html": "401 with WWW-Authenticate and an HTML page",
     "too-many-requests": "429 with Retry-After and no body",
     "escape-sequences": "400 whose error text holds terminal escape sequences and a carriage return",
+    "jws-challenge": "a device step whose challenge is a device token's signing input (a signing oracle)",
+    "short-challenge": "a device step whose challenge is 8 bytes",
     "links-elsewhere": "app-native: the authentication link points at https on another host",
     "links-plain-http": "app-native: the authentication link points at plain http on another host",
     "unknown-prompt": "app-native: the only authenticator has promptType QUANTUM_PROMPT and no params",
@@ -515,7 +517,8 @@ def make_handler(server, signins):
                 server.flow_responses += 1
                 number = server.flow_responses
             # Faults tied to the device step apply whenever that step comes; the others to response --fault-at.
-            conditional = server.options.fault in ("error-after-device", "unknown-required-param", "missing-challenge", "bad-challenge")
+            conditional = server.options.fault in ("error-after-device", "unknown-required-param", "missing-challenge", "bad-challenge",
+                                                   "jws-challenge", "short-challenge")
             fault = server.options.fault if server.options.fault_on == "flow" and (conditional or number == server.options.fault_at) else None
             if fault and self.answer_with_fault(fault, raw):
                 return
@@ -687,6 +690,12 @@ def make_handler(server, signins):
                 del response["data"]["additionalData"]["challenge"]
             elif fault == "bad-challenge" and response["type"] == "INTERNAL_PROMPT":
                 response["data"]["additionalData"]["challenge"] = "not base64url!"
+            elif fault == "jws-challenge" and response["type"] == "INTERNAL_PROMPT":
+                header = base64.urlsafe_b64encode(json.dumps({"alg": "ES256", "typ": "JWT", "deviceId": "victim-device"}).encode()).rstrip(b"=")
+                claims = base64.urlsafe_b64encode(json.dumps({"jti": str(uuid.uuid4()), "iat": int(time.time()), "platform": "linux"}).encode()).rstrip(b"=")
+                response["data"]["additionalData"]["challenge"] = base64.urlsafe_b64encode(header + b"." + claims).rstrip(b"=").decode()
+            elif fault == "short-challenge" and response["type"] == "INTERNAL_PROMPT":
+                response["data"]["additionalData"]["challenge"] = base64.urlsafe_b64encode(os.urandom(8)).rstrip(b"=").decode()
             return response
 
     return Handler

@@ -1,5 +1,6 @@
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustJOSE
 
 enum SignChallengeCommand {
     static func run(_ context: CommandContext) throws {
@@ -15,6 +16,9 @@ enum SignChallengeCommand {
             throw UsageError("the challenge is not base64url (padded or not): \(error)", command: "sign-challenge")
         }
         guard !bytes.isEmpty else { throw UsageError("the challenge is empty", command: "sign-challenge") }
+        if let refusal = ChallengePolicy.refusal(bytes) {
+            throw UsageError("devtrust refuses to sign this challenge: \(refusal)", command: "sign-challenge")
+        }
         let device = try context.deviceStore().loadKey()
         let signature = try device.key.sign(message: bytes)
         context.output(Base64.encode(signature.der))
