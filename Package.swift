@@ -20,6 +20,9 @@ let package = Package(
         // libcurl through dlopen, with typed wrappers for its variadic calls.
         .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
 
+        // prctl/setrlimit (variadic or macro-laden in C): no core dumps, no same-user ptrace.
+        .target(name: "CProcessHardening"),
+
         // libqrencode through dlopen, for the device-code QR code.
         .target(name: "CQRCode", linkerSettings: [.linkedLibrary("dl")]),
 
@@ -62,7 +65,7 @@ let package = Package(
             name: "DevtrustCLI",
             dependencies: ["CQRCode", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustSystem"]
         ),
-        .executableTarget(name: "devtrust", dependencies: ["DevtrustCLI"]),
+        .executableTarget(name: "devtrust", dependencies: ["DevtrustCLI", "CProcessHardening"]),
         // In-process measurements for `make bench` (not installed).
         .executableTarget(name: "devtrust-bench", dependencies: ["DevtrustPosture", "DevtrustJOSE", "DevtrustKeys"]),
 

@@ -4,7 +4,8 @@ ending in ":" or "]"), searches the process's memory (/proc/PID/mem, every
 readable mapping) for byte strings, then answers the prompt with Enter.
 
 Usage: memory_scan.py PROMPTS COMMAND... -- NAME=HEX...
-Prints one JSON object: {"prompts": [{"text": "...", "found": {"NAME": ["[heap]", ...]}}, ...]}
+Prints one JSON object: {"prompts": [{"text": "...", "found": {"NAME": ["[heap]", ...]}}, ...]};
+"found" is null when the process's memory cannot be read at all.
 """
 import json
 import os
@@ -16,8 +17,16 @@ import time
 
 
 def scan(pid, needles):
+    """{"NAME": [mappings]}; None when this process may not read the other's memory."""
     found = {}
-    with open("/proc/%d/maps" % pid) as maps, open("/proc/%d/mem" % pid, "rb", 0) as memory:
+    try:
+        maps, memory = open("/proc/%d/maps" % pid), open("/proc/%d/mem" % pid, "rb", 0)
+        memory.seek(0)
+        maps.read(1)
+        maps.seek(0)
+    except PermissionError:
+        return None
+    with maps, memory:
         for line in maps:
             match = re.match(r"([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)", line)
             start, end, permissions, name = int(match.group(1), 16), int(match.group(2), 16), match.group(3), match.group(4)
