@@ -31,6 +31,17 @@ import Testing
         }
     }
 
+    @Test func secretsOnTheCommandLineAreWarnedAboutAndAFileIsNot() throws {
+        let setup = try Setup()
+        let onCommandLine = try setup.register()
+        #expect(onCommandLine.status == 0)
+        #expect(onCommandLine.stderr.contains("devtrust: warning: --input password, otp: a command line is visible to every user of this machine"), "\(onCommandLine.stderr)")
+        let file = setup.directory.write("inputs.json", #"{"http://wso2.com/claims/emailaddress":"alice@example.com","password":"correct horse","otp":"123456"}"#)
+        let fromFile = try setup.register(answers: ["--inputs", file])
+        #expect(fromFile.status == 0, "\(fromFile)")
+        #expect(!fromFile.stderr.contains("warning"), "\(fromFile.stderr)")
+    }
+
     @Test func registersNonInteractivelyAndTheServerAcceptsTokens() throws {
         let setup = try Setup()
         let result = try setup.register(["--device-model", "Test Laptop 14", "--json"])

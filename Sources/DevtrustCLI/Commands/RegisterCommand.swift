@@ -96,12 +96,25 @@ enum RegisterCommand {
                 throw UsageError("--inputs \(source): \(error) (it must be a JSON object whose values are all strings)", command: "register")
             }
         }
+        var exposed = [String]()
         for option in context.arguments.all("input") {
             guard let equals = option.firstIndex(of: "="), equals != option.startIndex else {
                 throw UsageError("--input takes NAME=VALUE, got \"\(option.prefix(40))\"", command: "register")
             }
-            values[String(option[..<equals])] = String(option[option.index(after: equals)...])
+            let name = String(option[..<equals])
+            values[name] = String(option[option.index(after: equals)...])
+            if looksSecret(name) { exposed.append(name) }
+        }
+        if !exposed.isEmpty {
+            context.warn("--input \(exposed.joined(separator: ", ")): a command line is visible to every user of this machine (ps, /proc) while devtrust runs; give secrets with --inputs FILE, --inputs - (stdin) or at the prompt")
         }
         return values
+    }
+
+    /// Input names that usually carry a secret (passwords, one-time codes, PINs).
+    static func looksSecret(_ name: String) -> Bool {
+        let lowered = name.lowercased()
+        return ["password", "passwd", "passcode", "secret", "otp", "totp", "pin", "token"].contains { lowered.includes($0) }
+            || lowered.hasSuffix("code")
     }
 }
