@@ -72,8 +72,8 @@ deps-bench: deps-check
 bench: deps-bench build
 	scripts/bench.py --binary $(RELEASE_BINARY) --bench .build/release/devtrust-bench --thresholds scripts/bench-thresholds.json
 
-# libFuzzer over the parsers (Fuzz/README.md): FUZZ_SECONDS per target, or
-# FUZZ_RUNS executions each when set.
+# libFuzzer over the parsers (Fuzz/README.md): each target for FUZZ_SECONDS,
+# or FUZZ_RUNS executions when that comes first.
 fuzz: deps-build
 	scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_RUNS) $(FUZZ_TARGETS)
 

@@ -5,7 +5,10 @@
 # Fuzz/Crashes/<Target>/ (commit it: the tests replay every one) and the run
 # fails. Prints the executions of each target.
 #
-# Usage: scripts/fuzz.sh SECONDS [RUNS] TARGET...   (RUNS 0: no limit)
+# Usage: scripts/fuzz.sh SECONDS RUNS TARGET...
+#   each target stops after SECONDS or, when RUNS is not 0, RUNS executions,
+#   whichever comes first; FUZZ_MAX_LEN caps an input (default 4096 bytes:
+#   the size limits themselves are tested with megabyte inputs elsewhere).
 set -eu
 cd "$(dirname "$0")/.."
 seconds=$1 runs=$2
@@ -36,9 +39,10 @@ for target in "$@"; do
     fi
     mkdir -p ".build/fuzz/corpus/$target" "Fuzz/Crashes/$target"
     log=".build/fuzz/$target.log"
-    limit="-max_total_time=$seconds"
-    [ "$runs" -gt 0 ] && limit="-runs=$runs"
-    if ".build/fuzz/debug/Fuzz$target" "$limit" -print_final_stats=1 -max_len=65536 \
+    limits="-max_total_time=$seconds"
+    [ "$runs" -gt 0 ] && limits="$limits -runs=$runs"
+    # shellcheck disable=SC2086
+    if ".build/fuzz/debug/Fuzz$target" $limits -print_final_stats=1 -max_len="${FUZZ_MAX_LEN:-4096}" \
         -artifact_prefix="Fuzz/Crashes/$target/" ".build/fuzz/corpus/$target" "Fuzz/Corpus/$target" > "$log" 2>&1; then
         outcome=ok
     else
