@@ -29,6 +29,7 @@ RELEASE_FLAGS = -c release --static-swift-stdlib \
 
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS    ?= 0
+FUZZ_BUILD   ?= .build/fuzz
 FUZZ_TARGETS  = FlowResponse AppNativeResponse DERSignature CompactJWS TSS2KeyFile Configuration Keystore PrivateKeyFile
 
 .PHONY: all build test demo install clean deps-build deps-check deps-bench static-libs bench link-order fuzz
@@ -75,7 +76,7 @@ bench: deps-bench build
 # libFuzzer over the parsers (Fuzz/README.md): each target for FUZZ_SECONDS,
 # or FUZZ_RUNS executions when that comes first.
 fuzz: deps-build
-	scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_RUNS) $(FUZZ_TARGETS)
+	FUZZ_BUILD=$(FUZZ_BUILD) scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_RUNS) $(FUZZ_TARGETS)
 
 # Regenerates scripts/link-order.txt from callgrind runs of the release binary.
 link-order: deps-bench build

@@ -8,7 +8,9 @@
 # Usage: scripts/fuzz.sh SECONDS RUNS TARGET...
 #   each target stops after SECONDS or, when RUNS is not 0, RUNS executions,
 #   whichever comes first; FUZZ_MAX_LEN caps an input (default 4096 bytes:
-#   the size limits themselves are tested with megabyte inputs elsewhere).
+#   the size limits themselves are tested with megabyte inputs elsewhere);
+#   FUZZ_BUILD (default .build/fuzz) holds the build, corpus, logs and summary,
+#   so two invocations with different FUZZ_BUILD run side by side.
 set -eu
 cd "$(dirname "$0")/.."
 seconds=$1 runs=$2
@@ -18,32 +20,33 @@ export SWIFT_BACKTRACE=enable=no
 # crash); the check at exit would only report OpenSSL's own exit-time state.
 export ASAN_OPTIONS=detect_leaks=1
 export LSAN_OPTIONS=leak_check_at_exit=0
-summary=.build/fuzz/summary.txt
-mkdir -p .build/fuzz && : > "$summary"
+build=${FUZZ_BUILD:-.build/fuzz}
+summary=$build/summary.txt
+mkdir -p "$build" && : > "$summary"
 failed=""
 # --sanitize=fuzzer alone instruments only the target's own module (Swift 6.3
 # passes the coverage flags to the main module's compile jobs, not to the
 # library modules'), which leaves the fuzzer blind to the parsers: the
 # coverage is asked for explicitly, and each binary's counters are checked.
-rm -rf .build/fuzz/x86_64-unknown-linux-gnu
+rm -rf "$build/x86_64-unknown-linux-gnu"
 for target in "$@"; do
-    swift build --build-path .build/fuzz --sanitize=fuzzer --sanitize=address -Xswiftc -DFUZZING \
+    swift build --build-path "$build" --sanitize=fuzzer --sanitize=address -Xswiftc -DFUZZING \
         -Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp --product "Fuzz$target" 2>&1 \
         | grep -E "error:" || true
 done
 for target in "$@"; do
-    counters=$(printf '%d' "0x$(objdump -h ".build/fuzz/debug/Fuzz$target" | awk '/__sancov_cntrs/ { print $3 }')")
+    counters=$(printf '%d' "0x$(objdump -h "$build/debug/Fuzz$target" | awk '/__sancov_cntrs/ { print $3 }')")
     if [ "$counters" -lt 3000 ]; then
         echo "fuzz: Fuzz$target has only $counters coverage counters: its modules were not instrumented" >&2
         exit 1
     fi
-    mkdir -p ".build/fuzz/corpus/$target" "Fuzz/Crashes/$target"
-    log=".build/fuzz/$target.log"
+    mkdir -p "$build/corpus/$target" "Fuzz/Crashes/$target"
+    log="$build/$target.log"
     limits="-max_total_time=$seconds"
     [ "$runs" -gt 0 ] && limits="$limits -runs=$runs"
     # shellcheck disable=SC2086
-    if ".build/fuzz/debug/Fuzz$target" $limits -print_final_stats=1 -max_len="${FUZZ_MAX_LEN:-4096}" \
-        -artifact_prefix="Fuzz/Crashes/$target/" ".build/fuzz/corpus/$target" "Fuzz/Corpus/$target" > "$log" 2>&1; then
+    if "$build/debug/Fuzz$target" $limits -print_final_stats=1 -max_len="${FUZZ_MAX_LEN:-4096}" \
+        -artifact_prefix="Fuzz/Crashes/$target/" "$build/corpus/$target" "Fuzz/Corpus/$target" > "$log" 2>&1; then
         outcome=ok
     else
         outcome="FAILED (see $log)"
@@ -52,7 +55,7 @@ for target in "$@"; do
     executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
     line=$(printf '%-18s %12s executions %8s/s  %5s counters  corpus %5s  %s' "$target" "${executions:-?}" "${speed:-?}" \
-        "$counters" "$(ls ".build/fuzz/corpus/$target" | wc -l)" "$outcome")
+        "$counters" "$(ls "$build/corpus/$target" | wc -l)" "$outcome")
     echo "$line" | tee -a "$summary"
 done
 [ -z "$failed" ] || { echo "fuzz: crashes in:$failed (inputs in Fuzz/Crashes)"; exit 1; }
