@@ -20,13 +20,13 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from swtpm_process import running_swtpm
 
 DEVICE_ID = "74070bae-df8c-42bf-8754-5173c237c936"
 TPM_COMMANDS = {"00000131": "CreatePrimary", "00000157": "Load", "0000015d": "Sign", "00000165": "FlushContext",
@@ -58,21 +58,6 @@ def output_of(command, environment):
     if completed.returncode != 0:
         raise SystemExit("bench: command failed (exit %d): %s\n%s" % (completed.returncode, " ".join(command), completed.stderr))
     return completed.stdout, completed.stderr
-
-
-def free_port_pair():
-    while True:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        if port >= 65000:
-            continue
-        with socket.socket() as control:
-            try:
-                control.bind(("127.0.0.1", port + 1))
-                return port
-            except OSError:
-                continue
 
 
 def b64url_decode(text):
@@ -116,15 +101,7 @@ def tpm_token(args, directory, environment, thresholds, report):
     if not shutil.which("swtpm"):
         report.goal("tpm_token", "TPM token: swtpm is not installed", False)
         return
-    port = free_port_pair()
-    state = os.path.join(directory, "swtpm")
-    os.mkdir(state)
-    swtpm = subprocess.Popen(["swtpm", "socket", "--tpm2", "--server", "type=tcp,bindaddr=127.0.0.1,port=%d" % port,
-                              "--ctrl", "type=tcp,bindaddr=127.0.0.1,port=%d" % (port + 1), "--tpmstate", "dir=" + state,
-                              "--flags", "not-need-init,startup-clear"], start_new_session=True)
-    try:
-        time.sleep(0.5)
-        tcti = "swtpm:host=127.0.0.1,port=%d" % port
+    with running_swtpm(directory) as tcti:
         tpm_environment = dict(environment, DEVTRUST_TCTI=tcti, TPM2OPENSSL_TCTI=tcti, TSS2_LOG="all+NONE")
         keystore = os.path.join(directory, "tpm")
         _, notes = output_of([args.binary, "--keystore", keystore, "init", "--backend", "tpm"], tpm_environment)
@@ -153,9 +130,6 @@ def tpm_token(args, directory, environment, thresholds, report):
                     ratio <= limit and persistent, devtrust_ms=round(devtrust_ms, 3), reference_ms=round(openssl_ms, 3), ratio=round(ratio, 3))
         report.goal("tpm_commands", "TPM commands per token: %s (goal %s)" % (", ".join(commands), ", ".join(expected)),
                     commands == expected, commands=commands)
-    finally:
-        os.killpg(swtpm.pid, signal.SIGKILL)
-        swtpm.wait()
 
 
 def mint_rate(args, environment, thresholds, report):

@@ -15,12 +15,11 @@ Usage: update-link-order.py RELEASE_BINARY [OUTPUT]
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
+
+from swtpm_process import running_swtpm
 
 DEVICE_ID = "74070bae-df8c-42bf-8754-5173c237c936"
 
@@ -57,27 +56,12 @@ def functions(profile, object_suffix):
     return found
 
 
-def free_port_pair():
-    while True:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        if port < 65000:
-            with socket.socket() as control:
-                try:
-                    control.bind(("127.0.0.1", port + 1))
-                    return port
-                except OSError:
-                    continue
-
-
 def main(arguments):
     if not arguments:
         raise SystemExit(__doc__)
     release = os.path.abspath(arguments[0])
     output = arguments[1] if len(arguments) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "link-order.txt")
     directory = tempfile.mkdtemp(prefix="devtrust-link-order-")
-    swtpm = None
     try:
         binary = os.path.join(directory, "devtrust")
         # callgrind cannot read the DWARF of a static Swift binary; the symbol table is enough.
@@ -95,26 +79,17 @@ def main(arguments):
         ]
         profiles = [callgrind(binary, run, environment, directory, label) for run, label in runs]
         if shutil.which("swtpm"):
-            port = free_port_pair()
-            state = os.path.join(directory, "swtpm")
-            os.mkdir(state)
-            swtpm = subprocess.Popen(["swtpm", "socket", "--tpm2", "--server", "type=tcp,bindaddr=127.0.0.1,port=%d" % port,
-                                      "--ctrl", "type=tcp,bindaddr=127.0.0.1,port=%d" % (port + 1), "--tpmstate", "dir=" + state,
-                                      "--flags", "not-need-init,startup-clear"], start_new_session=True)
-            time.sleep(0.5)
-            tpm_environment = dict(environment, DEVTRUST_TCTI="swtpm:host=127.0.0.1,port=%d" % port)
-            tpm = ["--keystore", os.path.join(directory, "tpm")]
-            subprocess.run([binary] + tpm + ["init", "--backend", "tpm"], env=tpm_environment, check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            profiles.append(callgrind(binary, tpm + ["token", "--device-id", DEVICE_ID], tpm_environment, directory, "tpm-token"))
+            with running_swtpm(directory) as tcti:
+                tpm_environment = dict(environment, DEVTRUST_TCTI=tcti)
+                tpm = ["--keystore", os.path.join(directory, "tpm")]
+                subprocess.run([binary] + tpm + ["init", "--backend", "tpm"], env=tpm_environment, check=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                profiles.append(callgrind(binary, tpm + ["token", "--device-id", DEVICE_ID], tpm_environment, directory, "tpm-token"))
         ordered = list(dict.fromkeys(name for profile in profiles for name in functions(profile, "/devtrust")))
         with open(output, "w") as file:
             file.write("\n".join(ordered) + "\n")
         print("%d functions from %d runs -> %s" % (len(ordered), len(profiles), output))
     finally:
-        if swtpm:
-            os.killpg(swtpm.pid, signal.SIGKILL)
-            swtpm.wait()
         shutil.rmtree(directory, ignore_errors=True)
 
 
