@@ -40,15 +40,8 @@ import Testing
         #expect(try cli.run(["register", "--server", server.url, "--non-interactive", "-q"] + RegisterTests.answers).status == 0)
         let before = try #require(directory.read("ks/keystore.json"))
         let result = try cli.run(["login", "--server", server.url, "--client-id", "devtrust-app", "--non-interactive"] + SignInTests.basicAnswers)
-        #expect(result.status == fault.exit, "\(fault.mode): \(result)")
-        #expect(!result.signaled)
-        let errors = result.stderr.split(separator: "\n").filter { $0.hasPrefix("devtrust: error: ") }
-        #expect(errors.count == 1, "\(result.stderr)")
-        #expect(result.stderr.contains(fault.message), "\(fault.mode): \(result.stderr)")
-        #expect(directory.read("ks/keystore.json") == before, "\(fault.mode) changed the keystore")
+        fault.expectCleanFailure(result, keystoreBefore: before, keystoreAfter: directory.read("ks/keystore.json"))
         #expect(!directory.entries("ks").contains { $0.hasPrefix("signin-") })
-        #expect(result.stdout.isEmpty)
-        #expect(!result.stderr.utf8.contains(0x1B) && !result.stderr.utf8.contains(0x0D), "\(fault.mode): control characters reached stderr")
         #expect(!result.stderr.contains("correct horse"))
     }
 

@@ -12,6 +12,22 @@ import Testing
         let exit: Int32
         let message: String
         var testDescription: String { "\(mode)@\(at)" }
+
+        /// How every server fault must end: its exit code, exactly one error line naming the
+        /// problem, nothing on stdout, no terminal control bytes, the keystore byte for byte unchanged.
+        func expectCleanFailure(_ result: ProcessResult, keystoreBefore: [UInt8], keystoreAfter: [UInt8]?,
+                                sourceLocation: SourceLocation = #_sourceLocation) {
+            #expect(result.status == exit, "\(mode): \(result)", sourceLocation: sourceLocation)
+            #expect(!result.signaled, sourceLocation: sourceLocation)
+            let errors = result.stderr.split(separator: "\n").filter { $0.hasPrefix("devtrust: error: ") }
+            #expect(errors.count == 1, "\(result.stderr)", sourceLocation: sourceLocation)
+            #expect(result.stderr.contains(message), "\(mode): \(result.stderr)", sourceLocation: sourceLocation)
+            #expect(keystoreAfter == keystoreBefore, "\(mode) changed the keystore", sourceLocation: sourceLocation)
+            #expect(result.stdout.isEmpty, sourceLocation: sourceLocation)
+            // Nothing the server sent can drive the terminal.
+            #expect(!result.stderr.utf8.contains(0x1B) && !result.stderr.utf8.contains(0x0D),
+                    "\(mode): control characters reached stderr", sourceLocation: sourceLocation)
+        }
     }
 
     static let faults: [Fault] = [
@@ -62,15 +78,7 @@ import Testing
         try cli.run("init", "--backend", "software", "-q")
         let before = try #require(directory.read("ks/keystore.json"))
         let result = try cli.run(["register", "--server", server.url, "--non-interactive"] + RegisterTests.answers)
-        #expect(result.status == fault.exit, "\(fault.mode): \(result)")
-        #expect(!result.signaled)
-        let errors = result.stderr.split(separator: "\n").filter { $0.hasPrefix("devtrust: error: ") }
-        #expect(errors.count == 1, "\(result.stderr)")
-        #expect(result.stderr.contains(fault.message), "\(fault.mode): \(result.stderr)")
-        #expect(directory.read("ks/keystore.json") == before, "\(fault.mode) changed the keystore")
-        #expect(result.stdout.isEmpty)
-        // Nothing the server sent can drive the terminal.
-        #expect(!result.stderr.utf8.contains(0x1B) && !result.stderr.utf8.contains(0x0D), "\(fault.mode): control characters reached stderr")
+        fault.expectCleanFailure(result, keystoreBefore: before, keystoreAfter: directory.read("ks/keystore.json"))
     }
 
     @Test func aServerThatIsNotThereIsANetworkError() throws {
