@@ -56,7 +56,7 @@ static-libs:
 build: deps-build static-libs
 	@# SwiftPM does not relink when only linker flags change.
 	rm -f .build/release/devtrust .build/release/devtrust-bench
-	$(SWIFT) build $(RELEASE_FLAGS)
+	$(SWIFT) build $(RELEASE_FLAGS) --product devtrust
 
 test: deps-check
 	$(SWIFT) build --build-tests
@@ -71,6 +71,7 @@ deps-bench: deps-check
 # Ratios against the reference tools in one run; fails when a goal in
 # scripts/bench-thresholds.json is missed (docs/performance.md).
 bench: deps-bench build
+	$(SWIFT) build $(RELEASE_FLAGS) --product devtrust-bench
 	scripts/bench.py --binary $(RELEASE_BINARY) --bench .build/release/devtrust-bench --thresholds scripts/bench-thresholds.json
 
 # libFuzzer over the parsers (Fuzz/README.md): each target for FUZZ_SECONDS,

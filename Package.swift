@@ -73,7 +73,7 @@ let package = Package(
         // LLVMFuzzerTestOneInput. Built without -DFUZZING, each is a replayer
         // (`FuzzX FILE|DIR...`), which the tests run over the corpora and every
         // saved crash input.
-        .target(name: "FuzzSupport", path: "Fuzz/Support"),
+        .target(name: "FuzzSupport", dependencies: ["DevtrustSystem"], path: "Fuzz/Support"),
         .executableTarget(name: "FuzzFlowResponse", dependencies: ["DevtrustFlow", "FuzzSupport"], path: "Fuzz/FlowResponse"),
         .executableTarget(name: "FuzzAppNativeResponse", dependencies: ["DevtrustSignIn", "DevtrustHTTP", "FuzzSupport"], path: "Fuzz/AppNativeResponse"),
         .executableTarget(name: "FuzzDERSignature", dependencies: ["DevtrustKeys", "FuzzSupport"], path: "Fuzz/DERSignature"),

@@ -43,10 +43,12 @@ def timed(command, environment):
 
 
 def alternate(commands, environment, runs, warmup=20):
-    """Median wall time (ms) of each command, run in turn, `runs` times each."""
+    """Median wall time (ms) of each command, run in turn, `runs` times each;
+    the order flips every round, so that neither always follows the other."""
     samples = [[] for _ in commands]
     for index in range(warmup + runs):
-        for position, command in enumerate(commands):
+        order = list(enumerate(commands))
+        for position, command in (order if index % 2 == 0 else reversed(order)):
             elapsed = timed(command, environment)
             if index >= warmup:
                 samples[position].append(elapsed)

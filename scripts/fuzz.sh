@@ -28,11 +28,14 @@ failed=""
 # passes the coverage flags to the main module's compile jobs, not to the
 # library modules'), which leaves the fuzzer blind to the parsers: the
 # coverage is asked for explicitly, and each binary's counters are checked.
-rm -rf "$build/x86_64-unknown-linux-gnu"
+rm -rf "$build"/*-unknown-linux-gnu
 for target in "$@"; do
-    swift build --build-path "$build" --sanitize=fuzzer --sanitize=address -Xswiftc -DFUZZING \
-        -Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp --product "Fuzz$target" 2>&1 \
-        | grep -E "error:" || true
+    if ! swift build --build-path "$build" --sanitize=fuzzer --sanitize=address -Xswiftc -DFUZZING \
+        -Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp --product "Fuzz$target" > "$build/build-$target.log" 2>&1; then
+        grep -E "error:" "$build/build-$target.log" >&2 || true
+        echo "fuzz: building Fuzz$target failed (whole output in $build/build-$target.log)" >&2
+        exit 1
+    fi
 done
 for target in "$@"; do
     counters=$(printf '%d' "0x$(objdump -h "$build/debug/Fuzz$target" | awk '/__sancov_cntrs/ { print $3 }')")

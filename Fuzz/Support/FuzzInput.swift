@@ -1,3 +1,4 @@
+import DevtrustSystem
 import Glibc
 
 /// What every fuzz target shares: the input as bytes, and, in normal builds,
@@ -11,41 +12,24 @@ public enum FuzzInput {
 
     /// `TARGET FILE|DIRECTORY...`: runs each file through `check`; prints how many.
     public static func replay(_ check: ([UInt8]) -> Void) {
+        let paths = CommandLine.arguments.dropFirst()
+        guard !paths.isEmpty else {
+            print("usage: \(CommandLine.arguments[0]) FILE|DIRECTORY...")
+            exit(2)
+        }
         var count = 0
-        for path in CommandLine.arguments.dropFirst() {
-            for file in files(at: path) {
-                guard let input = read(file) else {
-                    print("cannot read \(file)")
+        for path in paths {
+            let files = DirectoryListing.names(path)?.filter { !$0.hasPrefix(".") }.map { path + "/" + $0 } ?? [path]
+            for file in files {
+                do {
+                    check(try FileReader.read(file, limit: 1 << 24))
+                } catch {
+                    print(error)
                     exit(2)
                 }
-                check(input)
                 count += 1
             }
         }
         print("replayed \(count) inputs")
-    }
-
-    static func files(at path: String) -> [String] {
-        guard let directory = opendir(path) else { return [path] }
-        defer { closedir(directory) }
-        var names = [String]()
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
-            if !name.hasPrefix(".") { names.append(path + "/" + name) }
-        }
-        return names.sorted()
-    }
-
-    static func read(_ path: String) -> [UInt8]? {
-        guard let file = fopen(path, "rb") else { return nil }
-        defer { fclose(file) }
-        var bytes = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let got = fread(&buffer, 1, buffer.count, file)
-            if got == 0 { break }
-            bytes += buffer.prefix(got)
-        }
-        return ferror(file) == 0 ? bytes : nil
     }
 }

@@ -9,7 +9,7 @@ public enum FlowStepParser {
         do {
             document = try JSONParser.parse(body)
         } catch {
-            throw FlowProtocolError("the answer is not JSON (\(error)): \(preview(body))")
+            throw FlowProtocolError("the answer is not JSON (\(error)): \(HTTPResponse.preview(body))")
         }
         do {
             let reader = try JSONObjectReader(document, path: "")
@@ -43,10 +43,6 @@ public enum FlowStepParser {
               let code = object["code"]?.stringValue, !code.isEmpty else { return nil }
         return FlowServerError(httpStatus: status, code: code, message: object["message"]?.stringValue ?? "",
                                serverDescription: object["description"]?.stringValue)
-    }
-
-    static func preview(_ body: [UInt8]) -> String {
-        HTTPResponse(status: 200, headers: [], body: body).bodyPreview
     }
 
     private static func components(_ reader: JSONObjectReader, _ key: String, depth: Int = 0) throws -> [FlowComponent] {

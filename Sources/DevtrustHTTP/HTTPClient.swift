@@ -61,7 +61,10 @@ extension HTTPResponse {
     }
 
     /// The first 80 bytes of the body, on one line, without control characters.
-    public var bodyPreview: String {
+    public var bodyPreview: String { Self.preview(body) }
+
+    /// The same for any bytes received (a body read before a response exists).
+    public static func preview(_ body: [UInt8]) -> String {
         if body.isEmpty { return "(empty)" }
         let text = String(decoding: body.prefix(80), as: UTF8.self)
             .map { $0.isNewline || $0 == "\t" ? " " : $0 }

@@ -51,13 +51,13 @@ public struct ServerURL: Equatable, Hashable, Sendable, CustomStringConvertible 
         }
     }
 
-    /// 127.0.0.0/8, ::1 and localhost: the only hosts plain http may reach.
     /// scheme://host[:port], for same-origin checks (the default port counts as absent).
     public var origin: String {
         let defaultPort = scheme == "https" ? 443 : 80
         return scheme + "://" + host + (port.map { $0 == defaultPort ? "" : ":\($0)" } ?? "")
     }
 
+    /// 127.0.0.0/8, ::1 and localhost: the only hosts plain http may reach.
     public var isLoopback: Bool {
         if host == "localhost" || host == "[::1]" { return true }
         let octets = host.split(separator: ".", omittingEmptySubsequences: false)

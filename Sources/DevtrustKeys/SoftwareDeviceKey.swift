@@ -9,17 +9,13 @@ public struct SoftwareDeviceKey: DeviceKey {
 
     public var backend: KeyBackend { .software }
 
-    private init(key: ECKey, publicKey: P256PublicKey) {
-        self.key = key
-        self.publicKey = publicKey
-    }
-
     private init(key: ECKey) throws {
         guard let point = key.uncompressedPublicPoint() else {
             throw KeyFileError(message: "the key is not a P-256 EC key")
         }
+        self.key = key
         // The point is on the curve: OpenSSL checked it when the key was made.
-        self.init(key: key, publicKey: P256PublicKey(unvalidatedX: Array(point[1..<33]), y: Array(point[33..<65])))
+        publicKey = P256PublicKey(unvalidatedX: Array(point[1..<33]), y: Array(point[33..<65]))
     }
 
     private init(evp: EVPKey) throws {

@@ -9,7 +9,7 @@ enum CommandCollector {
     static func collect(_ command: [String], timeoutMilliseconds: Int) -> (attributes: [Attribute], problem: String?) {
         let program = command.first ?? ""
         if let problem = FileTrust.problem(path: program) {
-            return ([], "posture collector \(program) \(problem), so devtrust does not run it (chown root and chmod go-w it); its claims are left out")
+            return ([], "posture collector \(program) \(problem), so devtrust does not run it (it must belong to root or you and be writable only by its owner, in a directory only they can write to); its claims are left out")
         }
         let result: SubprocessResult
         do {

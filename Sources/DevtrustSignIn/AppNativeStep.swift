@@ -11,19 +11,9 @@ public struct AppNativeStep: Sendable {
     public let link: String?
     public let code: String?
     public let returnedState: String?
+}
 
-    init(flowId: String, status: String, stepType: String?, authenticators: [AppNativeAuthenticator], messages: [AppNativeMessage],
-         link: String?, code: String?, returnedState: String?) {
-        self.flowId = flowId
-        self.status = status
-        self.stepType = stepType
-        self.authenticators = authenticators
-        self.messages = messages
-        self.link = link
-        self.code = code
-        self.returnedState = returnedState
-    }
-
+extension AppNativeStep {
     /// Reads one answer of the app-native API; anything unexpected is an
     /// OAuthError (the server said no) or an OAuthProtocolError, never a crash.
     public init(response: HTTPResponse) throws {

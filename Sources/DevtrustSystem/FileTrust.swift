@@ -17,18 +17,20 @@ public enum FileTrust {
     }
 
     /// The same for a path and the directory holding it (a directory others
-    /// can write to, without the sticky bit, lets them replace the file).
+    /// can write to, without the sticky bit, lets them replace the file). A
+    /// file that is not there is no problem here: running it says so.
     public static func problem(path: String, effectiveUser: uid_t = geteuid()) -> String? {
-        var status = stat()
-        guard stat(path, &status) == 0 else { return "cannot be examined (\(String(cString: strerror(errno))))" }
-        if let problem = problem(status, effectiveUser: effectiveUser) { return problem }
-        let directory = path.hasPrefix("/") ? String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)]) : "."
+        // The directory first: when only trusted users can write to it, nobody
+        // else can put a file there between this check and its use either.
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         var parent = stat()
-        guard stat(directory.isEmpty ? "/" : directory, &parent) == 0 else { return nil }
-        if parent.st_mode & 0o022 != 0 && parent.st_mode & UInt32(S_ISVTX) == 0 {
-            return "is in \(directory.isEmpty ? "/" : directory), which others can write to (mode \(String(parent.st_mode & 0o7777, radix: 8)))"
+        if stat(directory, &parent) == 0, parent.st_mode & 0o022 != 0, parent.st_mode & UInt32(S_ISVTX) == 0 {
+            return "is in \(directory), which others can write to (mode \(String(parent.st_mode & 0o7777, radix: 8)))"
         }
-        return nil
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return problem(status, effectiveUser: effectiveUser)
     }
 }
 
