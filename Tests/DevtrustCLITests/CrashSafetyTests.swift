@@ -84,6 +84,8 @@ struct CrashHarness {
     var cli: DevtrustBinary
     var generator: SplitMix64
     var injected = 0
+    /// Keystore checks so far (after each injection and each full run): names the snapshots.
+    var checks = 0
     var killed = 0
     var leftovers = 0
     /// Every broken invariant, with the injection it followed.
@@ -100,8 +102,6 @@ struct CrashHarness {
         try cli.run("init", "--backend", "software", "-q")
         fingerprints.insert(try check())
     }
-
-    var keystore: String { directory.file("ks") }
 
     mutating func runToCompletion(_ arguments: [String]) throws {
         let result = try cli.run(arguments)
@@ -148,7 +148,8 @@ struct CrashHarness {
             problems.append("keystore.json is missing")
             return ""
         }
-        _ = FileManager.default.createFile(atPath: snapshots.file("\(injected).json"), contents: Data(manifestBytes))
+        checks += 1
+        _ = FileManager.default.createFile(atPath: snapshots.file("\(checks).json"), contents: Data(manifestBytes))
         guard let manifest = try? JSONParser.parse(manifestBytes).objectValue, let key = manifest["key"]?.objectValue,
               let keyFile = key["file"]?.stringValue, let fingerprint = key["fingerprint"]?.stringValue else {
             problems.append("keystore.json does not parse or has no key record")

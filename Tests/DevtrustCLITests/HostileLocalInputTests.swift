@@ -202,4 +202,30 @@ import Testing
         let safe = try cli.run("attributes")
         #expect(safe.status == 0 && safe.stdout.contains("berlin"), "\(safe)")
     }
+
+    @Test(.enabled(if: getuid() == 0)) func aCollectorInADirectoryOthersCanWriteToIsNotRun() throws {
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        let ran = directory.file("ran")
+        let shared = directory.file("shared")
+        mkdir(shared, 0o700)
+        let program = shared + "/collector.sh"
+        _ = FileManager.default.createFile(atPath: program, contents: Data("#!/bin/sh\ntouch \(ran)\necho '{\"site\":\"berlin\"}'\n".utf8))
+        chmod(program, 0o755)
+        chmod(shared, 0o777)
+        cli.extraEnvironment["DEVTRUST_CONFIG"] = directory.write("config.json", #"{"collector":["\#(program)"],"postureCacheSeconds":0}"#)
+        try cli.run("init", "--backend", "software", "-q")
+        let unsafe = try cli.run("attributes", "--explain")
+        #expect(unsafe.status == 0)
+        #expect(unsafe.stderr.contains("is in \(shared), which others can write to (mode 777), so devtrust does not run it"), "\(unsafe)")
+        #expect(!FileManager.default.fileExists(atPath: ran) && !unsafe.stdout.contains("berlin"))
+        // The sticky bit (as on /tmp) stops others replacing a file they do not own.
+        chmod(shared, 0o1777)
+        let sticky = try cli.run("attributes")
+        #expect(sticky.status == 0 && sticky.stdout.contains("berlin"), "\(sticky)")
+        // A collector that is not there is reported by running it, not as a trust problem.
+        unlink(program)
+        let missing = try cli.run("attributes", "--explain")
+        #expect(missing.status == 0 && missing.stderr.contains("cannot run \(program): No such file or directory"), "\(missing)")
+    }
 }

@@ -57,19 +57,21 @@ import Testing
         let binary = directory.file("devtrust")
         _ = FileManager.default.createFile(atPath: binary, contents: FileManager.default.contents(atPath: DevtrustBinary.defaultPath))
         chmod(binary, 0o755)
+        // Only what is named here: nothing of the developer's environment (DEVTRUST_CONFIG, ...).
+        let clean = ["PATH": "/usr/bin:/bin"]
         let asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/env", "HOME=" + home, "DEVTRUST_TCTI=device:/nonexistent"]
-        let initialized = try ProcessRunner.run("/usr/bin/setpriv", asNobody + [binary, "--keystore", home + "/ks", "init", "--backend", "software", "-q"])
+        let initialized = try ProcessRunner.run("/usr/bin/setpriv", asNobody + [binary, "--keystore", home + "/ks", "init", "--backend", "software", "-q"], environment: clean)
         #expect(initialized.status == 0, "\(initialized)")
         let scanner = [ExternalTool.python.rawValue, Repository.path("Tests/Interop/memory_scan.py"), "1"]
         let needle = ["--", "password=" + Hex.encode(Array("correct horse".utf8))]
 
-        let control = try ProcessRunner.run("/usr/bin/setpriv", asNobody + scanner + ["/bin/sh", "-c", "printf 'name:'; read x", "correct horse"] + needle)
+        let control = try ProcessRunner.run("/usr/bin/setpriv", asNobody + scanner + ["/bin/sh", "-c", "printf 'name:'; read x", "correct horse"] + needle, environment: clean)
         let controlFound = try JSONParser.parse(control.stdout).objectValue?["prompts"]?.arrayValue?.first?.objectValue?["found"]
         #expect(controlFound != nil && controlFound != .null, "the scanner cannot read an ordinary process either: \(control)")
 
         let register = [binary, "--keystore", home + "/ks", "register", "--server", server.url, "--input",
                         "http://wso2.com/claims/emailaddress=alice@example.com", "--input", "password=correct horse", "--input", "otp=123456"]
-        let scanned = try ProcessRunner.run("/usr/bin/setpriv", asNobody + scanner + register + needle)
+        let scanned = try ProcessRunner.run("/usr/bin/setpriv", asNobody + scanner + register + needle, environment: clean)
         let prompts = try JSONParser.parse(scanned.stdout).objectValue?["prompts"]?.arrayValue ?? []
         #expect(prompts.count == 1 && prompts.first?.objectValue?["found"] == .null, "devtrust's memory was readable: \(scanned)")
     }

@@ -71,15 +71,17 @@ import Testing
         }
 
         let secrets = [password, "correct horse", "731946"] + appNativeTokens + deviceTokens + deviceCodes + verifiers + keyForms
-        #expect(secrets.count >= 15 && !deviceCodes.isEmpty && !verifiers.isEmpty && keyForms.count >= 6)
+        #expect(secrets.count >= 15 && !deviceCodes.isEmpty && !verifiers.isEmpty && keyForms.count >= 8)
         // The debug logs did run: the checks below are over real output.
         #expect(streams.contains { $0.contains("devtrust: http: > POST /oauth2/token") })
         if tpm != nil { #expect(streams.contains { $0.contains("tcti") }, "the TSS debug log is empty") }
 
-        // Files written outside the keystore: HOME, TMPDIR, and anything new in /tmp.
+        // Files written outside the keystore: HOME, TMPDIR, and anything new in /tmp
+        // but the scratch of the tests running alongside (which hold test passwords).
         var files = Self.files(under: directory.file("home")) + Self.files(under: directory.file("tmp"))
         let sharedTemporaryAfter = Set((try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? [])
-        files += sharedTemporaryAfter.subtracting(sharedTemporaryBefore).flatMap { Self.files(under: "/tmp/" + $0) }
+        files += sharedTemporaryAfter.subtracting(sharedTemporaryBefore).filter { !$0.hasPrefix(TemporaryDirectory.namePrefix) }
+            .flatMap { Self.files(under: "/tmp/" + $0) }
         let contents = files.compactMap { FileManager.default.contents(atPath: $0).map { String(decoding: $0, as: UTF8.self) } }
         for secret in secrets {
             for stream in streams + contents {

@@ -139,12 +139,11 @@ import Testing
             let path = directory.file("k\(index).pem")
             #expect(try ExternalTool.openssl.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path]).status == 0)
             let pem = try #require(directory.read("k\(index).pem"))
-            let fast = try #require(SoftwareDeviceKey.fastDecode(pem))
+            #expect(SoftwareDeviceKey.fastDecode(pem) != nil, "OpenSSL's key took the slow decoder")
             let key = try SoftwareDeviceKey(pkcs8PEM: pem)
             #expect(key.isConsistent)
             let expected = try ExternalTool.openssl.run(["pkey", "-in", path, "-pubout"]).stdout
             #expect(key.publicKey.pem == expected)
-            _ = fast
         }
     }
 

@@ -3,9 +3,12 @@ import Foundation
 /// A fresh directory under $TMPDIR, removed when the value is released.
 public final class TemporaryDirectory: @unchecked Sendable {
     public let path: String
+    /// Every test directory's name starts with this, so that a test can tell
+    /// the tests' own scratch (running in parallel) from what devtrust writes.
+    public static let namePrefix = "devtrust-test."
 
-    public init(_ label: String = "devtrust-test") {
-        var template = Array((NSTemporaryDirectory() + "/\(label)-XXXXXX").utf8CString)
+    public init(_ label: String = "scratch") {
+        var template = Array((NSTemporaryDirectory() + "/\(Self.namePrefix)\(label)-XXXXXX").utf8CString)
         let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(created != nil, "mkdtemp failed")
         path = String(cString: template.withUnsafeBufferPointer { $0.baseAddress! })
