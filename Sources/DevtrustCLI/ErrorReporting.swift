@@ -71,6 +71,8 @@ struct ErrorReport {
             return ErrorReport(.network, error.description)
         case let error as TPMError:
             return ErrorReport(.tpm, error.description)
+        case let error as KeySelfTestFailure:
+            return ErrorReport(error.backend == .tpm ? .tpm : .keystore, error.description)
         case let error as KeyFileError:
             return ErrorReport(.usage, error.description)
         case let error as CLIError:

@@ -37,7 +37,7 @@ public struct DeviceRegistrationResponder: Sendable {
             throw FlowProtocolError("the Device Registration challenge is not base64url (\(error))")
         }
         if let refusal = ChallengePolicy.registrationRefusal(challenge) {
-            throw FlowProtocolError("devtrust refuses to sign the server's Device Registration challenge: \(refusal); nothing was sent")
+            throw FlowProtocolError("devtrust refuses to sign the server's Device Registration challenge: \(refusal); nothing was sent. Run the registration again: a new attempt gets a new challenge (a random one is refused far less than once in 10,000, so if this repeats, the server is not sending random challenges: tell its administrator)")
         }
         let key = minter.key
         var inputs: [(String, String)] = [

@@ -35,3 +35,28 @@ public struct KeyFileError: Error, Equatable, Sendable, CustomStringConvertible 
 
     public var description: String { message }
 }
+
+extension DeviceKey {
+    /// Signs a throwaway digest and verifies the signature with the public
+    /// key: the key can sign right now (the TPM answers, the key loads) and
+    /// signs as its public key says. Commands that would otherwise discover a
+    /// broken key half-way through a server's flow (an account created, an OTP
+    /// sent) call this before their first request.
+    public func checkCanSign(random: any RandomSource) throws {
+        let digest = SHA256.hash(Array("devtrust key check ".utf8) + (try random.bytes(count: 16)))
+        let signature = try sign(digest: digest)
+        guard publicKey.isValidSignature(signature, for: digest) else { throw KeySelfTestFailure(backend: backend) }
+    }
+}
+
+/// The key signed, but the signature does not verify with its public key.
+public struct KeySelfTestFailure: Error, Equatable, Sendable, CustomStringConvertible {
+    public let backend: KeyBackend
+
+    public var description: String {
+        switch backend {
+        case .tpm: return "the TPM's signature does not verify with the device key's public key: the TPM (or something between devtrust and the TPM) is not the one the key was made in; nothing was sent. Check the TCTI (--tcti), or run `devtrust init --force` and register again"
+        case .software: return "the device key's signature does not verify with its public key: the key file is damaged; nothing was sent. Run `devtrust init --force` and register again"
+        }
+    }
+}

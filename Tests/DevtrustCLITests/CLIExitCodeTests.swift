@@ -114,7 +114,7 @@ import Testing
         let signingInput = Base64URL.encode(Array(#"{"alg":"ES256","typ":"JWT","deviceId":"d"}"#.utf8)) + "." + Base64URL.encode(Array(#"{"jti":"j","iat":1}"#.utf8))
         let result = try cli.run("sign-challenge", Base64URL.encode(Array(signingInput.utf8)))
         #expect(result.status == 2 && result.stdout.isEmpty, "\(result)")
-        #expect(result.stderr.contains("devtrust refuses to sign this challenge: it is a JWS signing input"))
+        #expect(result.stderr.contains("devtrust refuses to sign this challenge: it could be read as a JWS signing input"))
     }
 
     @Test func exitTwoForABadConfigurationFile() throws {

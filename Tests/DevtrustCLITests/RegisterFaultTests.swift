@@ -65,7 +65,7 @@ import Testing
         Fault(mode: "error-after-device", at: 1, exit: 4, message: "DR-60001 Flow context expired"),
         Fault(mode: "error-at-first-continue", at: 1, exit: 4, message: "DR-60001 Flow context expired"),
         Fault(mode: "escape-sequences", at: 2, exit: 4, message: "Flow context expired\\u{1B}]0;owned\\u{7}"),
-        Fault(mode: "jws-challenge", at: 1, exit: 5, message: "refuses to sign the server's Device Registration challenge: it is a JWS signing input"),
+        Fault(mode: "jws-challenge", at: 1, exit: 5, message: "refuses to sign the server's Device Registration challenge: it could be read as a JWS signing input"),
         Fault(mode: "short-challenge", at: 1, exit: 5, message: "it is 8 bytes, where the contract sends 32 random bytes"),
     ]
 

@@ -230,6 +230,19 @@ import Testing
         #expect(status["tpm"]?.objectValue?["available"] == .bool(false))
     }
 
+    /// A key that cannot sign is found before the first request: the server
+    /// creates no account and sends no OTP for a registration that cannot finish.
+    @Test(.enabled(if: ReferenceServer.shouldRun)) func registerChecksTheKeyBeforeTheFirstRequest() throws {
+        let setup = try Setup()
+        try setup.cli.run("init", "--backend", "tpm")
+        let server = try ReferenceServer()
+        setup.tpm.kill()
+        let result = try setup.cli.run(["register", "--server", server.url, "--non-interactive"] + RegisterTests.answers)
+        #expect(result.status == 6 && result.stderr.contains("no TPM at \(setup.tpm.tcti)"), "\(result)")
+        #expect(try server.get("/api/outbox") == .array([]), "the flow started: an OTP was sent")
+        #expect(try server.devices().isEmpty)
+    }
+
     @Test func aClearedTPMLosesTheKeyAndSaysWhatToDo() throws {
         let setup = try Setup()
         try setup.cli.run("init", "--backend", "tpm")

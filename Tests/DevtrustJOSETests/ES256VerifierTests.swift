@@ -94,23 +94,3 @@ import Testing
         _ = try verifier.verify(compact: try token(#"{"jti":"x","iat":1}"#))
     }
 }
-
-/// The challenge a device signs can never double as a token.
-@Suite struct ChallengePolicyTests {
-    @Test func aJWSSigningInputIsRefusedAndRandomBytesAreNot() throws {
-        let header = Base64URL.encode(Array(#"{"alg":"ES256","deviceId":"d"}"#.utf8))
-        let claims = Base64URL.encode(Array(#"{"jti":"x","iat":1}"#.utf8))
-        #expect(ChallengePolicy.refusal(Array((header + "." + claims).utf8)) != nil)
-        #expect(ChallengePolicy.refusal(Array((header + "." + claims + ".sig").utf8)) != nil)
-        #expect(ChallengePolicy.refusal(Array((header + ".").utf8)) != nil)
-        #expect(ChallengePolicy.refusal(Array("abc.def".utf8)) == nil)          // not a JSON header
-        #expect(ChallengePolicy.refusal(Array("bm90IGpzb24.e30".utf8)) == nil)  // "not json"
-        for _ in 0..<1000 {
-            var random = [UInt8](repeating: 0, count: 32)
-            for index in random.indices { random[index] = UInt8.random(in: 0...255) }
-            #expect(ChallengePolicy.registrationRefusal(random) == nil)
-        }
-        #expect(ChallengePolicy.registrationRefusal([UInt8](repeating: 1, count: 8)) != nil)
-        #expect(ChallengePolicy.registrationRefusal([UInt8](repeating: 1, count: 65)) != nil)
-    }
-}

@@ -30,6 +30,9 @@ enum RegisterCommand {
             try InitCommand.run(context.replacingArguments(["init"]))
         }
         let device = try store.loadKey()
+        // Before the first request: a key that cannot sign would fail only at
+        // the device step, after the server created the account and sent an OTP.
+        try device.key.checkCanSign(random: context.environment.random)
         let attributes = TokenCommands.deviceAttributes(context, configuration, claims: claims, keystore: store.keystore,
                                                         backend: device.record.backend.rawValue)
         let http = CurlHTTPClient(options: httpOptions(context, configuration))
