@@ -42,7 +42,7 @@ const struct devtrust_tss2 *devtrust_tss2_load(char *error, size_t error_size) {
     return NULL;
 }
 
-TSS2_RC devtrust_sign_digest(const struct devtrust_tss2 *tss, ESYS_CONTEXT *context, ESYS_TR key, const uint8_t digest[32],
+TSS2_RC devtrust_sign_digest(const struct devtrust_tss2 *tss, ESYS_CONTEXT *context, ESYS_TR key, ESYS_TR session, const uint8_t digest[32],
                              uint8_t r[66], uint16_t *r_size, uint8_t s[66], uint16_t *s_size) {
     TPM2B_DIGEST message;
     memset(&message, 0, sizeof message);
@@ -57,7 +57,7 @@ TSS2_RC devtrust_sign_digest(const struct devtrust_tss2 *tss, ESYS_CONTEXT *cont
     ticket.tag = TPM2_ST_HASHCHECK;
     ticket.hierarchy = TPM2_RH_NULL;
     TPMT_SIGNATURE *signature = NULL;
-    TSS2_RC rc = tss->Esys_Sign(context, key, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &message, &scheme, &ticket, &signature);
+    TSS2_RC rc = tss->Esys_Sign(context, key, session, ESYS_TR_NONE, ESYS_TR_NONE, &message, &scheme, &ticket, &signature);
     if (rc != TSS2_RC_SUCCESS) return rc;
     const TPMS_SIGNATURE_ECC *ecdsa = &signature->signature.ecdsa;
     if (signature->sigAlg != TPM2_ALG_ECDSA || ecdsa->signatureR.size > 66 || ecdsa->signatureS.size > 66) {
@@ -82,4 +82,50 @@ TSS2_RC devtrust_tpm_property(const struct devtrust_tss2 *tss, ESYS_CONTEXT *con
     if (found) *value = data->data.tpmProperties.tpmProperty[0].value;
     tss->Esys_Free(data);
     return found ? TSS2_RC_SUCCESS : TSS2_ESYS_RC_MALFORMED_RESPONSE;
+}
+
+TSS2_RC devtrust_start_salted_session(const struct devtrust_tss2 *tss, ESYS_CONTEXT *context, ESYS_TR salt_key, ESYS_TR *session) {
+    TPMT_SYM_DEF symmetric;
+    memset(&symmetric, 0, sizeof symmetric);
+    symmetric.algorithm = TPM2_ALG_AES;
+    symmetric.keyBits.aes = 128;
+    symmetric.mode.aes = TPM2_ALG_CFB;
+    TSS2_RC rc = tss->Esys_StartAuthSession(context, salt_key, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                            NULL, TPM2_SE_HMAC, &symmetric, TPM2_ALG_SHA256, session);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    rc = tss->Esys_TRSess_SetAttributes(context, *session, TPMA_SESSION_CONTINUESESSION, 0xFF);
+    if (rc != TSS2_RC_SUCCESS) {
+        tss->Esys_FlushContext(context, *session);
+        *session = ESYS_TR_NONE;
+    }
+    return rc;
+}
+
+TSS2_RC devtrust_read_public_in_session(const struct devtrust_tss2 *tss, ESYS_CONTEXT *context, ESYS_TR object,
+                                        ESYS_TR session, uint8_t public[1024], size_t *public_size) {
+    TSS2_RC rc = tss->Esys_TRSess_SetAttributes(context, session, TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_ENCRYPT, 0xFF);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    TPM2B_PUBLIC *area = NULL;
+    rc = tss->Esys_ReadPublic(context, object, session, ESYS_TR_NONE, ESYS_TR_NONE, &area, NULL, NULL);
+    TSS2_RC restored = tss->Esys_TRSess_SetAttributes(context, session, TPMA_SESSION_CONTINUESESSION, 0xFF);
+    if (rc == TSS2_RC_SUCCESS) {
+        *public_size = 0;
+        rc = tss->Tss2_MU_TPM2B_PUBLIC_Marshal(area, public, 1024, public_size);
+    }
+    tss->Esys_Free(area);
+    return rc != TSS2_RC_SUCCESS ? rc : restored;
+}
+
+TSS2_RC devtrust_object_name(const struct devtrust_tss2 *tss, ESYS_CONTEXT *context, ESYS_TR object, uint8_t name[68], uint16_t *name_size) {
+    TPM2B_NAME *value = NULL;
+    TSS2_RC rc = tss->Esys_TR_GetName(context, object, &value);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    if (value->size > 68) {
+        tss->Esys_Free(value);
+        return TSS2_ESYS_RC_MALFORMED_RESPONSE;
+    }
+    memcpy(name, value->name, value->size);
+    *name_size = value->size;
+    tss->Esys_Free(value);
+    return TSS2_RC_SUCCESS;
 }

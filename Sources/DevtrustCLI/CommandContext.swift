@@ -7,6 +7,8 @@ import DevtrustKeystore
 struct CommandContext {
     let arguments: ParsedArguments
     let environment: CommandEnvironment
+    /// What the TPM backend did on its own during the command; printed after it.
+    var tpmNotices = TPMNotices()
 
     var terminal: any Terminal { environment.terminal }
     var json: Bool { arguments.has("json") }
@@ -54,7 +56,7 @@ struct CommandContext {
     }
 
     func deviceStore() throws -> DeviceStore {
-        DeviceStore(keystore: try keystore(), clock: environment.clock, tpm: tpmSelection)
+        DeviceStore(keystore: try keystore(), clock: environment.clock, tpm: tpmSelection, tpmNotices: tpmNotices)
     }
 
     func configuration() throws(ConfigError) -> Configuration {
@@ -69,7 +71,7 @@ struct CommandContext {
             if self.arguments.has(option.long) { parsed.flags.insert(option.long) }
         }
         parsed.flags.remove("json")
-        return CommandContext(arguments: parsed, environment: environment)
+        return CommandContext(arguments: parsed, environment: environment, tpmNotices: tpmNotices)
     }
 
     /// Reads an argument's text, or all of stdin for `-`, without the trailing newline.

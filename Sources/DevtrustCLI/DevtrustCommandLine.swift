@@ -8,6 +8,9 @@ public enum DevtrustCommandLine {
             return report(error, terminal: environment.terminal, verbose: false)
         }
         let context = CommandContext(arguments: parsed, environment: environment)
+        defer {
+            for notice in context.tpmNotices.drain() { context.warn(notice) }
+        }
         do {
             try dispatch(context)
             return ExitCode.success.rawValue

@@ -14,7 +14,7 @@ public struct NewDeviceKey {
 /// Turns key files into keys and makes new keys, for each backend.
 public enum DeviceKeyFactory {
     /// Loads the key a record names from its file's bytes (which it zeroizes).
-    public static func load(_ record: KeyRecord, file: inout [UInt8], path: String, tpm: TPMSelection) throws -> any DeviceKey {
+    public static func load(_ record: KeyRecord, file: inout [UInt8], path: String, tpm: TPMSelection, notices: TPMNotices? = nil) throws -> any DeviceKey {
         defer { file.zeroize() }
         let key: any DeviceKey
         switch record.backend {
@@ -28,7 +28,7 @@ public enum DeviceKeyFactory {
             do {
                 // The fingerprint check below stands in for the on-curve check.
                 key = try TPMDeviceKey(keyFile: try TSS2KeyFile(pem: String(decoding: file, as: UTF8.self)), selection: tpm,
-                                       parentMetadata: record.tpmParent, validatingPoint: false)
+                                       parentMetadata: record.tpmParent, validatingPoint: false, notices: notices)
             } catch let TPMError.unsupportedKey(reason) {
                 throw KeystoreError.corrupt(path: path, detail: reason)
             }

@@ -26,10 +26,6 @@ public enum InitOutcome: Sendable {
 /// What `reset` removed.
 public struct ResetOutcome: Sendable {
     public let previous: KeystoreState
-    public let evictedHandles: [UInt32]
-    /// Handles devtrust made that could not be removed now (kept on record for a later reset).
-    public let remainingHandles: [UInt32]
-    public let tpmProblem: TPMError?
 }
 
 /// The device's identity in one keystore: its key, whichever backend holds it,
@@ -38,11 +34,15 @@ public struct DeviceStore: Sendable {
     public let keystore: Keystore
     public let clock: any Clock
     public let tpm: TPMSelection
+    /// What a TPM key did on its own while this store's keys were used.
+    public let tpmNotices: TPMNotices
 
-    public init(keystore: Keystore, clock: any Clock = SystemClock(), tpm: TPMSelection = TPMSelection(explicit: nil, environment: [:])) {
+    public init(keystore: Keystore, clock: any Clock = SystemClock(), tpm: TPMSelection = TPMSelection(explicit: nil, environment: [:]),
+                tpmNotices: TPMNotices = TPMNotices()) {
         self.keystore = keystore
         self.clock = clock
         self.tpm = tpm
+        self.tpmNotices = tpmNotices
     }
 
     /// The committed state; empty when there is no keystore yet.
@@ -56,7 +56,7 @@ public struct DeviceStore: Sendable {
             throw DeviceError.noDeviceKey(keystore: keystore.path)
         }
         snapshot.keyFile = nil
-        let key = try DeviceKeyFactory.load(record, file: &file, path: keystore.path + "/" + record.file, tpm: tpm)
+        let key = try DeviceKeyFactory.load(record, file: &file, path: keystore.path + "/" + record.file, tpm: tpm, notices: tpmNotices)
         return LoadedDevice(state: snapshot.state, record: record, key: key)
     }
 
@@ -136,23 +136,17 @@ public struct DeviceStore: Sendable {
         }
     }
 
-    /// Deletes the key and the registrations, and the TPM objects devtrust made.
+    /// Deletes the key and the registrations. It leaves the TPM's storage root
+    /// key where it is: other keystores' keys, tpm2-openssl's or systemd's may
+    /// depend on it, devtrust cannot know which, and it holds no secret (the
+    /// TPM derives the same key from its seed every time). The device key itself
+    /// was never in the TPM's memory: deleting its wrapped blob deletes it.
     public func reset() throws -> ResetOutcome {
-        guard try keystore.load() != nil else {
-            return ResetOutcome(previous: .empty, evictedHandles: [], remainingHandles: [], tpmProblem: nil)
-        }
+        guard try keystore.load() != nil else { return ResetOutcome(previous: .empty) }
         return try keystore.update { state, _ in
             let previous = state
-            var evicted = [UInt32]()
-            var problem: TPMError?
-            do {
-                evicted = try TPMKeyProvisioner.evict(state.tpmPersistentHandles, tpm)
-            } catch let error as TPMError {
-                problem = error
-            }
-            let remaining = problem == nil ? [] : state.tpmPersistentHandles
-            state = KeystoreState(tpmPersistentHandles: remaining)
-            return ResetOutcome(previous: previous, evictedHandles: evicted, remainingHandles: remaining, tpmProblem: problem)
+            state = KeystoreState()
+            return ResetOutcome(previous: previous)
         }
     }
 }

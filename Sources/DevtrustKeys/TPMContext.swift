@@ -128,17 +128,54 @@ final class TPMContext {
         return true
     }
 
-    /// Creates the device key under `parent`; only its wrapped blob comes out.
-    func createSigningKey(parent: ESYS_TR, parentHandle: UInt32) throws(TPMError) -> TSS2KeyFile {
+    /// An HMAC session salted to `key` (see devtrust_start_salted_session): answers
+    /// to commands run in it are authenticated. The caller flushes it.
+    func startSaltedSession(saltedTo key: ESYS_TR) throws(TPMError) -> ESYS_TR {
+        var session: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
+        try check(devtrust_start_salted_session(functions, esys, key, &session), "starting a session salted to the storage root key (StartAuthSession)")
+        return session
+    }
+
+    /// The name ESAPI holds for `object`: nameAlg || SHA-256 of its public area.
+    func name(of object: ESYS_TR) throws(TPMError) -> [UInt8] {
+        var name = [UInt8](repeating: 0, count: 68)
+        var size: UInt16 = 0
+        try check(devtrust_object_name(functions, esys, object, &name, &size), "Esys_TR_GetName")
+        return Array(name.prefix(Int(size)))
+    }
+
+    /// The marshalled TPM2B_PUBLIC of a loaded object, read inside `session` so that the answer is authenticated.
+    func readPublic(_ object: ESYS_TR, session: ESYS_TR) throws(TPMError) -> [UInt8] {
+        var area = [UInt8](repeating: 0, count: 1024)
+        var size = 0
+        try check(devtrust_read_public_in_session(functions, esys, object, session, &area, &size), "reading the device key's public area (ReadPublic)", session: session)
+        return Array(area.prefix(size))
+    }
+
+    /// Like `check`, for a command run in a salted session: the TPM refusing
+    /// the session's HMAC means it cannot derive the session key, so it is not
+    /// the TPM whose storage root key the session was salted to.
+    func check(_ rc: TSS2_RC, _ operation: String, session: ESYS_TR) throws(TPMError) {
+        do {
+            try check(rc, operation)
+        } catch .ownerAuthorizationRequired where session != ESYS_TR(ESYS_TR_PASSWORD) {
+            throw .responseNotAuthentic(operation: operation)
+        }
+    }
+
+    /// Creates the device key under `parent`, authorized by `session` (an HMAC
+    /// session salted to the parent, so the public area that comes back is the
+    /// TPM's); only its wrapped blob comes out.
+    func createSigningKey(parent: ESYS_TR, parentHandle: UInt32, session: ESYS_TR) throws(TPMError) -> TSS2KeyFile {
         var sensitive = devtrust_empty_sensitive()
         var template = devtrust_signing_key_template()
         var outsideInfo = TPM2B_DATA()
         var creationPCR = TPML_PCR_SELECTION()
         var privatePart: UnsafeMutablePointer<TPM2B_PRIVATE>?
         var publicPart: UnsafeMutablePointer<TPM2B_PUBLIC>?
-        try check(tss.Esys_Create(esys, parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
-                              &sensitive, &template, &outsideInfo, &creationPCR, &privatePart, &publicPart, nil, nil, nil),
-                  "creating the device key (Create)")
+        try check(tss.Esys_Create(esys, parent, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                                  &sensitive, &template, &outsideInfo, &creationPCR, &privatePart, &publicPart, nil, nil, nil),
+                  "creating the device key (Create)", session: session)
         defer {
             tss.Esys_Free(privatePart)
             tss.Esys_Free(publicPart)
@@ -147,25 +184,27 @@ final class TPMContext {
         return try TSS2KeyFile.marshal(public: publicPart.pointee, private: privatePart.pointee, parent: parentHandle)
     }
 
-    /// Loads a key blob under `parent`; the caller must flush the result.
-    func load(_ keyFile: TSS2KeyFile, parent: ESYS_TR) throws(TPMError) -> ESYS_TR {
+    /// Loads a key blob under `parent`, authorized by `session` (the password
+    /// session by default); the caller must flush the result.
+    func load(_ keyFile: TSS2KeyFile, parent: ESYS_TR, session: ESYS_TR = ESYS_TR(ESYS_TR_PASSWORD)) throws(TPMError) -> ESYS_TR {
         var privatePart = try keyFile.unmarshalledPrivate()
         var publicPart = try keyFile.unmarshalledPublic()
         var object: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
-        let rc = tss.Esys_Load(esys, parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &privatePart, &publicPart, &object)
+        let rc = tss.Esys_Load(esys, parent, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &privatePart, &publicPart, &object)
         switch TPMResponseCode(rc).tpmCode {
         case TPMResponseCode.integrity?, TPMResponseCode.value?:
             throw .keyDoesNotLoad(code: TPMResponseCode(rc))
         default:
-            try check(rc, "loading the device key (Load)")
+            try check(rc, "loading the device key (Load)", session: session)
         }
         return object
     }
 
-    func sign(_ key: ESYS_TR, digest: SHA256Digest) throws(TPMError) -> ECDSASignature {
+    /// Signs `digest` with a loaded key, authorized by `session` (the password session by default).
+    func sign(_ key: ESYS_TR, digest: SHA256Digest, session: ESYS_TR = ESYS_TR(ESYS_TR_PASSWORD)) throws(TPMError) -> ECDSASignature {
         var r = [UInt8](repeating: 0, count: 66), s = [UInt8](repeating: 0, count: 66)
         var rSize: UInt16 = 0, sSize: UInt16 = 0
-        try check(devtrust_sign_digest(functions, esys, key, digest.bytes, &r, &rSize, &s, &sSize), "signing (Sign)")
+        try check(devtrust_sign_digest(functions, esys, key, session, digest.bytes, &r, &rSize, &s, &sSize), "signing (Sign)", session: session)
         do {
             return try ECDSASignature(r: Array(r.prefix(Int(rSize))), s: Array(s.prefix(Int(sSize))))
         } catch {

@@ -35,6 +35,7 @@ public struct TPMResponseCode: Equatable, Sendable, CustomStringConvertible {
     static let ioError: UInt32 = 10            // TSS2_BASE_RC_IO_ERROR
     static let noConnection: UInt32 = 8        // TSS2_BASE_RC_NO_CONNECTION
     static let tryAgain: UInt32 = 9            // TSS2_BASE_RC_TRY_AGAIN
+    static let responseAuthFailed: UInt32 = 27 // TSS2_BASE_RC_RSP_AUTH_FAILED
 
     /// The TSS's own text for the code (Tss2_RC_Decode).
     public var description: String {
@@ -56,8 +57,19 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The key blob is refused: the TPM was cleared, its firmware changed the
     /// storage seed, or the keystore comes from another machine.
     case keyDoesNotLoad(code: TPMResponseCode)
-    /// The persistent parent (SRK) the key file names is gone.
+    /// The persistent parent the key file names is gone (and is not the
+    /// standard SRK, which devtrust recreates itself).
     case parentMissing(handle: UInt32)
+    /// The standard SRK this TPM derives now is not the one the key was made
+    /// under (its name differs from the one recorded at init): the TPM was
+    /// cleared, so its owner seed changed.
+    case storageRootKeyChanged
+    /// The object at the parent's handle is not the storage key recorded at
+    /// init: another program replaced it.
+    case parentReplaced(handle: UInt32)
+    /// A response's HMAC (in a session salted to the SRK) does not verify:
+    /// something between devtrust and the TPM changed or forged the answer.
+    case responseNotAuthentic(operation: String)
     /// The handle holds an object that is not a storage key.
     case parentNotStorageKey(handle: UInt32)
     /// The TPM refuses authorizations while in dictionary-attack lockout.
@@ -82,7 +94,13 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .keyDoesNotLoad(code):
             return "the TPM refuses the device key (\(code)): the TPM was cleared or its firmware reset its storage keys, or this keystore comes from another machine. The key is lost: run `devtrust init --force` and register this device again."
         case let .parentMissing(handle):
-            return "the TPM has no storage key at \(TPMHandle.format(handle)) any more (was the TPM cleared?). The device key is lost: run `devtrust init --force` and register this device again."
+            return "the TPM has no storage key at \(TPMHandle.format(handle)) any more, the parent the device key was made under: another program removed it, or the TPM was cleared. If it was removed, making that same key persistent again at \(TPMHandle.format(handle)) brings the device key back; if the TPM was cleared, the key is lost: run `devtrust init --force` and register this device again."
+        case .storageRootKeyChanged:
+            return "the TPM's storage root key is not the one the device key was made under (its name differs from the one recorded at `devtrust init`): the TPM was cleared, which destroys every key made in it, or this keystore comes from another machine. The key is lost: run `devtrust init --force` and register this device again."
+        case let .parentReplaced(handle):
+            return "the object at \(TPMHandle.format(handle)) is not the storage root key the device key was made under (its name differs from the one recorded at `devtrust init`): another program replaced it. The device key is not lost: once that program's key is moved elsewhere, make the standard storage root key persistent again (tpm2_createprimary -C o -g sha256 -G ecc256:aes128cfb -c srk.ctx && tpm2_evictcontrol -C o -c srk.ctx \(TPMHandle.format(handle)))."
+        case let .responseNotAuthentic(operation):
+            return "the TPM's answer to \(operation) failed its integrity check (the response HMAC of a session salted to the storage root key does not verify): something between devtrust and the TPM changed or forged it, or the TPM is not the one the keystore was made with. Nothing was changed. Check the TCTI (--tcti) and what runs between devtrust and the TPM."
         case let .parentNotStorageKey(handle):
             return "the TPM object at \(TPMHandle.format(handle)) is not a storage key, so devtrust cannot create keys under it (to free the handle: tpm2_evictcontrol -C o -c \(TPMHandle.format(handle)))"
         case .lockout:
@@ -104,6 +122,7 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         if let base = code.tssBaseCode, [TPMResponseCode.ioError, TPMResponseCode.noConnection, TPMResponseCode.tryAgain].contains(base) {
             return .connectionLost(operation: operation, code: code)
         }
+        if code.tssBaseCode == TPMResponseCode.responseAuthFailed { return .responseNotAuthentic(operation: operation) }
         switch code.tpmCode {
         case TPMResponseCode.lockout?: return .lockout
         case TPMResponseCode.objectMemory?, TPMResponseCode.sessionMemory?: return .outOfObjectMemory(operation: operation)

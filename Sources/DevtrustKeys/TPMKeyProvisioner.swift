@@ -53,55 +53,67 @@ public enum TPMKeyProvisioner {
         }
         defer { parentIsTransient ? context.flush(parent) : context.close(parent) }
 
-        let keyFile = try context.createSigningKey(parent: parent, parentHandle: parentHandle)
-        let metadata = parentIsTransient ? nil : try context.serialize(parent)
-        let key = try TPMDeviceKey(keyFile: keyFile, selection: pinned, parentMetadata: metadata)
-        try selfTest(key, context)
+        // Trust on first use: the parent was just read from (or made by) this
+        // TPM; from now on its name, recorded with the key, pins it. The
+        // session salted to it authenticates the TPM's answers: the public
+        // area the key is known by, and the self-test.
+        let session = try context.startSaltedSession(saltedTo: parent)
+        defer { context.flush(session) }
+        let keyFile = try context.createSigningKey(parent: parent, parentHandle: parentHandle, session: session)
+        let key = try TPMDeviceKey(keyFile: keyFile, selection: pinned, parentMetadata: try context.serialize(parent))
+        try selfTest(key, context, parent: parent, session: session)
         return TPMProvisioning(key: key, createdPersistentHandle: createdHandle, notes: notes)
     }
 
     /// Takes a key file made elsewhere (`openssl genpkey -provider tpm2`) after
-    /// checking that it is a P-256 signing key that loads and signs in this TPM.
+    /// checking that it is a P-256 signing key that was generated in a TPM and
+    /// cannot leave it (`TSS2KeyFile.publicKey`), and that it loads and signs
+    /// in this TPM, under a parent it pins from now on.
     public static func adopt(_ keyFile: TSS2KeyFile, _ selection: TPMSelection) throws(TPMError) -> TPMProvisioning {
         _ = try keyFile.publicKey()
         let context = try TPMContext.open(selection)
         let pinned = TPMSelection(tcti: context.tctiConfiguration)
-        var metadata: [UInt8]?
-        if keyFile.parent != TPMHandle.owner {
-            guard let parent = try context.persistentObject(keyFile.parent) else { throw .parentMissing(handle: keyFile.parent) }
-            defer { context.close(parent) }
-            metadata = try context.serialize(parent)
+        let parent: TPMDeviceKey.ParentObject
+        if keyFile.parent == TPMHandle.owner {
+            parent = TPMDeviceKey.ParentObject(object: try context.createStorageRootKey(), isTransient: true)
+        } else {
+            guard let object = try context.persistentObject(keyFile.parent) else { throw .parentMissing(handle: keyFile.parent) }
+            parent = TPMDeviceKey.ParentObject(object: object, isTransient: false)
         }
-        let key = try TPMDeviceKey(keyFile: keyFile, selection: pinned, parentMetadata: metadata)
-        try selfTest(key, context)
+        defer { parent.release(context) }
+        let session = try context.startSaltedSession(saltedTo: parent.object)
+        defer { context.flush(session) }
+        let key = try TPMDeviceKey(keyFile: keyFile, selection: pinned, parentMetadata: try context.serialize(parent.object))
+        try selfTest(key, context, parent: parent.object, session: session)
         let notes = keyFile.parent == TPMHandle.owner
             ? ["the key's parent is a transient primary (0x40000001), so every signature first recreates it (CreatePrimary: 50-500 ms on real TPMs); keys made under a persistent SRK (openssl genpkey ... -pkeyopt parent:0x81000001) avoid that"]
             : []
         return TPMProvisioning(key: key, createdPersistentHandle: nil, notes: notes)
     }
 
-    /// Loads the key and checks a signature with the public key on file.
+    /// The self-test, with the parent checked against the name recorded at
+    /// init: the key loads, the TPM holds the public area of the key file, and
+    /// it signs, each answer authenticated by a session salted to that parent.
     public static func checkKeyLoads(_ key: TPMDeviceKey) throws(TPMError) {
-        try selfTest(key, try TPMContext.open(key.selection))
+        let context = try TPMContext.open(key.selection)
+        let parent = try key.authenticatedParent(context)
+        defer { parent.release(context) }
+        let session = try context.startSaltedSession(saltedTo: parent.object)
+        defer { context.flush(session) }
+        try selfTest(key, context, parent: parent.object, session: session)
     }
 
-    private static func selfTest(_ key: TPMDeviceKey, _ context: TPMContext) throws(TPMError) {
+    private static func selfTest(_ key: TPMDeviceKey, _ context: TPMContext, parent: ESYS_TR, session: ESYS_TR) throws(TPMError) {
+        let loaded = try context.load(key.keyFile, parent: parent, session: session)
+        defer { context.flush(loaded) }
+        guard try context.readPublic(loaded, session: session) == key.keyFile.publicArea else {
+            throw .responseNotAuthentic(operation: "loading the device key: the public area the TPM holds is not the key file's")
+        }
         let digest = SHA256.hash(Array("devtrust self-test".utf8))
-        let signature = try key.withLoadedKey(context) { object throws(TPMError) in try context.sign(object, digest: digest) }
+        let signature = try context.sign(loaded, digest: digest, session: session)
         guard key.publicKey.isValidSignature(signature, for: digest) else {
             throw .unsupportedKey("a test signature by the TPM does not verify with the key's public part")
         }
-    }
-
-    /// Removes persistent objects devtrust created; returns those that were there.
-    public static func evict(_ handles: [UInt32], _ selection: TPMSelection) throws(TPMError) -> [UInt32] {
-        guard !handles.isEmpty else { return [] }
-        let context = try TPMContext.open(selection)
-        var evicted = [UInt32]()
-        for handle in handles where try context.evict(handle) {
-            evicted.append(handle)
-        }
-        return evicted
     }
 
     public static func describe(_ selection: TPMSelection) throws(TPMError) -> TPMDescription {

@@ -108,6 +108,14 @@ public struct TSS2KeyFile: Equatable, Sendable {
         return TSS2KeyFile(parent: parent, publicArea: Array(publicBytes.prefix(publicLength)), privateArea: Array(privateBytes.prefix(privateLength)))
     }
 
+    /// Whether the key is exempt from the TPM's dictionary-attack lockout (noDA).
+    /// Keys devtrust made before it set noDA are not: another program can lock
+    /// them out of the TPM with a few wrong passwords on any DA-protected key.
+    public var isLockoutExempt: Bool {
+        guard var value = try? unmarshalledPublic() else { return false }
+        return devtrust_key_is_lockout_exempt(&value) == 1
+    }
+
     /// The key's public point, checked to be a P-256 signing key devtrust can use.
     /// `validatingPoint: false` skips the on-curve check (OpenSSL's decoder, about
     /// a millisecond) for a key whose fingerprint the caller compares with its record.
@@ -119,7 +127,10 @@ public struct TSS2KeyFile: Equatable, Sendable {
         case 2: throw .unsupportedKey("it is not on the NIST P-256 curve")
         case 3: throw .unsupportedKey("it is not a signing key")
         case 4: throw .unsupportedKey("it is a restricted key (it can only sign TPM-generated data)")
-        default: throw .unsupportedKey("its scheme is not ECDSA with SHA-256")
+        case 5: throw .unsupportedKey("its scheme is not ECDSA with SHA-256")
+        case 6: throw .unsupportedKey("the TPM did not generate it (sensitiveDataOrigin is clear): it was imported (tpm2_import) from a private key that exists outside the TPM, so devtrust could not honestly say that the key never left the TPM. Create the key in the TPM instead: `devtrust init --backend tpm`, or `openssl genpkey -provider tpm2 -algorithm EC -pkeyopt group:P-256`")
+        case 7: throw .unsupportedKey("it can be duplicated to another TPM (fixedTPM is clear), so it is not bound to this one. Create the key in the TPM instead: `devtrust init --backend tpm`")
+        default: throw .unsupportedKey("it can be duplicated under another parent (fixedParent is clear), so it is not bound to this TPM. Create the key in the TPM instead: `devtrust init --backend tpm`")
         }
         var x = [UInt8](repeating: 0, count: 32), y = [UInt8](repeating: 0, count: 32)
         var xSize: UInt16 = 0, ySize: UInt16 = 0

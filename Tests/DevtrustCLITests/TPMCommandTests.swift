@@ -73,16 +73,6 @@ import Testing
         #expect(try setup.tpm.persistentHandles() == ["0x81000001"])
     }
 
-    @Test func resetRemovesTheSRKDevtrustMade() throws {
-        let setup = try Setup()
-        try setup.cli.run("init", "--backend", "tpm")
-        let reset = try setup.cli.run("reset", "--yes")
-        #expect(reset.status == 0 && reset.stderr.contains("removed the TPM storage key devtrust had made persistent at 0x81000001"), "\(reset)")
-        #expect(try setup.tpm.persistentHandles().isEmpty)
-        #expect(try setup.manifest()["tpmPersistentHandles"] == .array([]))
-        #expect(setup.directory.entries("ks").filter { $0.hasPrefix("key-") }.isEmpty)
-    }
-
     @Test func aNonStorageObjectAtTheSRKHandleMeansATransientParent() throws {
         let setup = try Setup()
         let context = setup.directory.file("signer.ctx")
@@ -249,7 +239,7 @@ import Testing
         #expect(try setup.tpm.tool("tpm2_clear", ["-c", "p"]).status == 0)
         let result = try setup.cli.run("token", "--device-id", "x")
         #expect(result.status == 6)
-        #expect(result.stderr.contains("no storage key at 0x81000001 any more") && result.stderr.contains("run `devtrust init --force` and register this device again"), "\(result)")
+        #expect(result.stderr.contains("the TPM was cleared") && result.stderr.contains("run `devtrust init --force` and register this device again"), "\(result)")
         #expect(try setup.tpm.transientHandles().isEmpty)
     }
 
@@ -303,24 +293,6 @@ import Testing
         #expect(try setup.tpm.tool("tpm2_changeauth", ["-c", "owner", "s3cret"]).status == 0)
         #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
         #expect(try setup.cli.run("token", "--device-id", "x").status == 0)
-    }
-
-    @Test func lockoutIsExplained() throws {
-        let setup = try Setup()
-        try setup.cli.run("init", "--backend", "tpm")
-        // One wrong password on a DA-protected key puts the TPM in lockout.
-        #expect(try setup.tpm.tool("tpm2_dictionarylockout", ["-s", "-n", "1", "-t", "600", "-l", "600"]).status == 0)
-        let (pub, priv, ctx) = (setup.directory.file("k.pub"), setup.directory.file("k.priv"), setup.directory.file("k.ctx"))
-        #expect(try setup.tpm.tool("tpm2_create", ["-C", "0x81000001", "-G", "ecc256", "-p", "secret", "-u", pub, "-r", priv]).status == 0)
-        #expect(try setup.tpm.tool("tpm2_load", ["-C", "0x81000001", "-u", pub, "-r", priv, "-c", ctx]).status == 0)
-        let message = setup.directory.write("m", "x")
-        for _ in 0..<2 {
-            try setup.tpm.tool("tpm2_sign", ["-c", ctx, "-p", "wrong", "-g", "sha256", "-o", setup.directory.file("s"), message])
-        }
-        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
-        let result = try setup.cli.run("token", "--device-id", "x")
-        #expect(result.status == 6 && result.stderr.contains("dictionary-attack lockout"), "\(result)")
-        #expect(try setup.tpm.transientHandles().isEmpty)
     }
 
     /// swtpm killed at random moments during `init --backend tpm`: exit 0 or 6,
@@ -398,7 +370,9 @@ import Testing
 }
 
 @Suite(.enabled(if: Swtpm.shouldRun)) struct TPMResetTests {
-    @Test func resetWithoutTheTPMKeepsTheHandleOnRecordForLater() throws {
+    /// reset touches nothing in the TPM (the storage root key is shared), so it
+    /// needs no TPM, and the TPM keeps its SRK when it answers again.
+    @Test func resetNeedsNoTPMAndLeavesTheStorageRootKey() throws {
         let directory = TemporaryDirectory()
         let state = TemporaryDirectory("swtpm-state")
         var tpm: Swtpm? = try Swtpm(state: state)
@@ -407,16 +381,14 @@ import Testing
         try cli.run("init", "--backend", "tpm")
         tpm!.stop()
         let offline = try cli.run("reset", "--yes")
-        #expect(offline.status == 0, "\(offline)")
-        #expect(offline.stderr.contains("could not remove the TPM objects devtrust made (0x81000001)"))
+        #expect(offline.status == 0 && !offline.stderr.contains("warning"), "\(offline)")
         let manifest = try JSONParser.parse(try #require(directory.read("ks/keystore.json"))).objectValue!
-        #expect(manifest["key"] == .null && manifest["tpmPersistentHandles"] == .array([.string("0x81000001")]))
+        #expect(manifest["key"] == .null && manifest["tpmPersistentHandles"] == .array([]))
+        #expect(directory.entries("ks").filter { $0.hasPrefix("key-") }.isEmpty)
 
         tpm = try Swtpm(state: state) // the machine boots again, same TPM
-        cli.extraEnvironment["DEVTRUST_TCTI"] = tpm!.tcti
         #expect(try tpm!.persistentHandles() == ["0x81000001"])
-        let online = try cli.run("reset", "--yes")
-        #expect(online.stderr.contains("removed the TPM storage key devtrust had made persistent at 0x81000001"), "\(online)")
-        #expect(try tpm!.persistentHandles().isEmpty)
+        cli.extraEnvironment["DEVTRUST_TCTI"] = tpm!.tcti
+        #expect(try cli.run("reset", "--yes").stderr.contains("nothing to reset"))
     }
 }

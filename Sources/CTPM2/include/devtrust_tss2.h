@@ -12,7 +12,7 @@
     F(Esys_Initialize) F(Esys_Finalize) F(Esys_Free) F(Esys_FlushContext) \
     F(Esys_TR_FromTPMPublic) F(Esys_TR_Serialize) F(Esys_TR_Deserialize) F(Esys_TR_Close) \
     F(Esys_ReadPublic) F(Esys_CreatePrimary) F(Esys_EvictControl) F(Esys_Create) F(Esys_Load) \
-    F(Esys_Sign) F(Esys_GetCapability) \
+    F(Esys_Sign) F(Esys_GetCapability) F(Esys_StartAuthSession) F(Esys_TRSess_SetAttributes) F(Esys_TR_GetName) \
     F(Tss2_TctiLdr_Initialize) F(Tss2_TctiLdr_Finalize) F(Tss2_RC_Decode) \
     F(Tss2_MU_TPM2B_PUBLIC_Marshal) F(Tss2_MU_TPM2B_PUBLIC_Unmarshal) \
     F(Tss2_MU_TPM2B_PRIVATE_Marshal) F(Tss2_MU_TPM2B_PRIVATE_Unmarshal)
@@ -28,10 +28,29 @@ struct devtrust_tss2 {
 const struct devtrust_tss2 *_Nullable devtrust_tss2_load(char *_Nonnull error, size_t error_size);
 
 /* TPM2_Sign of a SHA-256 digest with ECDSA-SHA256 and a null hashcheck ticket
-   (allowed for unrestricted keys); r and s are copied out as the TPM gives them. */
-TSS2_RC devtrust_sign_digest(const struct devtrust_tss2 *_Nonnull tss, ESYS_CONTEXT *_Nonnull context, ESYS_TR key,
+   (allowed for unrestricted keys), authorized by `session` (ESYS_TR_PASSWORD
+   or an HMAC session); r and s are copied out as the TPM gives them. */
+TSS2_RC devtrust_sign_digest(const struct devtrust_tss2 *_Nonnull tss, ESYS_CONTEXT *_Nonnull context, ESYS_TR key, ESYS_TR session,
                              const uint8_t digest[_Nonnull 32], uint8_t r[_Nonnull 66], uint16_t *_Nonnull r_size,
                              uint8_t s[_Nonnull 66], uint16_t *_Nonnull s_size);
+
+/* An HMAC session salted to `salt_key` (a storage key whose public area ESAPI
+   holds): only that key's owner, the TPM, can derive the session key, so a
+   response whose HMAC verifies came from that TPM unchanged. SHA-256,
+   AES-128-CFB for parameter encryption, kept open across commands
+   (continueSession): the caller flushes it. */
+TSS2_RC devtrust_start_salted_session(const struct devtrust_tss2 *_Nonnull tss, ESYS_CONTEXT *_Nonnull context, ESYS_TR salt_key,
+                                      ESYS_TR *_Nonnull session);
+
+/* TPM2_ReadPublic of `object` inside `session` (with response encryption, as
+   a session that authorizes nothing must do something), so that its answer
+   is authenticated; `public` receives the marshalled TPM2B_PUBLIC. */
+TSS2_RC devtrust_read_public_in_session(const struct devtrust_tss2 *_Nonnull tss, ESYS_CONTEXT *_Nonnull context, ESYS_TR object,
+                                        ESYS_TR session, uint8_t public[_Nonnull 1024], size_t *_Nonnull public_size);
+
+/* The name ESAPI holds for `object` (nameAlg || hash of its public area). */
+TSS2_RC devtrust_object_name(const struct devtrust_tss2 *_Nonnull tss, ESYS_CONTEXT *_Nonnull context, ESYS_TR object,
+                             uint8_t name[_Nonnull 68], uint16_t *_Nonnull name_size);
 
 /* One fixed TPM property (TPM2_PT_*) by GetCapability. */
 TSS2_RC devtrust_tpm_property(const struct devtrust_tss2 *_Nonnull tss, ESYS_CONTEXT *_Nonnull context,

@@ -1,7 +1,7 @@
 import DevtrustDevice
 import DevtrustKeys
 
-/// `reset`: deletes the key, the registrations, and the TPM objects devtrust made.
+/// `reset`: deletes the key and the registrations (the TPM's shared storage root key stays).
 enum ResetCommand {
     static func run(_ context: CommandContext) throws {
         let store = try context.deviceStore()
@@ -24,11 +24,9 @@ enum ResetCommand {
         let outcome = try store.reset()
         let registrations = outcome.previous.registrations.count
         context.info("deleted the device key" + (registrations == 0 ? "" : " and \(registrations) registration(s)") + " from \(keystore.path)")
-        for handle in outcome.evictedHandles {
-            context.info("removed the TPM storage key devtrust had made persistent at \(TPMHandle.format(handle))")
-        }
-        if let problem = outcome.tpmProblem, !outcome.remainingHandles.isEmpty {
-            context.warn("could not remove the TPM objects devtrust made (\(outcome.remainingHandles.map(TPMHandle.format).joined(separator: ", "))): \(problem); `devtrust reset` again removes them once the TPM answers")
+        if outcome.previous.key?.backend == .tpm || !outcome.previous.tpmPersistentHandles.isEmpty {
+            let handle = TPMHandle.format(TPMHandle.storageRootKey)
+            context.info("left the TPM's storage root key at \(handle) in place: keys of other keystores and programs (tpm2-openssl, systemd) may use it, and it holds no secret; if nothing does, `tpm2_evictcontrol -C o -c \(handle)` removes it")
         }
     }
 }

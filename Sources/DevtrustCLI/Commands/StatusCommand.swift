@@ -9,7 +9,11 @@ enum StatusCommand {
         var loads = false
         var problem: String?
         var parentHandle: UInt32?
+        /// For a TPM key: whether it is exempt from dictionary-attack lockout (noDA).
+        var lockoutExempt: Bool?
     }
+
+    static let lockoutAdvice = "it was made without noDA (by an earlier devtrust, or elsewhere and imported), so any program that can reach the TPM can stop it from signing by putting the TPM in dictionary-attack lockout (a few wrong passwords on any key); re-create it with `devtrust init --force --backend tpm`, then register again"
 
     static func run(_ context: CommandContext) throws {
         let store = try context.deviceStore()
@@ -25,6 +29,7 @@ enum StatusCommand {
             } catch {
                 result.problem = ErrorReport.from(error).message
             }
+            if let key = try? store.loadKey().key as? TPMDeviceKey { result.lockoutExempt = key.keyFile.isLockoutExempt }
             health = result
         }
         // The TPM is described when the key is in it, or when one answers.
@@ -38,6 +43,7 @@ enum StatusCommand {
             lines.append("key: \(key.backend.rawValue) P-256, fingerprint \(key.fingerprint), created \(key.createdAt)")
             if let parent = health.parentHandle { lines.append("key parent: \(TPMHandle.format(parent))" + (parent == TPMHandle.owner ? " (a transient primary recreated for every signature)" : "")) }
             lines.append("key loads: " + (health.loads ? "yes" : "no: \(health.problem ?? "unknown")"))
+            if health.lockoutExempt == false { lines.append("key lockout: exposed: " + lockoutAdvice) }
         } else {
             lines.append("key: none (run `devtrust init`)")
         }
@@ -78,6 +84,10 @@ enum StatusCommand {
             ]
             if let parent = health.parentHandle { keyObject["tpmParent"] = .string(TPMHandle.format(parent)) }
             if let problem = health.problem { keyObject["problem"] = .string(problem) }
+            if let exempt = health.lockoutExempt {
+                keyObject["lockoutExposed"] = .bool(!exempt)
+                if !exempt { keyObject["lockoutAdvice"] = .string(lockoutAdvice) }
+            }
             document["key"] = .object(keyObject)
         } else {
             document["key"] = .null

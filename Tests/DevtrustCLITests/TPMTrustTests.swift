@@ -1,0 +1,235 @@
+import DevtrustEncoding
+import DevtrustTestSupport
+import Foundation
+import Testing
+
+/// Every TPM claim devtrust makes is true, and other software sharing the TPM
+/// can neither fake it nor break it. Each test plays the attack or the
+/// accident first (with tpm2-tools, or an active interposer on the TPM bus)
+/// and fails on a devtrust that does not defend against it.
+@Suite(.enabled(if: Swtpm.shouldRun)) struct TPMTrustTests {
+    typealias Setup = TPMCommandTests.Setup
+
+    /// A P-256 signing key made with tpm2-tools under the SRK at 0x81000001,
+    /// as a TSS2 PRIVATE KEY file devtrust can import. `imported` brings in a
+    /// private key made outside the TPM (tpm2_import); otherwise the TPM makes it
+    /// with `attributes`.
+    static func foreignKey(_ setup: Setup, imported: Bool = false,
+                           attributes: String = "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|sign") throws -> String {
+        let d = setup.directory
+        let (pub, priv, file) = (d.file("foreign.pub"), d.file("foreign.priv"), d.file("foreign.tss2"))
+        try setup.tpm.ensureStorageRootKey(d)
+        if imported {
+            let pem = d.file("outside.pem")
+            #expect(try ExternalTool.openssl.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", pem]).status == 0)
+            let made = try setup.tpm.tool("tpm2_import", ["-C", "0x81000001", "-G", "ecc", "-i", pem, "-u", pub, "-r", priv])
+            #expect(made.status == 0, "\(made)")
+        } else {
+            let made = try setup.tpm.tool("tpm2_create", ["-C", "0x81000001", "-G", "ecc256:ecdsa-sha256", "-a", attributes, "-u", pub, "-r", priv])
+            #expect(made.status == 0, "\(made)")
+        }
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        let encoded = try setup.tpm.tool("tpm2_encodeobject", ["-C", "0x81000001", "-u", pub, "-r", priv, "-p", "-o", file])
+        #expect(encoded.status == 0, "\(encoded)")
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        return file
+    }
+
+    /// Puts the TPM in dictionary-attack lockout the way any process that can
+    /// reach it could: two wrong passwords on a DA-protected key of its own.
+    /// Returns the result of a right password afterwards (refused: the lockout is real).
+    static func lockOut(_ setup: Setup) throws -> ProcessResult {
+        let d = setup.directory
+        #expect(try setup.tpm.tool("tpm2_dictionarylockout", ["-s", "-n", "1", "-t", "600", "-l", "600"]).status == 0)
+        let (pub, priv, ctx) = (d.file("da.pub"), d.file("da.priv"), d.file("da.ctx"))
+        #expect(try setup.tpm.tool("tpm2_create", ["-C", "0x81000001", "-G", "ecc256", "-p", "secret", "-u", pub, "-r", priv]).status == 0)
+        #expect(try setup.tpm.tool("tpm2_load", ["-C", "0x81000001", "-u", pub, "-r", priv, "-c", ctx]).status == 0)
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        let message = d.write("m", "x")
+        for _ in 0..<2 {
+            try setup.tpm.tool("tpm2_sign", ["-c", ctx, "-p", "wrong", "-g", "sha256", "-o", d.file("s"), message])
+            try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        }
+        let right = try setup.tpm.tool("tpm2_sign", ["-c", ctx, "-p", "secret", "-g", "sha256", "-o", d.file("s"), message])
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        return right
+    }
+
+    // MARK: adopted keys
+
+    @Test func aKeyImportedIntoTheTPMIsRefused() throws {
+        let setup = try Setup()
+        let file = try Self.foreignKey(setup, imported: true)
+        let result = try setup.cli.run("init", "--import", file)
+        #expect(result.status == 6, "\(result)")
+        #expect(result.stderr.contains("sensitiveDataOrigin is clear") && result.stderr.contains("tpm2_import")
+                && result.stderr.contains("devtrust init --backend tpm"), "\(result.stderr)")
+        #expect(setup.directory.read("ks/keystore.json") == nil)
+        #expect(try setup.tpm.transientHandles().isEmpty)
+    }
+
+    /// Generated in the TPM, but duplicable (fixedTPM and fixedParent clear: the
+    /// TPM allows only both or neither under a fixedTPM parent).
+    @Test func aKeyThatCanBeDuplicatedIsRefused() throws {
+        let setup = try Setup()
+        let file = try Self.foreignKey(setup, attributes: "sensitivedataorigin|userwithauth|sign")
+        let result = try setup.cli.run("init", "--import", file)
+        #expect(result.status == 6 && result.stderr.contains("it can be duplicated to another TPM (fixedTPM is clear)"), "\(result)")
+        #expect(setup.directory.read("ks/keystore.json") == nil)
+    }
+
+    // MARK: dictionary-attack lockout
+
+    @Test func aLockoutCannotStopTheDeviceKey() throws {
+        let setup = try Setup()
+        #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
+        let control = try Self.lockOut(setup)
+        #expect(control.status != 0 && control.stderr.contains("DA lockout mode"), "the TPM is not in lockout: \(control)")
+        let token = try setup.cli.run("token", "--device-id", "x")
+        #expect(token.status == 0, "\(token)")
+        let key = try setup.status()["key"]?.objectValue
+        #expect(key?["lockoutExposed"] == .bool(false) && key?["loads"] == .bool(true), "\(String(describing: key))")
+        #expect(!(try setup.cli.run("status").stdout.contains("lockout")))
+    }
+
+    /// A key made without noDA (an earlier devtrust's, or imported): status
+    /// says it is exposed and how to re-create it, and lockout stops it.
+    @Test func aKeyWithoutNoDAIsExposedAndStatusSaysSo() throws {
+        let setup = try Setup()
+        let file = try Self.foreignKey(setup)
+        #expect(try setup.cli.run("init", "--import", file).status == 0)
+        let key = try setup.status()["key"]?.objectValue
+        #expect(key?["lockoutExposed"] == .bool(true), "\(String(describing: key))")
+        #expect(key?["lockoutAdvice"]?.stringValue?.contains("devtrust init --force --backend tpm") == true)
+        #expect(try setup.cli.run("status").stdout.contains("key lockout: exposed: it was made without noDA"))
+        _ = try Self.lockOut(setup)
+        let result = try setup.cli.run("token", "--device-id", "x")
+        #expect(result.status == 6 && result.stderr.contains("dictionary-attack lockout"), "\(result)")
+        #expect(try setup.tpm.transientHandles().isEmpty)
+    }
+
+    // MARK: the shared storage root key
+
+    /// Two keystores on one TPM share its SRK: resetting one must not take the
+    /// other's key with it.
+    @Test func resetLeavesTheSharedStorageRootKey() throws {
+        let first = try Setup()
+        var second = first.cli
+        second = DevtrustBinary(keystore: first.directory.file("ks-b"))
+        second.extraEnvironment["DEVTRUST_TCTI"] = first.tpm.tcti
+        #expect(try first.cli.run("init", "--backend", "tpm").status == 0)
+        #expect(try second.run("init", "--backend", "tpm").status == 0)
+        let reset = try first.cli.run("reset", "--yes")
+        #expect(reset.status == 0 && reset.stderr.contains("left the TPM's storage root key at 0x81000001 in place"), "\(reset)")
+        #expect(try first.tpm.persistentHandles() == ["0x81000001"])
+        let token = try second.run("token", "--device-id", "x")
+        #expect(token.status == 0 && token.stderr.isEmpty, "\(token)")
+    }
+
+    /// Someone evicts the SRK (an older devtrust's reset did): the TPM derives
+    /// the same key from its seed, so devtrust recreates it, and says so.
+    @Test func aMissingStorageRootKeyIsRecreated() throws {
+        let setup = try Setup()
+        #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
+        let name = try setup.tpm.tool("tpm2_readpublic", ["-c", "0x81000001"]).stdout.split(separator: "\n").first { $0.hasPrefix("name:") }
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
+        #expect(try setup.tpm.persistentHandles().isEmpty)
+        let token = try setup.cli.run("token", "--device-id", "x")
+        #expect(token.status == 0, "\(token)")
+        #expect(token.stderr.contains("devtrust recreated it (the TPM derives the same key from its seed) and made it persistent again"), "\(token.stderr)")
+        #expect(try setup.tpm.persistentHandles() == ["0x81000001"])
+        #expect(try setup.tpm.tool("tpm2_readpublic", ["-c", "0x81000001"]).stdout.split(separator: "\n").first { $0.hasPrefix("name:") } == name)
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        let again = try setup.cli.run("token", "--device-id", "x")
+        #expect(again.status == 0 && again.stderr.isEmpty, "\(again)")
+        #expect(try setup.tpm.transientHandles().isEmpty)
+    }
+
+    /// Another program puts its own storage key at 0x81000001: the device key
+    /// is not lost, and devtrust says what happened instead of "init --force".
+    @Test func aReplacedStorageRootKeyIsNotALostKey() throws {
+        let setup = try Setup()
+        #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
+        let before = try setup.cli.run("pubkey").output
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
+        let other = setup.directory.file("rsa.ctx")
+        #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-g", "sha256", "-G", "rsa2048:aes128cfb", "-c", other]).status == 0)
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", other, "0x81000001"]).status == 0)
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        let token = try setup.cli.run("token", "--device-id", "x")
+        #expect(token.status == 0, "\(token)")
+        #expect(token.stderr.contains("is not the storage root key the device key was made under") && token.stderr.contains("The device key is not lost")
+                && !token.stderr.contains("init --force"), "\(token.stderr)")
+        let key = try setup.status()["key"]?.objectValue
+        #expect(key?["loads"] == .bool(true), "\(String(describing: key))")
+        #expect(try setup.cli.run("pubkey").output == before)
+        #expect(try setup.tpm.transientHandles().isEmpty)
+    }
+
+    // MARK: an active attacker on the TPM bus
+
+    /// An interposer (or a rogue TCTI) answers `init`'s Create with its own
+    /// public key and later signs with the matching private key: the device
+    /// would be registered with a key that lives outside the TPM. The answer is
+    /// authenticated by a session salted to the SRK, so init refuses it.
+    @Test(.enabled(if: ExternalTool.python.shouldRun)) func anInterposerCannotGiveInitItsOwnKey() throws {
+        let setup = try Setup()
+        // Control: through an interposer that changes nothing, init works.
+        let passing = try TPMInterposer(setup.tpm, mode: "pass")
+        var honest = DevtrustBinary(keystore: setup.directory.file("ks-control"))
+        honest.extraEnvironment["DEVTRUST_TCTI"] = passing.tcti
+        #expect(try honest.run("init", "--backend", "tpm").status == 0)
+
+        let attacker = try TPMInterposer(setup.tpm, mode: "swap-key")
+        var cli = setup.cli
+        cli.extraEnvironment["DEVTRUST_TCTI"] = attacker.tcti
+        let result = try cli.run("init", "--backend", "tpm")
+        #expect(!attacker.events(named: "create-swapped").isEmpty, "the interposer did not attack: \(attacker.events())")
+        #expect(result.status == 6, "\(result)")
+        #expect(result.stderr.contains("failed its integrity check") && result.stderr.contains("creating the device key"), "\(result.stderr)")
+        let manifest = setup.directory.read("ks/keystore.json").flatMap { try? JSONParser.parse($0).objectValue }
+        #expect(manifest?["key"] == nil || manifest?["key"] == .null, "a key was recorded: \(String(describing: manifest))")
+        #expect(try cli.run("pubkey").output != attacker.attackerPublicKey)
+    }
+
+    /// After init, an interposer answers for the SRK with a key of its own, so
+    /// that a client salting its sessions to what the TPM says would hand it
+    /// the session key. devtrust salts to the SRK recorded at init instead.
+    @Test(.enabled(if: ExternalTool.python.shouldRun)) func anInterposerAnsweringForTheSRKGetsNoSessionKey() throws {
+        let setup = try Setup()
+        #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
+        let attacker = try TPMInterposer(setup.tpm, mode: "swap-srk")
+        // Control: a client that trusts the TPM's answer (tpm2-tools) salts to the attacker's key.
+        let tools = ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": attacker.tcti, "TSS2_LOG": "all+NONE"]
+        _ = try ProcessRunner.run("/usr/bin/tpm2_startauthsession", ["--hmac-session", "-c", "0x81000001", "-S", setup.directory.file("s.ctx")], environment: tools)
+        #expect(!attacker.events(named: "salt-recovered").isEmpty, "the control did not leak a session key: \(attacker.events())")
+        try setup.tpm.tool("tpm2_flushcontext", ["-s"])
+        try setup.tpm.tool("tpm2_flushcontext", ["-l"])
+
+        let recovered = attacker.events(named: "salt-recovered").count
+        var cli = setup.cli
+        cli.extraEnvironment["DEVTRUST_TCTI"] = attacker.tcti
+        let status = try cli.run("status", "--json")
+        #expect(!attacker.events(named: "srk-swapped").isEmpty, "the interposer did not attack: \(attacker.events())")
+        #expect(attacker.events(named: "salt-recovered").count == recovered, "devtrust salted a session to the attacker's key")
+        let key = try JSONParser.parse(status.output).objectValue?["key"]?.objectValue
+        #expect(key?["loads"] == .bool(true), "\(status)")
+        // The self-test's answers were authenticated: its Sign ran in an HMAC
+        // session (0x02xxxxxx), not on the password session (0x40000009).
+        let signs = attacker.events(named: "command").filter { $0["name"] == .string("Sign") }
+        #expect(!signs.isEmpty && signs.allSatisfy { ($0["sessions"]?.arrayValue?.first?.stringValue ?? "").hasPrefix("0x2") },
+                "the self-test did not sign in a salted session: \(signs)")
+        #expect(try setup.tpm.transientHandles().isEmpty)
+    }
+}
+
+extension Swtpm {
+    /// The standard ECC SRK at 0x81000001, made with tpm2-tools unless there is one.
+    func ensureStorageRootKey(_ directory: TemporaryDirectory) throws {
+        guard try !persistentHandles().contains("0x81000001") else { return }
+        let context = directory.file("srk.ctx")
+        #expect(try tool("tpm2_createprimary", ["-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb", "-c", context]).status == 0)
+        #expect(try tool("tpm2_evictcontrol", ["-C", "o", "-c", context, "0x81000001"]).status == 0)
+        try tool("tpm2_flushcontext", ["-t"])
+    }
+}

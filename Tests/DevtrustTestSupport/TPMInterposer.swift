@@ -1,0 +1,62 @@
+import DevtrustEncoding
+import Foundation
+
+/// An active attacker on the TPM bus (Tests/Interop/tpm_interposer.py) between
+/// a client and a swtpm: `swap-key` replaces a created key's public point with
+/// the attacker's and forges its signatures, `swap-srk` answers for the storage
+/// root key with the attacker's own. Every change it makes is a JSON line in its log.
+public final class TPMInterposer: @unchecked Sendable {
+    public let port: Int
+    public let log: TemporaryDirectory
+    private let process: Process
+
+    /// The TCTI configuration that goes through the interposer.
+    public var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
+
+    public init(_ tpm: Swtpm, mode: String, attackerKey: String? = nil) throws {
+        log = TemporaryDirectory("interposer")
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: ExternalTool.python.rawValue)
+        process.arguments = [Repository.path("Tests/Interop/tpm_interposer.py"), "--tpm-port", "\(tpm.port)", "--listen-port", "0",
+                             "--mode", mode, "--log", log.file("events.jsonl")] + (attackerKey.map { ["--attacker-key", $0] } ?? [])
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var line = [UInt8]()
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty || byte.first == 0x0A { break }
+            line.append(byte.first!)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard text.hasPrefix("listening on "), let port = Int(text.dropFirst("listening on ".count)) else {
+            process.terminate()
+            throw SwtpmError("the TPM interposer did not start: \(text)")
+        }
+        self.port = port
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// The events it logged, by name ("create-swapped", "sign-forged", "salt-recovered", ...).
+    public func events() -> [JSONObject] {
+        let text = (try? String(contentsOfFile: log.file("events.jsonl"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { try? JSONParser.parse(Array($0.utf8)).objectValue }
+    }
+
+    public func events(named name: String) -> [JSONObject] {
+        events().filter { $0["event"] == .string(name) }
+    }
+
+    /// The attacker's public key, standard base64 SPKI, as its first log line gives it.
+    public var attackerPublicKey: String? {
+        events(named: "started").first?["attacker_spki"]?.stringValue
+    }
+}
