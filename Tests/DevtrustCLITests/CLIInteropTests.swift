@@ -13,6 +13,41 @@ import Testing
         return Data(base64Encoded: standard)!
     }
 
+    /// The signing oracle, tested against what devtrust did not write: a
+    /// generated corpus of JWS-like challenges (Tests/Interop/jws_oracle.py:
+    /// lenient base64, Gson/JSON5 syntax, UTF-16, BOMs, duplicate names, dots,
+    /// JSON serializations), each of which PyJWT, jwcrypto, José or a reader as
+    /// lenient as the server's (lenient_jws.py) accepts as a token once signed
+    /// (the control). devtrust signs none that any of them accepts.
+    @Test(.enabled(if: ExternalTool.python.shouldRun && ExternalTool.jose.shouldRun))
+    func noLenientVerifierAcceptsASignedChallenge() throws {
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        try cli.run("init", "--backend", "software", "-q")
+        let oracle = Repository.path("Tests/Interop/jws_oracle.py")
+        let seed = "\(UInt32.random(in: 1...UInt32.max))"
+        func totals(_ result: ProcessResult) throws -> JSONObject {
+            #expect(result.status == 0, "\(result.stderr)")
+            return try #require(try JSONParser.parse(result.stdout).objectValue?["totals"]?.objectValue, "\(result.stderr)")
+        }
+
+        let keyFile = directory.file("ks/" + (try #require(directory.entries("ks").first { $0.hasPrefix("key-") })))
+        let control = try totals(try ExternalTool.python.run([oracle, "control", "--private-key", keyFile, "--seed", seed]))
+        let variants = try #require(control["variants"]?.int64Value)
+        #expect(variants >= 300 && control["accepted"]?.int64Value == variants,
+                "seed \(seed): not every variant is a token once signed, so the corpus tests less than it says: \(control)")
+
+        let collected = try ProcessRunner.run(ExternalTool.python.rawValue, [oracle, "collect", "--seed", seed, "--", cli.path, "sign-challenge"],
+                                              environment: cli.environment)
+        #expect(collected.status == 0, "\(collected.stderr)")
+        let signatures = directory.write("variants.json", collected.stdout)
+        let check = try totals(try ExternalTool.python.run([oracle, "check", "--public-key", try cli.run("pubkey").output, "--variants", signatures]))
+        print("jws_oracle seed \(seed): \(variants) variants, devtrust signed \(check["signed"]?.int64Value ?? -1), accepted \(check["accepted"]?.int64Value ?? -1)")
+        #expect(check["variants"]?.int64Value == variants)
+        #expect(check["accepted"]?.int64Value == 0, "seed \(seed): a signed challenge became a token: \(check)")
+    }
+
     @Test(.enabled(if: ExternalTool.openssl.shouldRun))
     func challengeSignaturesVerifyWithOpenSSL() throws {
         let directory = TemporaryDirectory()

@@ -66,10 +66,38 @@ import Testing
         let token = try setup.cli.run("token").output
         let check = try setup.server.get("/api/device-check", headers: ["X-Device-Token": token]).objectValue!
         #expect(check["accepted"] == .bool(true) && check["deviceId"] == .string(registrationId), "\(check)")
+        #expect(check["strict"] == .bool(true), "devtrust's token is not canonical: \(check)")
         let replay = try setup.server.get("/api/device-check", headers: ["X-Device-Token": token]).objectValue!
         #expect(replay["accepted"] == .bool(false) && (replay["reason"]?.stringValue ?? "").contains("already used"))
         let fresh = try setup.server.get("/api/device-check?device_token=" + (try setup.cli.run("token").output)).objectValue!
         #expect(fresh["accepted"] == .bool(true))
+    }
+
+    /// The reference server reads tokens as the real one does (Nimbus on Gson's
+    /// lenient mode): a token with unquoted names, `=>` and junk in its base64
+    /// is accepted there, though devtrust never makes one (strict: false).
+    @Test func theReferenceServerReadsTokensLeniently() throws {
+        let setup = try Setup()
+        let result = try setup.register(["--json"])
+        let registrationId = try #require(try JSONParser.parse(result.output).objectValue?["registrationId"]?.stringValue, "\(result)")
+        let keyFile = try #require(setup.directory.entries("ks").first { $0.hasPrefix("key-") })
+        let header = "{alg=>ES256;deviceId=>'\(registrationId)'}"
+        let claims = "{jti:lenient-1,iat:\(Int(Date().timeIntervalSince1970))}"
+        let sign = """
+            import base64, sys
+            from cryptography.hazmat.primitives import hashes, serialization
+            from cryptography.hazmat.primitives.asymmetric import ec, utils
+            b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=")
+            key = serialization.load_pem_private_key(open(sys.argv[1], "rb").read(), None)
+            header = b64(sys.argv[2].encode())
+            signing_input = header[:4] + b" *" + header[4:] + b"." + b64(sys.argv[3].encode())
+            r, s = utils.decode_dss_signature(key.sign(signing_input, ec.ECDSA(hashes.SHA256())))
+            print((signing_input + b"." + b64(r.to_bytes(32, "big") + s.to_bytes(32, "big"))).decode())
+            """
+        let token = try ExternalTool.python.run(["-c", sign, setup.directory.file("ks/" + keyFile), header, claims])
+        #expect(token.status == 0, "\(token)")
+        let check = try setup.server.get("/api/device-check", headers: ["X-Device-Token": token.output]).objectValue!
+        #expect(check["accepted"] == .bool(true) && check["strict"] == .bool(false) && check["deviceId"] == .string(registrationId), "\(check)")
     }
 
     @Test func createsTheKeyFirstWhenThereIsNone() throws {

@@ -4,7 +4,8 @@ import Foundation
 /// a missing tool is a failure, not a skip: tests gate on `available(...)`.
 public enum ExternalTool: String, Sendable {
     case openssl = "/usr/bin/openssl"
-    /// Debian's python3 with python3-cryptography (the pyenv `python3` on PATH lacks it).
+    /// Debian's python3 with python3-cryptography, and the independent JWS
+    /// verifiers PyJWT, jwcrypto and json5 (the pyenv `python3` on PATH lacks them).
     case python = "/usr/bin/python3"
     case jose = "/usr/bin/jose"
 
@@ -13,7 +14,7 @@ public enum ExternalTool: String, Sendable {
     public var isInstalled: Bool {
         guard FileManager.default.isExecutableFile(atPath: rawValue) else { return false }
         if self == .python {
-            return (try? ProcessRunner.run(rawValue, ["-c", "import cryptography"]).status) == 0
+            return (try? ProcessRunner.run(rawValue, ["-c", "import cryptography, json5, jwcrypto, jwt"]).status) == 0
         }
         return true
     }

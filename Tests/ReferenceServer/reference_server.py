@@ -11,10 +11,15 @@ It runs a REGISTRATION flow over the Flow Execution API:
   (--redirect-step: a REDIRECTION to a federated IdP between 1 and 2, resumed with code and state,)
   4. optionally (--terms-step) a VIEW asking to accept terms, which can be declined,
   5. COMPLETE: only now is the device stored (SQLite).
-It verifies as the real server does and is strict: standard base64 only, SPKI
-P-256, DER signature over the decoded challenge, ES256 deviceData with a raw
-64-byte signature, flat claims, jti replay store, iat accepted for 5 minutes
-and at most 30 s in the future.
+It checks as the real server does: standard base64 only for publicKey and
+signature, SPKI P-256, DER signature over the decoded challenge, ES256
+deviceData with a raw 64-byte signature, flat claims, jti replay store, iat
+accepted for 5 minutes and at most 30 s in the future. Tokens (deviceData and
+device tokens) are READ as leniently as the real server reads them (Nimbus on
+Gson's lenient mode: Tests/Interop/lenient_jws.py), so that a token forged from
+a signed challenge is accepted here as it would be there; each answer also says
+whether the token is strict (canonical base64url, plain JSON), which devtrust's
+own tokens must be.
 
 Other endpoints: GET /api/devices, GET /api/outbox (the OTPs "sent"),
 POST|GET /api/device-check (verifies X-Device-Token or ?device_token= like the
@@ -44,9 +49,11 @@ from urllib.parse import parse_qs, urlparse
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Interop"))
+import lenient_jws  # noqa: E402  (the server's lenient token reading)
 import signin  # noqa: E402  (the sign-in side, beside this file)
 
 FLOW_PATH = re.compile(r"^(/t/[^/]+)?/api/server/v1/flow/execute$")
@@ -89,6 +96,7 @@ FAULTS = {
     "too-many-requests": "429 with Retry-After and no body",
     "escape-sequences": "400 whose error text holds terminal escape sequences and a carriage return",
     "jws-challenge": "a device step whose challenge is a device token's signing input (a signing oracle)",
+    "lenient-jws-challenge": "a device step whose challenge is a signing input only a lenient reader takes (Gson: unquoted names, '=>')",
     "short-challenge": "a device step whose challenge is 8 bytes",
     "links-elsewhere": "app-native: the authentication link points at https on another host",
     "links-plain-http": "app-native: the authentication link points at plain http on another host",
@@ -181,30 +189,40 @@ def load_p256_spki(text):
     return key
 
 
+def is_strict_jws(token):
+    """A compact JWS with canonical unpadded base64url parts and plain JSON objects (what devtrust must send)."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return False
+    try:
+        decoded = [b64url_decode(part) for part in parts]
+        if any(base64.urlsafe_b64encode(d).decode().rstrip("=") != part for d, part in zip(decoded, parts)):
+            return False
+        return all(isinstance(json.loads(d.decode("utf-8"), parse_constant=_refuse), dict) for d in decoded[:2])
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        return False
+
+
+def _refuse(name):
+    raise ValueError(name)
+
+
 def verify_es256_jws(token, key, store, error_code="DR-60002"):
-    """Verifies a compact ES256 JWS as the server does; returns (header, claims)."""
+    """Verifies a compact ES256 JWS as the server does, reading it as leniently
+    as Nimbus on Gson; returns (header, claims, strict)."""
     def fail(description):
         raise FlowError(400, error_code, "Invalid device data", description)
     if not isinstance(token, str):
         fail("the token must be a string")
-    parts = token.split(".")
-    if len(parts) != 3:
+    if token.count(".") < 2:
         fail("not a compact JWS")
-    try:
-        header = json.loads(b64url_decode(parts[0]))
-        claims = json.loads(b64url_decode(parts[1]))
-        signature = b64url_decode(parts[2])
-    except (ValueError, binascii.Error):
-        fail("the JWS parts are not base64url JSON")
-    if not isinstance(header, dict) or header.get("alg") != "ES256":
-        fail("alg must be ES256")
+    signature = lenient_jws.lenient_b64decode(token.rsplit(".", 1)[1].encode("utf-8"))
     if len(signature) != 64:
         fail("an ES256 signature is 64 bytes r||s, got %d (DER?)" % len(signature))
-    der = encode_dss_signature(int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big"))
     try:
-        key.verify(der, (parts[0] + "." + parts[1]).encode("ascii"), ec.ECDSA(hashes.SHA256()))
-    except InvalidSignature:
-        fail("signature does not verify")
+        header, claims = lenient_jws.verify_lenient(token, key)
+    except lenient_jws.LenientJWSError as error:
+        fail(str(error))
     if not isinstance(claims, dict):
         fail("claims must be a JSON object")
     nested = sorted(name for name, value in claims.items() if isinstance(value, (dict, list)))
@@ -223,7 +241,7 @@ def verify_es256_jws(token, key, store, error_code="DR-60002"):
         fail("iat is %d s in the future" % (iat - now))
     if not store.use_jti(jti):
         fail("jti %s was already used" % jti)
-    return header, claims
+    return header, claims, is_strict_jws(token)
 
 
 class Flow:
@@ -238,6 +256,8 @@ class Flow:
         self.otp_failures = 0
         self.registration_id = None
         self.challenge = None
+        # A hostile server's JWS-shaped challenge: its signature is tried as a token (record_forgery).
+        self.forgeable = False
         self.device = None
         self.responses = 0
 
@@ -251,6 +271,7 @@ class FlowServer:
         self.flow_responses = 0
         self.signin_responses = 0
         self.required_claims = dict(item.split("=", 1) for item in options.require_claim)
+        self.forgeries = []
 
     # -- steps ---------------------------------------------------------------
 
@@ -415,9 +436,10 @@ class FlowServer:
             key.verify(signature, b64url_decode(flow.challenge), ec.ECDSA(hashes.SHA256()))
         except (ValueError, binascii.Error, InvalidSignature):
             raise FlowError(400, "DR-60002", "Invalid signature", "signature must be standard base64 DER ECDSA-SHA256 over the decoded challenge")
+        self.record_forgery(flow, key, signature)
         claims = None
         if "deviceData" in required:
-            _, claims = verify_es256_jws(inputs["deviceData"], key, self.store)
+            _, claims, _ = verify_es256_jws(inputs["deviceData"], key, self.store)
             failed = [name for name, wanted in self.required_claims.items() if str_claim(claims.get(name)) != wanted]
             if failed:
                 raise FlowError(400, "DR-60004", "Device does not comply with the policy", "failed: " + ", ".join(sorted(failed)))
@@ -427,21 +449,38 @@ class FlowServer:
             return self.view_terms(flow)
         return self.complete(flow)
 
+    def record_forgery(self, flow, key, der_signature):
+        """A hostile server's payoff: the signature over a JWS-shaped challenge,
+        turned into a token. Recorded (GET /api/forgeries) when the lenient
+        reading accepts it, that is, when the real server would."""
+        if not flow.forgeable:
+            return
+        r, s = decode_dss_signature(der_signature)
+        token = b64url_decode(flow.challenge) + b"." + base64.urlsafe_b64encode(r.to_bytes(32, "big") + s.to_bytes(32, "big")).rstrip(b"=")
+        try:
+            header, claims = lenient_jws.verify_lenient(token, key)
+        except lenient_jws.LenientJWSError as error:
+            self.forgeries.append({"accepted": False, "reason": str(error)})
+            return
+        self.forgeries.append({"accepted": True, "header": header, "claims": claims})
+
     def device_check(self, token):
         """What the server does with a device token at sign-in: never fails the request, records the outcome."""
         if not token:
             return {"accepted": False, "reason": "no device token"}
         try:
-            header = json.loads(b64url_decode(token.split(".")[0]))
+            header = lenient_jws.parse_lenient_json(lenient_jws.lenient_b64decode(token.split(".")[0].encode("utf-8")))
+            if not isinstance(header, dict):
+                return {"accepted": False, "reason": "the header is not a JSON object"}
             device = self.store.device(header.get("deviceId"))
             if device is None:
                 return {"accepted": False, "reason": "unknown deviceId %r" % header.get("deviceId")}
             key = serialization.load_der_public_key(base64.b64decode(device["publicKey"]))
-            _, claims = verify_es256_jws(token, key, self.store)
-            return {"accepted": True, "deviceId": header["deviceId"], "user": device["user"], "claims": claims}
+            _, claims, strict = verify_es256_jws(token, key, self.store)
+            return {"accepted": True, "strict": strict, "deviceId": header["deviceId"], "user": device["user"], "claims": claims}
         except FlowError as error:
             return {"accepted": False, "reason": error.description}
-        except (ValueError, binascii.Error, IndexError, AttributeError):
+        except (ValueError, binascii.Error, IndexError, AttributeError, TypeError):
             return {"accepted": False, "reason": "malformed device token"}
 
 
@@ -497,6 +536,8 @@ def make_handler(server, signins):
                 return self.send_json(200, server.store.devices())
             if url.path == "/api/outbox":
                 return self.send_json(200, server.store.outbox())
+            if url.path == "/api/forgeries":
+                return self.send_json(200, server.forgeries)
             if url.path == "/api/device-check":
                 token = parse_qs(url.query).get("device_token", [None])[0] or self.headers.get("X-Device-Token")
                 return self.send_json(200, server.device_check(token))
@@ -518,7 +559,7 @@ def make_handler(server, signins):
                 number = server.flow_responses
             # Faults tied to the device step apply whenever that step comes; the others to response --fault-at.
             conditional = server.options.fault in ("error-after-device", "unknown-required-param", "missing-challenge", "bad-challenge",
-                                                   "jws-challenge", "short-challenge")
+                                                   "jws-challenge", "lenient-jws-challenge", "short-challenge")
             fault = server.options.fault if server.options.fault_on == "flow" and (conditional or number == server.options.fault_at) else None
             if fault and self.answer_with_fault(fault, raw):
                 return
@@ -694,8 +735,18 @@ def make_handler(server, signins):
                 header = base64.urlsafe_b64encode(json.dumps({"alg": "ES256", "typ": "JWT", "deviceId": "victim-device"}).encode()).rstrip(b"=")
                 claims = base64.urlsafe_b64encode(json.dumps({"jti": str(uuid.uuid4()), "iat": int(time.time()), "platform": "linux"}).encode()).rstrip(b"=")
                 response["data"]["additionalData"]["challenge"] = base64.urlsafe_b64encode(header + b"." + claims).rstrip(b"=").decode()
+            elif fault == "lenient-jws-challenge" and response["type"] == "INTERNAL_PROMPT":
+                # 61 bytes, in the contract's 16-64: a signing input for Gson's lenient reading only.
+                header = base64.urlsafe_b64encode(b"{alg:ES256,deviceId:v}").rstrip(b"=")
+                claims = base64.urlsafe_b64encode(b"{jti:x,iat:%d}" % int(time.time())).rstrip(b"=")
+                response["data"]["additionalData"]["challenge"] = base64.urlsafe_b64encode(header + b"." + claims).rstrip(b"=").decode()
             elif fault == "short-challenge" and response["type"] == "INTERNAL_PROMPT":
                 response["data"]["additionalData"]["challenge"] = base64.urlsafe_b64encode(os.urandom(8)).rstrip(b"=").decode()
+            if fault in ("jws-challenge", "lenient-jws-challenge") and response["type"] == "INTERNAL_PROMPT":
+                # The hostile server expects the signature over what it sent, and cashes it in (record_forgery).
+                flow = server.flows.get(response["flowId"])
+                flow.challenge = response["data"]["additionalData"]["challenge"]
+                flow.forgeable = True
             return response
 
     return Handler
