@@ -67,7 +67,7 @@ let package = Package(
         ),
         .executableTarget(name: "devtrust", dependencies: ["DevtrustCLI", "CProcessHardening"]),
         // In-process measurements for `make bench` (not installed).
-        .executableTarget(name: "devtrust-bench", dependencies: ["DevtrustPosture", "DevtrustJOSE", "DevtrustKeys"]),
+        .executableTarget(name: "devtrust-bench", dependencies: ["DevtrustPosture", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding", "DevtrustSystem"]),
 
         // libFuzzer targets (`make fuzz`, Fuzz/README.md): each holds one
         // LLVMFuzzerTestOneInput. Built without -DFUZZING, each is a replayer

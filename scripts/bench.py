@@ -132,6 +132,12 @@ def tpm_token(args, directory, environment, thresholds, report):
                     ratio <= limit and persistent, devtrust_ms=round(devtrust_ms, 3), reference_ms=round(openssl_ms, 3), ratio=round(ratio, 3))
         report.goal("tpm_commands", "TPM commands per token: %s (goal %s)" % (", ".join(commands), ", ".join(expected)),
                     commands == expected, commands=commands)
+        # What an authenticated signature would cost (issue 12): the self-test's
+        # salted HMAC session (StartAuthSession, Load, ReadPublic, Sign, two
+        # FlushContext) against the token's password session, in one process.
+        sessions, _ = output_of([args.bench, "tpm-sessions", keystore, "200"], tpm_environment)
+        report.lines.append("TPM signature in process: %s; `devtrust token` keeps the password session" % sessions.strip())
+        report.results["tpm_sessions"] = sessions.strip()
 
 
 def mint_rate(args, environment, thresholds, report):
