@@ -54,7 +54,7 @@ struct CommandContext {
     }
 
     func deviceStore() throws -> DeviceStore {
-        DeviceStore(keystore: try keystore(), clock: environment.clock, tpm: tpmSelection)
+        DeviceStore(keystore: try keystore(), clock: environment.clock, tpm: tpmSelection, random: environment.random)
     }
 
     func configuration() throws(ConfigError) -> Configuration {

@@ -14,13 +14,14 @@ public struct NewDeviceKey {
 /// Turns key files into keys and makes new keys, for each backend.
 public enum DeviceKeyFactory {
     /// Loads the key a record names from its file's bytes (which it zeroizes).
-    public static func load(_ record: KeyRecord, file: inout [UInt8], path: String, tpm: TPMSelection) throws -> any DeviceKey {
+    public static func load(_ record: KeyRecord, file: inout [UInt8], path: String, tpm: TPMSelection,
+                            random: any RandomSource = SystemRandom()) throws -> any DeviceKey {
         defer { file.zeroize() }
         let key: any DeviceKey
         switch record.backend {
         case .software:
             do {
-                key = try SoftwareDeviceKey(pkcs8PEM: file)
+                key = try SoftwareDeviceKey(pkcs8PEM: file, random: random)
             } catch let error as KeyFileError {
                 throw KeystoreError.corrupt(path: path, detail: error.message)
             }
@@ -39,8 +40,8 @@ public enum DeviceKeyFactory {
         return key
     }
 
-    public static func createSoftwareKey() throws -> NewDeviceKey {
-        let key = try SoftwareDeviceKey.generate()
+    public static func createSoftwareKey(random: any RandomSource = SystemRandom()) throws -> NewDeviceKey {
+        let key = try SoftwareDeviceKey.generate(random: random)
         return NewDeviceKey(key: key, file: try key.pkcs8PEM(), notes: [])
     }
 
@@ -51,7 +52,8 @@ public enum DeviceKeyFactory {
     }
 
     /// A key file made elsewhere: a TSS2 PRIVATE KEY (TPM) or a PKCS#8 P-256 key (software).
-    public static func importKey(_ contents: [UInt8], source: String, selection: TPMSelection) throws -> NewDeviceKey {
+    public static func importKey(_ contents: [UInt8], source: String, selection: TPMSelection,
+                                 random: any RandomSource = SystemRandom()) throws -> NewDeviceKey {
         let text = String(decoding: contents, as: UTF8.self)
         if text.includes("-----BEGIN \(TSS2KeyFile.pemLabel)-----") {
             let provisioning = try TPMKeyProvisioner.adopt(try TSS2KeyFile(pem: text), selection)
@@ -59,7 +61,7 @@ public enum DeviceKeyFactory {
                                 notes: provisioning.notes)
         }
         if text.includes("-----BEGIN PRIVATE KEY-----") {
-            let key = try SoftwareDeviceKey(pkcs8PEM: contents)
+            let key = try SoftwareDeviceKey(pkcs8PEM: contents, random: random)
             return NewDeviceKey(key: key, file: try key.pkcs8PEM(), notes: [])
         }
         throw KeyFileError(message: "\(source) is neither a TSS2 PRIVATE KEY (TPM) nor a PKCS#8 PRIVATE KEY PEM file")

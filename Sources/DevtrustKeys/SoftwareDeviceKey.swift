@@ -5,29 +5,32 @@ import DevtrustEncoding
 /// (`-----BEGIN PRIVATE KEY-----`, readable by `openssl pkey`).
 public struct SoftwareDeviceKey: DeviceKey {
     private let key: ECKey
+    /// Fresh bytes mixed into each signature's RFC 6979 nonce (see devtrust_p256_sign).
+    private let random: any RandomSource
     public let publicKey: P256PublicKey
 
     public var backend: KeyBackend { .software }
 
-    private init(key: ECKey) throws {
+    private init(key: ECKey, random: any RandomSource) throws {
         guard let point = key.uncompressedPublicPoint() else {
             throw KeyFileError(message: "the key is not a P-256 EC key")
         }
         self.key = key
+        self.random = random
         // The point is on the curve: OpenSSL checked it when the key was made.
         publicKey = P256PublicKey(unvalidatedX: Array(point[1..<33]), y: Array(point[33..<65]))
     }
 
-    private init(evp: EVPKey) throws {
+    private init(evp: EVPKey, random: any RandomSource) throws {
         guard evp.isP256, let key = devtrust_ec_key_of(evp.pointer) else {
             OpenSSLLibrary.clearErrors()
             throw KeyFileError(message: "the key is not a P-256 EC key")
         }
-        try self.init(key: ECKey(taking: key))
+        try self.init(key: ECKey(taking: key), random: random)
     }
 
-    /// A fresh key from OpenSSL's key generator.
-    public static func generate() throws -> SoftwareDeviceKey {
+    /// A fresh key from OpenSSL's key generator (and its DRBG).
+    public static func generate(random: any RandomSource = SystemRandom()) throws -> SoftwareDeviceKey {
         OpenSSLLibrary.ensureInitialized()
         guard let context = devtrust_ec_keygen_context() else { throw OpenSSLError.capture("EVP_PKEY_CTX_new_from_name") }
         defer { EVP_PKEY_CTX_free(context) }
@@ -38,14 +41,14 @@ public struct SoftwareDeviceKey: DeviceKey {
               let generated else {
             throw OpenSSLError.capture("generating a P-256 key")
         }
-        return try SoftwareDeviceKey(evp: EVPKey(taking: generated))
+        return try SoftwareDeviceKey(evp: EVPKey(taking: generated), random: random)
     }
 
     /// Reads a PKCS#8 PEM private key. The caller owns `pem` and should zeroize it.
-    public init(pkcs8PEM pem: [UInt8]) throws {
+    public init(pkcs8PEM pem: [UInt8], random: any RandomSource = SystemRandom()) throws {
         OpenSSLLibrary.ensureInitialized()
         if let key = Self.fastDecode(pem) {
-            try self.init(key: key)
+            try self.init(key: key, random: random)
             return
         }
         // The decoder keeps this pointer and writes the key through it later,
@@ -66,7 +69,7 @@ public struct SoftwareDeviceKey: DeviceKey {
             OpenSSLLibrary.clearErrors()
             throw KeyFileError(message: "not a PKCS#8 PEM EC private key (-----BEGIN PRIVATE KEY-----)")
         }
-        try self.init(evp: EVPKey(taking: decoded))
+        try self.init(evp: EVPKey(taking: decoded), random: random)
     }
 
     /// The common case, read directly: PKCS#8 holding an ECPrivateKey on P-256
@@ -110,7 +113,9 @@ public struct SoftwareDeviceKey: DeviceKey {
     public func sign(digest: SHA256Digest) throws -> ECDSASignature {
         var r = [UInt8](repeating: 0, count: 32)
         var s = [UInt8](repeating: 0, count: 32)
-        guard devtrust_p256_sign(key.pointer, digest.bytes, &r, &s) == 1 else {
+        var additional = try random.bytes(count: 32)
+        defer { additional.zeroize() }
+        guard devtrust_p256_sign(key.pointer, digest.bytes, additional, additional.count, &r, &s) == 1 else {
             throw OpenSSLError.capture("ECDSA_do_sign_ex")
         }
         return try ECDSASignature(r: r, s: s)

@@ -175,20 +175,3 @@ import Testing
         #expect(loaded.publicKey == key.publicKey)
     }
 }
-
-/// The software signing path draws its ECDSA nonces from the kernel CSPRNG
-/// through OpenSSL's RAND method; a broken source would repeat them (and a
-/// repeated nonce gives the private key away).
-@Suite struct SigningNonceTests {
-    @Test func noncesNeverRepeatForOneDigest() throws {
-        let key = try SoftwareDeviceKey.generate()
-        let digest = SHA256.hash(Array("the same message".utf8))
-        var seen = Set<[UInt8]>()
-        for _ in 0..<2000 {
-            let signature = try key.sign(digest: digest)
-            #expect(key.publicKey.isValidSignature(signature, for: digest))
-            seen.insert(signature.r)
-        }
-        #expect(seen.count == 2000)
-    }
-}

@@ -7,6 +7,8 @@ public enum ExternalTool: String, Sendable {
     /// Debian's python3 with python3-cryptography (the pyenv `python3` on PATH lacks it).
     case python = "/usr/bin/python3"
     case jose = "/usr/bin/jose"
+    /// For the small C libraries some tests preload (Tests/Interop/*.c).
+    case cc = "/usr/bin/gcc"
 
     public static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 
