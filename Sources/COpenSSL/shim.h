@@ -9,7 +9,6 @@
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
-#include <openssl/decoder.h>
 #include <openssl/ec.h>
 #include <openssl/encoder.h>
 #include <openssl/err.h>
@@ -53,7 +52,7 @@ static inline void devtrust_OPENSSL_free(void *ptr) {
     OPENSSL_free(ptr);
 }
 
-/* OSSL_DECODER_CTX and EVP_PKEY_CTX keep type names by pointer, so they must
+/* EVP_PKEY_CTX keeps type names by pointer, so they must
    outlive the context: C literals do, Swift's temporary C strings do not. */
 static inline EVP_PKEY_CTX *devtrust_ec_keygen_context(void) {
     return EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
@@ -66,17 +65,26 @@ static inline EVP_PKEY_CTX *devtrust_ec_keygen_context(void) {
    deprecated in OpenSSL 3 but present through 3.x; OPENSSL_SUPPRESS_DEPRECATED
    above keeps the warnings out of every module that imports this header. */
 
-/* A P-256 EC_KEY from its private scalar and uncompressed public point; NULL
-   when the point is not on the curve. */
-static inline EC_KEY *devtrust_p256_key(const unsigned char private_key[32], const unsigned char public_point[65]) {
+/* A P-256 EC_KEY from its private scalar and uncompressed public point (NULL:
+   computed from the scalar); NULL when the point is not on the curve. */
+static inline EC_KEY *devtrust_p256_key(const unsigned char private_key[32], const unsigned char *public_point) {
     EC_KEY *key = EC_KEY_new_by_curve_name(NID_X9_62_prime256v1);
     BIGNUM *scalar = BN_secure_new();
-    if (key == NULL || scalar == NULL || BN_bin2bn(private_key, 32, scalar) == NULL
-            || EC_KEY_set_private_key(key, scalar) != 1
-            || EC_KEY_oct2key(key, public_point, 65, NULL) != 1) {
+    EC_POINT *computed = NULL;
+    int ok = key != NULL && scalar != NULL && BN_bin2bn(private_key, 32, scalar) != NULL && EC_KEY_set_private_key(key, scalar) == 1;
+    if (ok && public_point != NULL) {
+        ok = EC_KEY_oct2key(key, public_point, 65, NULL) == 1;
+    } else if (ok) {
+        const EC_GROUP *group = EC_KEY_get0_group(key);
+        BN_set_flags(scalar, BN_FLG_CONSTTIME);
+        ok = (computed = EC_POINT_new(group)) != NULL && EC_POINT_mul(group, computed, scalar, NULL, NULL, NULL) == 1
+            && EC_KEY_set_public_key(key, computed) == 1;
+    }
+    if (!ok) {
         EC_KEY_free(key);
         key = NULL;
     }
+    EC_POINT_free(computed);
     BN_clear_free(scalar);
     return key;
 }
@@ -472,10 +480,6 @@ static inline void devtrust_sha256(const void *data, size_t length, unsigned cha
     SHA256_Update(&context, data, length);
     SHA256_Final(digest, &context);
     OPENSSL_cleanse(&context, sizeof context);
-}
-
-static inline OSSL_DECODER_CTX *devtrust_pkcs8_pem_decoder(EVP_PKEY **pkey) {
-    return OSSL_DECODER_CTX_new_for_pkey(pkey, "PEM", "PrivateKeyInfo", "EC", EVP_PKEY_KEYPAIR, NULL, NULL);
 }
 
 #endif

@@ -51,17 +51,27 @@ public enum DeviceKeyFactory {
                             createdPersistentHandle: provisioning.createdPersistentHandle, notes: provisioning.notes)
     }
 
-    /// A key file made elsewhere: a TSS2 PRIVATE KEY (TPM) or a PKCS#8 P-256 key (software).
+    /// A key file made elsewhere: a TSS2 PRIVATE KEY (TPM) or a PKCS#8 P-256 key
+    /// (software), checked more than the keystore's own files: the software
+    /// key's private part must belong to its public part.
     public static func importKey(_ contents: [UInt8], source: String, selection: TPMSelection,
                                  random: any RandomSource = SystemRandom()) throws -> NewDeviceKey {
-        let text = String(decoding: contents, as: UTF8.self)
-        if text.includes("-----BEGIN \(TSS2KeyFile.pemLabel)-----") {
-            let provisioning = try TPMKeyProvisioner.adopt(try TSS2KeyFile(pem: text), selection)
+        if contents.includes(Array("-----BEGIN \(TSS2KeyFile.pemLabel)-----".utf8)) {
+            // No secret in it (the TPM wraps the private part), so it may become a String.
+            let provisioning = try TPMKeyProvisioner.adopt(try TSS2KeyFile(pem: String(decoding: contents, as: UTF8.self)), selection)
             return NewDeviceKey(key: provisioning.key, file: Array(provisioning.key.keyFile.pem.utf8), tpmParent: provisioning.key.parentMetadata,
                                 notes: provisioning.notes)
         }
-        if text.includes("-----BEGIN PRIVATE KEY-----") {
-            let key = try SoftwareDeviceKey(pkcs8PEM: contents, random: random)
+        if contents.includes(Array("-----BEGIN PRIVATE KEY-----".utf8)) {
+            let key: SoftwareDeviceKey
+            do {
+                key = try SoftwareDeviceKey(pkcs8PEM: contents, random: random)
+            } catch let error as KeyFileError {
+                throw KeyFileError(message: "\(source): \(error.message); export the key again as unencrypted PKCS#8 (openssl pkcs8 -topk8 -nocrypt -in KEY -out \(source))")
+            }
+            guard key.isConsistent else {
+                throw KeyFileError(message: "\(source): its private key does not belong to the public key stored with it (the file is damaged or was altered); export the key again")
+            }
             return NewDeviceKey(key: key, file: try key.pkcs8PEM(), notes: [])
         }
         throw KeyFileError(message: "\(source) is neither a TSS2 PRIVATE KEY (TPM) nor a PKCS#8 PRIVATE KEY PEM file")

@@ -44,46 +44,31 @@ public struct SoftwareDeviceKey: DeviceKey {
         return try SoftwareDeviceKey(evp: EVPKey(taking: generated), random: random)
     }
 
-    /// Reads a PKCS#8 PEM private key. The caller owns `pem` and should zeroize it.
+    /// Reads a PKCS#8 PEM P-256 private key (PKCS8.p256: strict DER, the
+    /// private key in [1, n-1]). Whether the public point in the file belongs
+    /// to it is `isConsistent`, for a key from elsewhere; the keystore checks
+    /// its own file by fingerprint. The caller owns `pem` and should zeroize it.
     public init(pkcs8PEM pem: [UInt8], random: any RandomSource = SystemRandom()) throws {
         OpenSSLLibrary.ensureInitialized()
-        if let key = Self.fastDecode(pem) {
-            try self.init(key: key, random: random)
-            return
-        }
-        // The decoder keeps this pointer and writes the key through it later,
-        // so it must outlive the call that receives it.
-        let result = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: 1)
-        result.initialize(to: nil)
-        defer { result.deallocate() }
-        guard let decoder = devtrust_pkcs8_pem_decoder(result) else {
-            throw OpenSSLError.capture("OSSL_DECODER_CTX_new_for_pkey")
-        }
-        defer { OSSL_DECODER_CTX_free(decoder) }
-        let ok = pem.withUnsafeBufferPointer { buffer -> Bool in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            var remaining = buffer.count
-            return buffer.count > 0 && OSSL_DECODER_from_data(decoder, &cursor, &remaining) == 1
-        }
-        guard ok, let decoded = result.pointee else {
-            OpenSSLLibrary.clearErrors()
-            throw KeyFileError(message: "not a PKCS#8 PEM EC private key (-----BEGIN PRIVATE KEY-----)")
-        }
-        try self.init(evp: EVPKey(taking: decoded), random: random)
+        try self.init(key: try Self.decode(pem), random: random)
     }
 
-    /// The common case, read directly: PKCS#8 holding an ECPrivateKey on P-256
-    /// with its public point (as OpenSSL writes it). Anything else takes
-    /// OpenSSL's decoder. The public part is checked later against the
-    /// keystore's fingerprint; `isConsistent` checks the pair.
-    static func fastDecode(_ pem: [UInt8]) -> ECKey? {
-        guard var der = PEM.decode(pem, label: "PRIVATE KEY") else { return nil }
+    private static func decode(_ pem: [UInt8]) throws(KeyFileError) -> ECKey {
+        guard var der = PEM.decode(pem, label: "PRIVATE KEY") else {
+            throw KeyFileError(message: "not a PKCS#8 PEM private key (no -----BEGIN PRIVATE KEY----- block of base64)")
+        }
         defer { der.zeroize() }
-        guard var parts = try? PKCS8.p256(der) else { return nil }
+        var parts: PKCS8.P256Parts
+        do {
+            parts = try PKCS8.p256(der)
+        } catch {
+            throw KeyFileError(message: "not a PKCS#8 P-256 private key: \(error.message)")
+        }
         defer { parts.privateKey.zeroize() }
-        guard let key = devtrust_p256_key(parts.privateKey, parts.publicPoint) else {
+        let key = parts.publicPoint.map { devtrust_p256_key(parts.privateKey, $0) } ?? devtrust_p256_key(parts.privateKey, nil)
+        guard let key else {
             OpenSSLLibrary.clearErrors()
-            return nil
+            throw KeyFileError(message: "the public key in the PKCS#8 file is not a point on P-256")
         }
         return ECKey(taking: key)
     }

@@ -42,6 +42,44 @@ import Testing
     }
 }
 
+/// `init --import` of a software key: once the keystore holds the key, neither
+/// the imported file's PEM text, its DER nor the private scalar is left in the
+/// process (not in the file reader's buffer, the import's contents, a String
+/// of the file, or a parser's copy). devtrust is held at its first report
+/// ("imported a software P-256 device key ...") by a stderr pipe that is full,
+/// as behind a slow reader, and its memory read there. The key file's name,
+/// in argv, is the positive control.
+@Suite(.enabled(if: getuid() == 0 && ExternalTool.python.shouldRun && ExternalTool.openssl.shouldRun)) struct ImportedKeyMemoryTests {
+    @Test func anImportedKeyIsWipedOnceStored() throws {
+        let directory = TemporaryDirectory()
+        let marker = "import-marker-5c1e"
+        let keyPath = directory.file(marker + ".pem")
+        #expect(try ExternalTool.openssl.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", keyPath]).status == 0)
+        let pem = String(decoding: try #require(directory.read(marker + ".pem")), as: UTF8.self)
+        let der = try #require(PEM.decode(pem, label: "PRIVATE KEY"))
+        let start = try #require((0..<der.count - 34).first { der[$0] == 0x04 && der[$0 + 1] == 0x20 }) + 2
+        let lines = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }
+        let needles = [
+            "scalar=" + Hex.encode(der[start..<start + 32]), "scalar-prefix=" + Hex.encode(der[start..<start + 12]),
+            "der=" + Hex.encode(der), "pem-line-1=" + Hex.encode(Array(lines[0].utf8)), "pem-line-2=" + Hex.encode(Array(lines[1].utf8)),
+            "path=" + Hex.encode(Array(marker.utf8)),
+        ]
+        let command = [DevtrustBinary.defaultPath, "--keystore", directory.file("ks"), "init", "--backend", "software", "--import", keyPath]
+        let result = try ExternalTool.python.run([Repository.path("Tests/Interop/memory_scan.py"), "stderr"] + command + ["--"] + needles)
+        let prompts = try #require(try JSONParser.parse(result.stdout).objectValue?["prompts"]?.arrayValue, "\(result)")
+        #expect(prompts.count == 1, "devtrust did not stop at its report: \(result)")
+        for prompt in prompts {
+            let text = prompt.objectValue?["text"]?.stringValue ?? ""
+            #expect(text.contains("imported a software P-256 device key"), "\(prompt)")
+            let found = prompt.objectValue?["found"]?.objectValue ?? [:]
+            #expect(found["path"] != nil, "the scan did not find the key file's name in argv: it scans nothing (\(prompt))")
+            for name in ["scalar", "scalar-prefix", "der", "pem-line-1", "pem-line-2"] {
+                #expect(found[name] == nil, "\(name) is still in memory after the import: \(found[name] ?? .null)")
+            }
+        }
+    }
+}
+
 /// devtrust makes itself undumpable: another process of the same user cannot
 /// read its memory (or attach to it, or get a core file), while it can read
 /// that of an ordinary process (the control). Run as nobody, from root.
