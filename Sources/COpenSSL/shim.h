@@ -291,25 +291,6 @@ static inline int64_t devtrust_divsteps_62(int64_t delta, uint64_t f, uint64_t g
     return delta;
 }
 
-/* (f, g) = matrix (f, g) / 2^62, exactly. */
-static inline void devtrust_update_fg(devtrust_signed62 *f, devtrust_signed62 *g, const devtrust_divstep_matrix *matrix) {
-    typedef __int128 wide;
-    wide cf = (wide)matrix->u * f->limb[0] + (wide)matrix->v * g->limb[0];
-    wide cg = (wide)matrix->q * f->limb[0] + (wide)matrix->r * g->limb[0];
-    cf >>= 62;
-    cg >>= 62;
-    for (int i = 1; i < 5; i++) {
-        cf += (wide)matrix->u * f->limb[i] + (wide)matrix->v * g->limb[i];
-        cg += (wide)matrix->q * f->limb[i] + (wide)matrix->r * g->limb[i];
-        f->limb[i - 1] = (int64_t)((uint64_t)cf & devtrust_mask_62);
-        g->limb[i - 1] = (int64_t)((uint64_t)cg & devtrust_mask_62);
-        cf >>= 62;
-        cg >>= 62;
-    }
-    f->limb[4] = (int64_t)cf;
-    g->limb[4] = (int64_t)cg;
-}
-
 /* x in (-n, 2n) to [0, n). */
 static inline void devtrust_signed62_reduce(devtrust_signed62 *x) {
     const int64_t *n = devtrust_p256_order_62.limb;
@@ -330,31 +311,36 @@ static inline void devtrust_signed62_reduce(devtrust_signed62 *x) {
     for (int i = 0; i < 5; i++) x->limb[i] = (x->limb[i] & keep) | (reduced[i] & ~keep);
 }
 
-/* (d, e) = matrix (d, e) / 2^62 mod n, for d, e in [0, n): the multiple of n
-   added makes the division exact. */
-static inline void devtrust_update_de(devtrust_signed62 *d, devtrust_signed62 *e, const devtrust_divstep_matrix *matrix) {
+/* (x, y) = matrix (x, y) / 2^62: exactly for (f, g); modulo n for (d, e) in
+   [0, n), where the multiple of n added first makes the division exact. */
+static inline void devtrust_apply_divsteps(devtrust_signed62 *x, devtrust_signed62 *y, const devtrust_divstep_matrix *matrix, int modulo_order) {
     typedef __int128 wide;
     const int64_t *n = devtrust_p256_order_62.limb;
-    wide cd = (wide)matrix->u * d->limb[0] + (wide)matrix->v * e->limb[0];
-    wide ce = (wide)matrix->q * d->limb[0] + (wide)matrix->r * e->limb[0];
-    int64_t md = (int64_t)((0 - (uint64_t)cd * devtrust_p256_order_inverse_62) & devtrust_mask_62);
-    int64_t me = (int64_t)((0 - (uint64_t)ce * devtrust_p256_order_inverse_62) & devtrust_mask_62);
-    cd += (wide)md * n[0];
-    ce += (wide)me * n[0];
-    cd >>= 62;
-    ce >>= 62;
-    for (int i = 1; i < 5; i++) {
-        cd += (wide)matrix->u * d->limb[i] + (wide)matrix->v * e->limb[i] + (wide)md * n[i];
-        ce += (wide)matrix->q * d->limb[i] + (wide)matrix->r * e->limb[i] + (wide)me * n[i];
-        d->limb[i - 1] = (int64_t)((uint64_t)cd & devtrust_mask_62);
-        e->limb[i - 1] = (int64_t)((uint64_t)ce & devtrust_mask_62);
-        cd >>= 62;
-        ce >>= 62;
+    wide cx = (wide)matrix->u * x->limb[0] + (wide)matrix->v * y->limb[0];
+    wide cy = (wide)matrix->q * x->limb[0] + (wide)matrix->r * y->limb[0];
+    int64_t mx = 0, my = 0;
+    if (modulo_order) {
+        mx = (int64_t)((0 - (uint64_t)cx * devtrust_p256_order_inverse_62) & devtrust_mask_62);
+        my = (int64_t)((0 - (uint64_t)cy * devtrust_p256_order_inverse_62) & devtrust_mask_62);
     }
-    d->limb[4] = (int64_t)cd;
-    e->limb[4] = (int64_t)ce;
-    devtrust_signed62_reduce(d);
-    devtrust_signed62_reduce(e);
+    cx += (wide)mx * n[0];
+    cy += (wide)my * n[0];
+    cx >>= 62;
+    cy >>= 62;
+    for (int i = 1; i < 5; i++) {
+        cx += (wide)matrix->u * x->limb[i] + (wide)matrix->v * y->limb[i] + (wide)mx * n[i];
+        cy += (wide)matrix->q * x->limb[i] + (wide)matrix->r * y->limb[i] + (wide)my * n[i];
+        x->limb[i - 1] = (int64_t)((uint64_t)cx & devtrust_mask_62);
+        y->limb[i - 1] = (int64_t)((uint64_t)cy & devtrust_mask_62);
+        cx >>= 62;
+        cy >>= 62;
+    }
+    x->limb[4] = (int64_t)cx;
+    y->limb[4] = (int64_t)cy;
+    if (modulo_order) {
+        devtrust_signed62_reduce(x);
+        devtrust_signed62_reduce(y);
+    }
 }
 
 /* inverse = value^-1 mod n, both 32 bytes big-endian, value in [1, n-1]. */
@@ -376,8 +362,8 @@ static inline void devtrust_p256_invert_mod_order(const unsigned char value[32],
     for (int batch = 0; batch < 12; batch++) {
         delta = devtrust_divsteps_62(delta, (uint64_t)f.limb[0] | (uint64_t)f.limb[1] << 62,
                                      (uint64_t)g.limb[0] | (uint64_t)g.limb[1] << 62, &matrix);
-        devtrust_update_de(&d, &e, &matrix);
-        devtrust_update_fg(&f, &g, &matrix);
+        devtrust_apply_divsteps(&d, &e, &matrix, 1);
+        devtrust_apply_divsteps(&f, &g, &matrix, 0);
     }
     /* f = -1: the inverse is -d, in (-n, 0]. */
     int64_t negative = f.limb[4] >> 63, carry = 0;
