@@ -49,6 +49,23 @@ def scan(pid, needles):
     return found
 
 
+WRITE_SYSCALL = {"x86_64": 1, "aarch64": 64}.get(os.uname().machine)
+
+
+def blocked_writing_stderr(pid):
+    """Whether the process sleeps in write(2, ...): by its wait channel, or by
+    the system call it is in where the kernel does not name wait channels."""
+    try:
+        with open("/proc/%d/wchan" % pid) as wchan:
+            if "pipe_write" in wchan.read():
+                return True
+        with open("/proc/%d/syscall" % pid) as syscall:
+            fields = syscall.read().split()
+        return len(fields) > 1 and fields[0] == str(WRITE_SYSCALL) and int(fields[1], 16) == 2
+    except (OSError, ValueError):
+        return False
+
+
 def scan_at_stalled_stderr(command, needles):
     """The scan while the command is blocked writing to its stderr."""
     reader, writer = os.pipe()
@@ -64,12 +81,7 @@ def scan_at_stalled_stderr(command, needles):
     os.close(writer)
     report, deadline = [], time.time() + 60
     while time.time() < deadline and process.poll() is None:
-        try:
-            with open("/proc/%d/wchan" % process.pid) as wchan:
-                blocked = "pipe_write" in wchan.read()
-        except OSError:
-            blocked = False
-        if blocked:
+        if blocked_writing_stderr(process.pid):
             report.append({"text": "stderr", "found": scan(process.pid, needles)})
             break
         time.sleep(0.05)
