@@ -67,7 +67,7 @@ public enum DeviceKeyFactory {
             do {
                 key = try SoftwareDeviceKey(pkcs8PEM: contents, random: random)
             } catch let error as KeyFileError {
-                throw KeyFileError(message: "\(source): \(error.message); export the key again as unencrypted PKCS#8 (openssl pkcs8 -topk8 -nocrypt -in KEY -out \(source))")
+                throw KeyFileError(message: "\(source): \(error.message); export the key again as unencrypted PKCS#8 (a key OpenSSL reads: openssl pkcs8 -topk8 -nocrypt -in \(source) -out key.pem)")
             }
             guard key.isConsistent else {
                 throw KeyFileError(message: "\(source): its private key does not belong to the public key stored with it (the file is damaged or was altered); export the key again")

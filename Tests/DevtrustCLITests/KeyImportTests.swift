@@ -41,7 +41,7 @@ import Testing
             return
         }
         #expect(result.status == 2, "\(damage) was imported: \(result)")
-        #expect(result.stderr == "devtrust: error: \(path): not a PKCS#8 P-256 private key: \(damage.refusal); export the key again as unencrypted PKCS#8 (openssl pkcs8 -topk8 -nocrypt -in KEY -out \(path))\n")
+        #expect(result.stderr == "devtrust: error: \(path): not a PKCS#8 P-256 private key: \(damage.refusal); export the key again as unencrypted PKCS#8 (a key OpenSSL reads: openssl pkcs8 -topk8 -nocrypt -in \(path) -out key.pem)\n")
         #expect(setup.directory.read("ks/keystore.json") == nil)
     }
 

@@ -16,7 +16,7 @@ enum InitCommand {
                 throw UsageError("--import: \(error)", command: "init")
             }
         }
-        // A software key's file: wiped as soon as the keystore has the key (KeyMemoryTests).
+        // A software key's file: wiped as soon as the keystore has the key (ImportedKeyMemoryTests).
         defer { importing?.contents.zeroize() }
         let imported = importing != nil
         let store = try context.deviceStore()
