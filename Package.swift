@@ -90,7 +90,7 @@ let package = Package(
         .testTarget(name: "DevtrustEncodingTests", dependencies: ["DevtrustEncoding"]),
         .testTarget(
             name: "DevtrustKeysTests",
-            dependencies: ["DevtrustKeys", "DevtrustEncoding", "DevtrustTestSupport"],
+            dependencies: ["COpenSSL", "DevtrustKeys", "DevtrustEncoding", "DevtrustTestSupport"],
             exclude: ["Vectors"]
         ),
         .testTarget(

@@ -7,8 +7,8 @@ public func fuzzPrivateKeyFile(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CI
     return 0
 }
 
-/// The software key file reader (PKCS#8 PEM: the direct P-256 path, then
-/// OpenSSL decoder); a key it accepts exports to a file it reads back the same.
+/// The software key file reader (PKCS#8 PEM, PKCS8.p256); a key it accepts
+/// exports to a file it reads back the same.
 func check(_ input: [UInt8]) {
     guard let key = try? SoftwareDeviceKey(pkcs8PEM: input) else { return }
     _ = key.isConsistent

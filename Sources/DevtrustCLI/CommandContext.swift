@@ -56,7 +56,7 @@ struct CommandContext {
     }
 
     func deviceStore() throws -> DeviceStore {
-        DeviceStore(keystore: try keystore(), clock: environment.clock, tpm: tpmSelection, tpmNotices: tpmNotices)
+        DeviceStore(keystore: try keystore(), clock: environment.clock, tpm: tpmSelection, random: environment.random, tpmNotices: tpmNotices)
     }
 
     func configuration() throws(ConfigError) -> Configuration {

@@ -34,14 +34,17 @@ public struct DeviceStore: Sendable {
     public let keystore: Keystore
     public let clock: any Clock
     public let tpm: TPMSelection
+    /// What a software key mixes into its signatures' nonces.
+    public let random: any RandomSource
     /// What a TPM key did on its own while this store's keys were used.
     public let tpmNotices: TPMNotices
 
     public init(keystore: Keystore, clock: any Clock = SystemClock(), tpm: TPMSelection = TPMSelection(explicit: nil, environment: [:]),
-                tpmNotices: TPMNotices = TPMNotices()) {
+                random: any RandomSource = SystemRandom(), tpmNotices: TPMNotices = TPMNotices()) {
         self.keystore = keystore
         self.clock = clock
         self.tpm = tpm
+        self.random = random
         self.tpmNotices = tpmNotices
     }
 
@@ -56,7 +59,7 @@ public struct DeviceStore: Sendable {
             throw DeviceError.noDeviceKey(keystore: keystore.path)
         }
         snapshot.keyFile = nil
-        let key = try DeviceKeyFactory.load(record, file: &file, path: keystore.path + "/" + record.file, tpm: tpm, notices: tpmNotices)
+        let key = try DeviceKeyFactory.load(record, file: &file, path: keystore.path + "/" + record.file, tpm: tpm, random: random, notices: tpmNotices)
         return LoadedDevice(state: snapshot.state, record: record, key: key)
     }
 
@@ -105,18 +108,18 @@ public struct DeviceStore: Sendable {
 
     private func makeKey(_ choice: BackendChoice, importing: (contents: [UInt8], source: String)?) throws -> NewDeviceKey {
         if let importing {
-            return try DeviceKeyFactory.importKey(importing.contents, source: importing.source, selection: tpm)
+            return try DeviceKeyFactory.importKey(importing.contents, source: importing.source, selection: tpm, random: random)
         }
         switch choice {
         case .software:
-            return try DeviceKeyFactory.createSoftwareKey()
+            return try DeviceKeyFactory.createSoftwareKey(random: random)
         case .tpm:
             return try DeviceKeyFactory.createTPMKey(tpm)
         case .auto:
             do {
                 return try DeviceKeyFactory.createTPMKey(tpm)
             } catch let error as TPMError {
-                var key = try DeviceKeyFactory.createSoftwareKey()
+                var key = try DeviceKeyFactory.createSoftwareKey(random: random)
                 key.notes.append("\(error); using a software key")
                 return key
             }

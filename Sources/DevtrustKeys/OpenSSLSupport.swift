@@ -26,12 +26,7 @@ public struct OpenSSLError: Error, Equatable, Sendable, CustomStringConvertible 
 enum OpenSSLLibrary {
     /// devtrust needs nothing from openssl.cnf, and reading it costs ~0.8 ms
     /// on every `devtrust token`; initialising first stops OpenSSL loading it.
-    private static let initialized: Bool = {
-        let started = OPENSSL_init_crypto(devtrust_OPENSSL_INIT_NO_LOAD_CONFIG(), nil) == 1
-        // Before any OpenSSL randomness is drawn; see devtrust_use_kernel_random.
-        _ = devtrust_use_kernel_random()
-        return started
-    }()
+    private static let initialized: Bool = OPENSSL_init_crypto(devtrust_OPENSSL_INIT_NO_LOAD_CONFIG(), nil) == 1
 
     static func ensureInitialized() {
         _ = initialized

@@ -5,29 +5,32 @@ import DevtrustEncoding
 /// (`-----BEGIN PRIVATE KEY-----`, readable by `openssl pkey`).
 public struct SoftwareDeviceKey: DeviceKey {
     private let key: ECKey
+    /// Fresh bytes mixed into each signature's RFC 6979 nonce (see devtrust_p256_sign).
+    private let random: any RandomSource
     public let publicKey: P256PublicKey
 
     public var backend: KeyBackend { .software }
 
-    private init(key: ECKey) throws {
+    private init(key: ECKey, random: any RandomSource) throws {
         guard let point = key.uncompressedPublicPoint() else {
             throw KeyFileError(message: "the key is not a P-256 EC key")
         }
         self.key = key
+        self.random = random
         // The point is on the curve: OpenSSL checked it when the key was made.
         publicKey = P256PublicKey(unvalidatedX: Array(point[1..<33]), y: Array(point[33..<65]))
     }
 
-    private init(evp: EVPKey) throws {
+    private init(evp: EVPKey, random: any RandomSource) throws {
         guard evp.isP256, let key = devtrust_ec_key_of(evp.pointer) else {
             OpenSSLLibrary.clearErrors()
             throw KeyFileError(message: "the key is not a P-256 EC key")
         }
-        try self.init(key: ECKey(taking: key))
+        try self.init(key: ECKey(taking: key), random: random)
     }
 
-    /// A fresh key from OpenSSL's key generator.
-    public static func generate() throws -> SoftwareDeviceKey {
+    /// A fresh key from OpenSSL's key generator (and its DRBG).
+    public static func generate(random: any RandomSource = SystemRandom()) throws -> SoftwareDeviceKey {
         OpenSSLLibrary.ensureInitialized()
         guard let context = devtrust_ec_keygen_context() else { throw OpenSSLError.capture("EVP_PKEY_CTX_new_from_name") }
         defer { EVP_PKEY_CTX_free(context) }
@@ -38,49 +41,34 @@ public struct SoftwareDeviceKey: DeviceKey {
               let generated else {
             throw OpenSSLError.capture("generating a P-256 key")
         }
-        return try SoftwareDeviceKey(evp: EVPKey(taking: generated))
+        return try SoftwareDeviceKey(evp: EVPKey(taking: generated), random: random)
     }
 
-    /// Reads a PKCS#8 PEM private key. The caller owns `pem` and should zeroize it.
-    public init(pkcs8PEM pem: [UInt8]) throws {
+    /// Reads a PKCS#8 PEM P-256 private key (PKCS8.p256: strict DER, the
+    /// private key in [1, n-1]). Whether the public point in the file belongs
+    /// to it is `isConsistent`, for a key from elsewhere; the keystore checks
+    /// its own file by fingerprint. The caller owns `pem` and should zeroize it.
+    public init(pkcs8PEM pem: [UInt8], random: any RandomSource = SystemRandom()) throws {
         OpenSSLLibrary.ensureInitialized()
-        if let key = Self.fastDecode(pem) {
-            try self.init(key: key)
-            return
-        }
-        // The decoder keeps this pointer and writes the key through it later,
-        // so it must outlive the call that receives it.
-        let result = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: 1)
-        result.initialize(to: nil)
-        defer { result.deallocate() }
-        guard let decoder = devtrust_pkcs8_pem_decoder(result) else {
-            throw OpenSSLError.capture("OSSL_DECODER_CTX_new_for_pkey")
-        }
-        defer { OSSL_DECODER_CTX_free(decoder) }
-        let ok = pem.withUnsafeBufferPointer { buffer -> Bool in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            var remaining = buffer.count
-            return buffer.count > 0 && OSSL_DECODER_from_data(decoder, &cursor, &remaining) == 1
-        }
-        guard ok, let decoded = result.pointee else {
-            OpenSSLLibrary.clearErrors()
-            throw KeyFileError(message: "not a PKCS#8 PEM EC private key (-----BEGIN PRIVATE KEY-----)")
-        }
-        try self.init(evp: EVPKey(taking: decoded))
+        try self.init(key: try Self.decode(pem), random: random)
     }
 
-    /// The common case, read directly: PKCS#8 holding an ECPrivateKey on P-256
-    /// with its public point (as OpenSSL writes it). Anything else takes
-    /// OpenSSL's decoder. The public part is checked later against the
-    /// keystore's fingerprint; `isConsistent` checks the pair.
-    static func fastDecode(_ pem: [UInt8]) -> ECKey? {
-        guard var der = PEM.decode(pem, label: "PRIVATE KEY") else { return nil }
+    private static func decode(_ pem: [UInt8]) throws(KeyFileError) -> ECKey {
+        guard var der = PEM.decode(pem, label: "PRIVATE KEY") else {
+            throw KeyFileError(message: "not a PKCS#8 PEM private key (no -----BEGIN PRIVATE KEY----- block of base64)")
+        }
         defer { der.zeroize() }
-        guard var parts = try? PKCS8.p256(der) else { return nil }
+        var parts: PKCS8.P256Parts
+        do {
+            parts = try PKCS8.p256(der)
+        } catch {
+            throw KeyFileError(message: "not a PKCS#8 P-256 private key: \(error.message)")
+        }
         defer { parts.privateKey.zeroize() }
-        guard let key = devtrust_p256_key(parts.privateKey, parts.publicPoint) else {
+        let key = parts.publicPoint.map { devtrust_p256_key(parts.privateKey, $0) } ?? devtrust_p256_key(parts.privateKey, nil)
+        guard let key else {
             OpenSSLLibrary.clearErrors()
-            return nil
+            throw KeyFileError(message: "the public key in the PKCS#8 file is not a point on P-256")
         }
         return ECKey(taking: key)
     }
@@ -110,7 +98,9 @@ public struct SoftwareDeviceKey: DeviceKey {
     public func sign(digest: SHA256Digest) throws -> ECDSASignature {
         var r = [UInt8](repeating: 0, count: 32)
         var s = [UInt8](repeating: 0, count: 32)
-        guard devtrust_p256_sign(key.pointer, digest.bytes, &r, &s) == 1 else {
+        var additional = try random.bytes(count: 32)
+        defer { additional.zeroize() }
+        guard devtrust_p256_sign(key.pointer, digest.bytes, additional, additional.count, &r, &s) == 1 else {
             throw OpenSSLError.capture("ECDSA_do_sign_ex")
         }
         return try ECDSASignature(r: r, s: s)

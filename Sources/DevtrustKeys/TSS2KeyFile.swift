@@ -1,14 +1,20 @@
 import CTPM2
 import DevtrustEncoding
 
-/// The standard `TSS2 PRIVATE KEY` file (as tpm2-openssl and tpm2-tss-engine write it):
+/// The standard `TSS2 PRIVATE KEY` file (as tpm2-openssl and tpm2-tss-engine write it;
+/// the optional fields [1] to [5] are those of draft-bottomley-tpm2-keys):
 ///
 ///     TPMKey ::= SEQUENCE {
-///         type      OBJECT IDENTIFIER (2.23.133.10.1.3, loadableKey),
-///         emptyAuth [0] EXPLICIT BOOLEAN,
-///         parent    INTEGER,            -- 0x81000001, or 0x40000001 for a primary made from the SRK template
-///         pubkey    OCTET STRING,       -- TPM2B_PUBLIC
-///         privkey   OCTET STRING }      -- TPM2B_PRIVATE, wrapped by the parent: useless outside this TPM
+///         type        OBJECT IDENTIFIER (2.23.133.10.1.3, loadableKey),
+///         emptyAuth   [0] EXPLICIT BOOLEAN,
+///         policy      [1] EXPLICIT SEQUENCE OF TPMPolicy OPTIONAL,      -- not supported
+///         secret      [2] EXPLICIT OCTET STRING OPTIONAL,               -- not supported
+///         authPolicy  [3] EXPLICIT SEQUENCE OF TPMAuthPolicy OPTIONAL,  -- not supported
+///         description [4] EXPLICIT UTF8String OPTIONAL,                 -- ignored
+///         rsaParent   [5] EXPLICIT BOOLEAN OPTIONAL,                    -- TRUE not supported
+///         parent      INTEGER,          -- 0x81000001, or 0x40000001 for a primary made from the SRK template
+///         pubkey      OCTET STRING,     -- TPM2B_PUBLIC
+///         privkey     OCTET STRING }    -- TPM2B_PRIVATE, wrapped by the parent: useless outside this TPM
 public struct TSS2KeyFile: Equatable, Sendable {
     public static let pemLabel = "TSS2 PRIVATE KEY"
     /// DER of OBJECT IDENTIFIER 2.23.133.10.1.3.
@@ -38,7 +44,7 @@ public struct TSS2KeyFile: Equatable, Sendable {
     public var pem: String { PEM.encode(der, label: Self.pemLabel) }
 
     public init(der: [UInt8]) throws(TPMError) {
-        do throws(DERError) {
+        do {
             var outer = DERReader(der)
             var key = try outer.readConstructed(tag: 0x30, "TPMKey")
             try outer.expectEnd("TPMKey")
@@ -51,20 +57,51 @@ public struct TSS2KeyFile: Equatable, Sendable {
                 emptyAuth = try explicit.readBoolean("emptyAuth")
                 try explicit.expectEnd("emptyAuth")
             }
-            guard emptyAuth else {
-                throw DERError("the key has a password (emptyAuth is not TRUE); devtrust uses keys without one")
-            }
+            guard emptyAuth else { throw UnsupportedFeature("a password (emptyAuth is not TRUE)") }
+            try Self.checkOptionalFields(&key)
             let parent = try key.readUnsignedInteger("parent")
             guard parent <= UInt64(UInt32.max) else { throw DERError("parent is not a TPM handle") }
             self.parent = parent == 0 ? TPMHandle.owner : UInt32(parent)
             publicArea = try key.read(tag: 0x04, "pubkey")
             privateArea = try key.read(tag: 0x04, "privkey")
-            try key.expectEnd("TPMKey (policies and secrets are not supported)")
+            try key.expectEnd("TPMKey")
+        } catch let error as UnsupportedFeature {
+            throw .unsupportedKey("TSS2 keys with \(error.feature) are not supported; use a key without a password, policies or secrets (`devtrust init --backend tpm` creates one)")
         } catch {
-            throw .unsupportedKey("not a TSS2 PRIVATE KEY: \(error.message)")
+            throw .unsupportedKey("not a TSS2 PRIVATE KEY: \(error)")
         }
         _ = try unmarshalledPublic()
         _ = try unmarshalledPrivate()
+    }
+
+    private struct UnsupportedFeature: Error {
+        let feature: String
+        init(_ feature: String) { self.feature = feature }
+    }
+
+    /// The optional fields [1] to [5] between emptyAuth and parent, in order:
+    /// a description is ignored; policies, secrets and an RSA parent devtrust
+    /// cannot use (nor fields it does not know).
+    private static func checkOptionalFields(_ key: inout DERReader) throws {
+        var previous: UInt8 = 0
+        while let tag = key.nextTag, tag > 0xA0, tag <= 0xBE {
+            let number = tag - 0xA0
+            guard number > previous else { throw DERError("TPMKey [\(number)] is out of order") }
+            previous = number
+            var field = try key.readConstructed(tag: tag, "TPMKey [\(number)]")
+            switch number {
+            case 1: throw UnsupportedFeature("a TPM policy (TPMKey [1] policy)")
+            case 2: throw UnsupportedFeature("an imported secret (TPMKey [2] secret)")
+            case 3: throw UnsupportedFeature("signed authorization policies (TPMKey [3] authPolicy)")
+            case 4:
+                _ = try field.read(tag: 0x0C, "description")
+            case 5:
+                if try field.readBoolean("rsaParent") { throw UnsupportedFeature("an RSA parent (TPMKey [5] rsaParent)") }
+            default:
+                throw UnsupportedFeature("a field devtrust does not know (TPMKey [\(number)])")
+            }
+            try field.expectEnd("TPMKey [\(number)]")
+        }
     }
 
     public init(pem text: String) throws(TPMError) {

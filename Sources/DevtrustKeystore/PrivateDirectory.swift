@@ -99,7 +99,9 @@ final class PrivateDirectory {
             if count == 0 { break }
             filled += count
         }
-        return Array(contents.prefix(filled))
+        // In place: a key file leaves no shorter copy behind.
+        contents.removeLast(contents.count - filled)
+        return contents
     }
 
     /// Replaces `name` with `bytes` (mode 0600) so that a reader or a crash sees

@@ -1,3 +1,4 @@
+import DevtrustEncoding
 import Glibc
 
 public struct FileReadError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -26,19 +27,34 @@ public enum FileReader {
         return try read(descriptor: file, path: path, limit: limit)
     }
 
+    /// Reads into one buffer, no intermediate chunk: a key file being
+    /// imported leaves no copy behind (a buffer it outgrows is wiped).
     static func read(descriptor file: Int32, path: String, limit: Int) throws(FileReadError) -> [UInt8] {
-        var contents = [UInt8]()
-        var chunk = [UInt8](repeating: 0, count: 16_384)
+        var contents = [UInt8](repeating: 0, count: min(limit + 1, 16_384))
+        var filled = 0
         while true {
-            let count = Glibc.read(file, &chunk, chunk.count)
+            if filled == contents.count {
+                var larger = [UInt8](repeating: 0, count: min(contents.count * 2, limit + 1))
+                larger.withUnsafeMutableBytes { target in contents.withUnsafeBytes { target.copyMemory(from: $0) } }
+                contents.zeroize()
+                contents = larger
+            }
+            let count = contents.withUnsafeMutableBytes { Glibc.read(file, $0.baseAddress! + filled, $0.count - filled) }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw FileReadError(path: path, code: errno, limit: limit)
+                let code = errno
+                contents.zeroize()
+                throw FileReadError(path: path, code: code, limit: limit)
             }
-            if count == 0 { return contents }
-            contents += chunk.prefix(count)
-            guard contents.count <= limit else { throw FileReadError(path: path, code: 0, limit: limit) }
+            if count == 0 { break }
+            filled += count
+            guard filled <= limit else {
+                contents.zeroize()
+                throw FileReadError(path: path, code: 0, limit: limit)
+            }
         }
+        contents.removeLast(contents.count - filled)
+        return contents
     }
 
     public static func exists(_ path: String) -> Bool {

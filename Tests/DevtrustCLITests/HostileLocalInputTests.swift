@@ -64,14 +64,14 @@ import Testing
         Damage(name: "key file missing", message: "named by the keystore is missing; run `devtrust init --force`") { keystore, keyFile in
             unlink(keystore + "/" + keyFile)
         },
-        Damage(name: "key file garbage", message: "not a PKCS#8 PEM EC private key") { keystore, keyFile in
+        Damage(name: "key file garbage", message: "not a PKCS#8 P-256 private key: PrivateKeyInfo: expected tag 0x30") { keystore, keyFile in
             try replace(keystore + "/" + keyFile, with: "-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n")
         },
         Damage(name: "key file another P-256 key", message: "is not the one keystore.json records") { keystore, keyFile in
             _ = try ExternalTool.openssl.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", keystore + "/" + keyFile])
             chmod(keystore + "/" + keyFile, 0o600)
         },
-        Damage(name: "key file a P-384 key", message: "the key is not a P-256 EC key") { keystore, keyFile in
+        Damage(name: "key file a P-384 key", message: "not a PKCS#8 P-256 private key: not a key on the P-256 curve") { keystore, keyFile in
             _ = try ExternalTool.openssl.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384", "-out", keystore + "/" + keyFile])
             chmod(keystore + "/" + keyFile, 0o600)
         },

@@ -131,16 +131,15 @@ import Testing
     }
 }
 
-@Suite struct FastKeyDecodeTests {
+/// The PKCS#8 reader (PKCS8.p256): strict DER, the private key in [1, n-1].
+@Suite struct PKCS8ReaderTests {
     @Test(.enabled(if: ExternalTool.openssl.shouldRun))
-    func theDirectReadAgreesWithOpenSSLsDecoder() throws {
+    func opensslsKeysReadTheSameAsOpenSSLReadsThem() throws {
         let directory = TemporaryDirectory()
         for index in 0..<20 {
             let path = directory.file("k\(index).pem")
             #expect(try ExternalTool.openssl.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path]).status == 0)
-            let pem = try #require(directory.read("k\(index).pem"))
-            #expect(SoftwareDeviceKey.fastDecode(pem) != nil, "OpenSSL's key took the slow decoder")
-            let key = try SoftwareDeviceKey(pkcs8PEM: pem)
+            let key = try SoftwareDeviceKey(pkcs8PEM: try #require(directory.read("k\(index).pem")))
             #expect(key.isConsistent)
             let expected = try ExternalTool.openssl.run(["pkey", "-in", path, "-pubout"]).stdout
             #expect(key.publicKey.pem == expected)
@@ -149,46 +148,31 @@ import Testing
 
     @Test func aDamagedPrivateScalarIsCaughtByTheConsistencyCheck() throws {
         let key = try SoftwareDeviceKey.generate()
-        var der = try #require(PEM.decode(try key.pkcs8PEM(), label: "PRIVATE KEY"))
-        // The scalar follows "04 20" inside the ECPrivateKey.
-        let index = try #require((0..<der.count - 2).first { der[$0] == 0x04 && der[$0 + 1] == 0x20 })
-        der[index + 10] ^= 0xFF
-        let damaged = try SoftwareDeviceKey(pkcs8PEM: Array(PEM.encode(der, label: "PRIVATE KEY").utf8))
+        var file = try #require(PKCS8KeyFile(pem: try key.pkcs8PEM()))
+        file.scalar[10] ^= 0xFF
+        let damaged = try SoftwareDeviceKey(pkcs8PEM: Array(file.pem().utf8))
         #expect(damaged.publicKey == key.publicKey)
         #expect(!damaged.isConsistent)
         #expect(key.isConsistent)
     }
 
-    @Test func keysWithoutAPublicPointStillLoad() throws {
-        // An ECPrivateKey without its [1] publicKey (valid PKCS#8) goes through OpenSSL's decoder.
+    @Test func keysWithoutAPublicPointLoadWithTheOneTheirScalarGives() throws {
         let key = try SoftwareDeviceKey.generate()
-        let der = try #require(PEM.decode(try key.pkcs8PEM(), label: "PRIVATE KEY"))
-        let scalarIndex = try #require((0..<der.count - 2).first { der[$0] == 0x04 && der[$0 + 1] == 0x20 })
-        let scalar = Array(der[(scalarIndex + 2)..<(scalarIndex + 34)])
-        let ecPrivateKey = DERWriter.element(tag: 0x30, DERWriter.unsignedInteger(1) + DERWriter.element(tag: 0x04, scalar))
-        let algorithm = DERWriter.element(tag: 0x30, DERWriter.element(tag: 0x06, [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01])
-                                          + DERWriter.element(tag: 0x06, [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]))
-        let pkcs8 = DERWriter.element(tag: 0x30, DERWriter.unsignedInteger(0) + algorithm + DERWriter.element(tag: 0x04, ecPrivateKey))
-        let pem = Array(PEM.encode(pkcs8, label: "PRIVATE KEY").utf8)
-        #expect(SoftwareDeviceKey.fastDecode(pem) == nil)
-        let loaded = try SoftwareDeviceKey(pkcs8PEM: pem)
+        var file = try #require(PKCS8KeyFile(pem: try key.pkcs8PEM()))
+        file.publicPoint = nil
+        let loaded = try SoftwareDeviceKey(pkcs8PEM: Array(file.pem().utf8))
         #expect(loaded.publicKey == key.publicKey)
+        #expect(loaded.isConsistent)
     }
-}
 
-/// The software signing path draws its ECDSA nonces from the kernel CSPRNG
-/// through OpenSSL's RAND method; a broken source would repeat them (and a
-/// repeated nonce gives the private key away).
-@Suite struct SigningNonceTests {
-    @Test func noncesNeverRepeatForOneDigest() throws {
-        let key = try SoftwareDeviceKey.generate()
-        let digest = SHA256.hash(Array("the same message".utf8))
-        var seen = Set<[UInt8]>()
-        for _ in 0..<2000 {
-            let signature = try key.sign(digest: digest)
-            #expect(key.publicKey.isValidSignature(signature, for: digest))
-            seen.insert(signature.r)
+    /// Bytes after any element, parameters of another curve, a private key
+    /// out of [1, n-1] or of the wrong size: refused, with what is wrong.
+    @Test(arguments: PKCS8KeyFile.Damage.allCases.filter { $0 != .none })
+    func everyElementIsCheckedToItsEnd(damage: PKCS8KeyFile.Damage) throws {
+        let file = try #require(PKCS8KeyFile(pem: try SoftwareDeviceKey.generate().pkcs8PEM()))
+        #expect(throws: Never.self) { try SoftwareDeviceKey(pkcs8PEM: Array(file.pem().utf8)) }
+        #expect(throws: KeyFileError(message: "not a PKCS#8 P-256 private key: " + damage.refusal)) {
+            try SoftwareDeviceKey(pkcs8PEM: Array(file.pem(damage).utf8))
         }
-        #expect(seen.count == 2000)
     }
 }

@@ -8,6 +8,8 @@ public enum ExternalTool: String, Sendable {
     /// verifiers PyJWT, jwcrypto and json5 (the pyenv `python3` on PATH lacks them).
     case python = "/usr/bin/python3"
     case jose = "/usr/bin/jose"
+    /// For the small C libraries some tests preload (Tests/Interop/*.c).
+    case cc = "/usr/bin/gcc"
 
     public static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 

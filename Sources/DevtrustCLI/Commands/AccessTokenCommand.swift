@@ -15,7 +15,7 @@ enum AccessTokenCommand {
         // A refresh may wait for another caller's: give the lock longer than one HTTP request.
         var keystore = store.keystore
         keystore.lockTimeoutMilliseconds = 60_000
-        let tokens = try DeviceStore(keystore: keystore, clock: store.clock, tpm: store.tpm).freshTokens(record, margin: refreshMargin) { current in
+        let tokens = try DeviceStore(keystore: keystore, clock: store.clock, tpm: store.tpm, random: store.random).freshTokens(record, margin: refreshMargin) { current in
             context.detail("refreshing the access token")
             return try oauth.refresh(current, clientID: record.clientId)
         }
