@@ -21,7 +21,7 @@ import Testing
         var restored = cli
         restored.extraEnvironment["LD_PRELOAD"] = library
 
-        let messages = ["the first challenge, 32 bytes...", "the second challenge, 32 bytes.."].map { Array($0.utf8) }
+        let messages = ["the first challenge, 32 bytes!!!", "the second challenge, 32 bytes!!"].map { Array($0.utf8) }
         let challenges = messages.map { Base64URL.encode($0) }
         let signatures = try challenges.map { challenge in
             let result = try restored.run("sign-challenge", challenge)
