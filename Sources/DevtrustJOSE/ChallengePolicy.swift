@@ -34,9 +34,11 @@ public enum ChallengePolicy {
     /// for a verifier that splits loosely). So a challenge without a dot is
     /// safe; with one, it is refused when, for some dot and some lenient base64
     /// reading of the bytes before it (`LenientBase64`),
-    /// - the decoded bytes hold `{` and later `}`: a JSON object in UTF-8,
-    ///   UTF-16 or UTF-32, whatever surrounds it (a BOM, comments, Gson's
-    ///   `)]}'` prefix), or
+    /// - the decoded bytes hold `{` and later `}`, or `[` and later `]`: a
+    ///   JSON object in UTF-8, UTF-16 or UTF-32, whatever surrounds it (a BOM,
+    ///   comments, Gson's `)]}'` prefix), or an array, which Gson reads as a
+    ///   map when it is one of `[name, value]` pairs (Nimbus parses headers
+    ///   into a Map through Gson), or
     /// - they are empty and the challenge could be JSON strings: a JWS JSON
     ///   serialization with a protected header that decodes to nothing and
     ///   `alg` in the unprotected header signs `protected "." payload`, both
@@ -50,7 +52,7 @@ public enum ChallengePolicy {
             for reading in readings.indices {
                 readings[reading].consume(byte)
                 // A header ending at the last dot holds what every shorter one holds.
-                if readings[reading].sawObject && index < lastDot { return true }
+                if readings[reading].sawContainer && index < lastDot { return true }
             }
         }
         return false
@@ -100,15 +102,17 @@ enum LenientBase64 {
     }
 
     /// One decoder reading bytes one at a time, remembering only what the
-    /// challenge policy asks: whether it produced a byte, and `{` then `}`.
+    /// challenge policy asks: whether it produced a byte, and a JSON
+    /// container's opening and, later, closing bracket (`{` `}` or `[` `]`).
     struct Reading {
         let alphabet: Alphabet
         let junk: JunkHandling
         private var accumulator: UInt32 = 0
         private var bits = 0
         private var sawOpeningBrace = false
+        private var sawOpeningBracket = false
         private(set) var emittedAnyByte = false
-        private(set) var sawObject = false
+        private(set) var sawContainer = false
 
         init(alphabet: Alphabet, junk: JunkHandling) {
             self.alphabet = alphabet
@@ -127,7 +131,9 @@ enum LenientBase64 {
             emittedAnyByte = true
             switch UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)) {
             case UInt8(ascii: "{"): sawOpeningBrace = true
-            case UInt8(ascii: "}") where sawOpeningBrace: sawObject = true
+            case UInt8(ascii: "["): sawOpeningBracket = true
+            case UInt8(ascii: "}") where sawOpeningBrace: sawContainer = true
+            case UInt8(ascii: "]") where sawOpeningBracket: sawContainer = true
             default: break
             }
         }

@@ -67,6 +67,7 @@ import Testing
         Fault(mode: "escape-sequences", at: 2, exit: 4, message: "Flow context expired\\u{1B}]0;owned\\u{7}"),
         Fault(mode: "jws-challenge", at: 1, exit: 5, message: "refuses to sign the server's Device Registration challenge: it could be read as a JWS signing input"),
         Fault(mode: "lenient-jws-challenge", at: 1, exit: 5, message: "it could be read as a JWS signing input (header.payload), so its signature could serve as a device token; nothing was sent. Run the registration again: a new attempt gets a new challenge"),
+        Fault(mode: "pairs-jws-challenge", at: 1, exit: 5, message: "it could be read as a JWS signing input (header.payload)"),
         Fault(mode: "short-challenge", at: 1, exit: 5, message: "it is 8 bytes, where the contract sends 32 random bytes"),
     ]
 

@@ -41,6 +41,8 @@ import Testing
         ("a trailing comma", signingInput(#"{"alg":"ES256",}"#)),
         ("Gson's non-execute prefix", signingInput(")]}'\n" + #"{"alg":"ES256"}"#)),
         ("an empty protected header (JSON serialization, alg unprotected)", Array(("." + claims).utf8)),
+        ("an array of pairs (Gson reads it as a map)", signingInput(#"[["alg","ES256"],["deviceId","d"]]"#)),
+        ("an array of pairs, lenient", signingInput("[[alg,ES256]]")),
     ] as [(String, [UInt8])])
     func aLenientlyReadableSigningInputIsRefused(_ name: String, _ challenge: [UInt8]) {
         #expect(ChallengePolicy.refusal(challenge) != nil, "\(name): \(Base64URL.encode(challenge))")

@@ -403,6 +403,11 @@ class CorpusBuilder:
             "json5-nbsp": canonical.replace("{", "{\u00a0", 1),
             "json5-ls": canonical.replace("{", "{\u2028", 1),
             "mixed-all": ")]}'\n/*c*/{alg=>ES256;" + ("typ=JWT;deviceId:'victim';" if size == "real" else "") + "x:[,]}#",
+            # Gson's Map adapter reads an array of [name, value] pairs as a map: no braces at all.
+            "map-from-pairs": "[" + ",".join('["%s","%s"]' % member for member in members) + "]",
+            "map-from-pairs-unquoted": "[" + ",".join("[%s,%s]" % member for member in members) + "]",
+            "map-from-pairs-semicolons": "[" + ";".join("[%s;%s]" % member for member in members) + "]",
+            "map-from-pairs-prefix": ")]}'\n[" + ",".join("['%s','%s']" % member for member in members) + "]",
         }
         for trick, value in variants.items():
             self.add(f"gson/{trick}/{size}", b64u(value.encode()) + b"." + pseg)

@@ -58,7 +58,9 @@ What it accepts
       - empty array elements read as null ([1,,2], [1,]);
       - true/false/null in any letter case; raw control characters and
         newlines inside quoted strings; unknown escapes \x read as x;
-      - lone surrogate escapes kept as they are.
+      - lone surrogate escapes kept as they are;
+      - an array of [name, value] pairs read as the map of those pairs
+        (Gson's Map adapter takes BEGIN_ARRAY so: [["alg","ES256"]]).
     Duplicate member names: the last one wins (Python's json, json5 and
     jansson do this; Gson's Map adapter would refuse a duplicate top-level
     name: accepting is the deliberate over-approximation).
@@ -331,8 +333,18 @@ def load_public_key(public_key):
     return key
 
 
+def as_gson_map(value):
+    """What Gson's Map adapter makes of a reading: an object as it is, or an
+    array of [name, value] pairs as the map of those pairs (its BEGIN_ARRAY
+    branch; Nimbus parses headers and claims into a Map through Gson)."""
+    if isinstance(value, list) and all(isinstance(pair, list) and len(pair) == 2 for pair in value):
+        return {str(name): item for name, item in value}
+    return value
+
+
 def _header(readings):
     """The first reading that is a header with alg ES256."""
+    readings = [as_gson_map(reading) for reading in readings]
     for header in readings:
         if isinstance(header, dict) and header.get("alg") == "ES256":
             return header
@@ -362,7 +374,7 @@ def _claims(header, payload_segment):
         readings = json_readings(raw)
     except LenientJWSError:
         return None
-    return next((claims for claims in readings if isinstance(claims, dict)), None)
+    return next((claims for claims in map(as_gson_map, readings) if isinstance(claims, dict)), None)
 
 
 def _as_bytes(token):

@@ -96,7 +96,8 @@ FAULTS = {
     "too-many-requests": "429 with Retry-After and no body",
     "escape-sequences": "400 whose error text holds terminal escape sequences and a carriage return",
     "jws-challenge": "a device step whose challenge is a device token's signing input (a signing oracle)",
-    "lenient-jws-challenge": "a device step whose challenge is a signing input only a lenient reader takes (Gson: unquoted names, '=>')",
+    "lenient-jws-challenge": "a device step whose challenge is a signing input only a lenient reader takes (Gson: unquoted names and values)",
+    "pairs-jws-challenge": "a device step whose challenge's header is an array of [name, value] pairs (Gson reads it as a map)",
     "short-challenge": "a device step whose challenge is 8 bytes",
     "links-elsewhere": "app-native: the authentication link points at https on another host",
     "links-plain-http": "app-native: the authentication link points at plain http on another host",
@@ -559,7 +560,7 @@ def make_handler(server, signins):
                 number = server.flow_responses
             # Faults tied to the device step apply whenever that step comes; the others to response --fault-at.
             conditional = server.options.fault in ("error-after-device", "unknown-required-param", "missing-challenge", "bad-challenge",
-                                                   "jws-challenge", "lenient-jws-challenge", "short-challenge")
+                                                   "jws-challenge", "lenient-jws-challenge", "pairs-jws-challenge", "short-challenge")
             fault = server.options.fault if server.options.fault_on == "flow" and (conditional or number == server.options.fault_at) else None
             if fault and self.answer_with_fault(fault, raw):
                 return
@@ -740,9 +741,14 @@ def make_handler(server, signins):
                 header = base64.urlsafe_b64encode(b"{alg:ES256,deviceId:v}").rstrip(b"=")
                 claims = base64.urlsafe_b64encode(b"{jti:x,iat:%d}" % int(time.time())).rstrip(b"=")
                 response["data"]["additionalData"]["challenge"] = base64.urlsafe_b64encode(header + b"." + claims).rstrip(b"=").decode()
+            elif fault == "pairs-jws-challenge" and response["type"] == "INTERNAL_PROMPT":
+                # 49 bytes: a header without braces, [[alg,ES256]], that Gson's Map adapter reads as {alg: ES256}.
+                header = base64.urlsafe_b64encode(b"[[alg,ES256]]").rstrip(b"=")
+                claims = base64.urlsafe_b64encode(b"{jti:x,iat:%d}" % int(time.time())).rstrip(b"=")
+                response["data"]["additionalData"]["challenge"] = base64.urlsafe_b64encode(header + b"." + claims).rstrip(b"=").decode()
             elif fault == "short-challenge" and response["type"] == "INTERNAL_PROMPT":
                 response["data"]["additionalData"]["challenge"] = base64.urlsafe_b64encode(os.urandom(8)).rstrip(b"=").decode()
-            if fault in ("jws-challenge", "lenient-jws-challenge") and response["type"] == "INTERNAL_PROMPT":
+            if fault in ("jws-challenge", "lenient-jws-challenge", "pairs-jws-challenge") and response["type"] == "INTERNAL_PROMPT":
                 # The hostile server expects the signature over what it sent, and cashes it in (record_forgery).
                 flow = server.flows.get(response["flowId"])
                 flow.challenge = response["data"]["additionalData"]["challenge"]
