@@ -129,3 +129,44 @@ TSS2_RC devtrust_object_name(const struct devtrust_tss2 *tss, ESYS_CONTEXT *cont
     tss->Esys_Free(value);
     return TSS2_RC_SUCCESS;
 }
+
+TSS2_RC devtrust_create_primary_from(const struct devtrust_tss2 *tss, ESYS_CONTEXT *context,
+                                     const uint8_t *public, size_t public_size, int zero_unique, ESYS_TR *object) {
+    TPM2B_PUBLIC template;
+    memset(&template, 0, sizeof template);
+    size_t offset = 0;
+    TSS2_RC rc = tss->Tss2_MU_TPM2B_PUBLIC_Unmarshal(public, public_size, &offset, &template);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    TPMT_PUBLIC *area = &template.publicArea;
+    switch (area->type) {
+    case TPM2_ALG_ECC: {
+        UINT16 size = 0;
+        if (zero_unique) {
+            switch (area->parameters.eccDetail.curveID) {
+            case TPM2_ECC_NIST_P256: size = 32; break;
+            case TPM2_ECC_NIST_P384: size = 48; break;
+            case TPM2_ECC_NIST_P521: size = 66; break;
+            default: return TSS2_ESYS_RC_BAD_VALUE;
+            }
+        }
+        memset(&area->unique.ecc, 0, sizeof area->unique.ecc);
+        area->unique.ecc.x.size = size;
+        area->unique.ecc.y.size = size;
+        break;
+    }
+    case TPM2_ALG_RSA:
+        memset(&area->unique.rsa, 0, sizeof area->unique.rsa);
+        area->unique.rsa.size = zero_unique ? area->parameters.rsaDetail.keyBits / 8 : 0;
+        break;
+    default:
+        return TSS2_ESYS_RC_BAD_VALUE;
+    }
+    TPM2B_SENSITIVE_CREATE sensitive;
+    memset(&sensitive, 0, sizeof sensitive);
+    TPM2B_DATA outside_info;
+    memset(&outside_info, 0, sizeof outside_info);
+    TPML_PCR_SELECTION creation_pcr;
+    memset(&creation_pcr, 0, sizeof creation_pcr);
+    return tss->Esys_CreatePrimary(context, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+                                   &sensitive, &template, &outside_info, &creation_pcr, object, NULL, NULL, NULL, NULL);
+}

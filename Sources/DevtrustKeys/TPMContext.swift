@@ -2,14 +2,19 @@ import CTPM2
 import Glibc
 
 /// An open connection to a TPM (TCTI + ESAPI context). Every transient object
-/// a caller creates must be flushed before the context goes: a TPM without a
-/// resource manager (swtpm, /dev/tpm0) keeps it, and has only 3 slots.
+/// and session a caller creates must be flushed before the context goes: a TPM
+/// without a resource manager (swtpm, /dev/tpm0) keeps it, and has only 3
+/// object slots. The context keeps the TPM handles of those it made and did
+/// not flush, and flushes them on a fresh connection when it goes: after some
+/// errors (a response that fails its HMAC) ESAPI refuses every further call.
 final class TPMContext {
     let esys: OpaquePointer
     private var tcti: OpaquePointer?
     let tctiConfiguration: String
     private let functions: UnsafePointer<devtrust_tss2>
     private var tss: devtrust_tss2 { functions.pointee }
+    /// Transient objects and sessions made here and not flushed yet, by their TPM handles.
+    private var unflushed = [ESYS_TR: UInt32]()
 
     private init(esys: OpaquePointer, tcti: OpaquePointer, tctiConfiguration: String, functions: UnsafePointer<devtrust_tss2>) {
         self.esys = esys
@@ -22,6 +27,18 @@ final class TPMContext {
         var context: OpaquePointer? = esys
         tss.Esys_Finalize(&context)
         tss.Tss2_TctiLdr_Finalize(&tcti)
+        guard !unflushed.isEmpty, let fresh = try? TPMContext.open(TPMSelection(tcti: tctiConfiguration)) else { return }
+        for handle in Set(unflushed.values) {
+            var object: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
+            guard fresh.tss.Esys_TR_FromTPMPublic(fresh.esys, handle, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &object) == 0 else { continue }
+            _ = fresh.tss.Esys_FlushContext(fresh.esys, object)
+        }
+    }
+
+    /// Remembers a transient object or session this context made, until it is flushed.
+    private func track(_ object: ESYS_TR) {
+        var handle: TPM2_HANDLE = 0
+        if tss.Esys_TR_GetTpmHandle(esys, object, &handle) == 0 { unflushed[object] = handle }
     }
 
     /// Opens the first TPM of `selection` that answers.
@@ -77,7 +94,7 @@ final class TPMContext {
     }
 
     func flush(_ object: ESYS_TR) {
-        _ = tss.Esys_FlushContext(esys, object)
+        if tss.Esys_FlushContext(esys, object) == 0 { unflushed[object] = nil }
     }
 
     /// The persistent object at `handle`, or nil when there is none.
@@ -89,11 +106,14 @@ final class TPMContext {
         return object
     }
 
-    func isStorageKey(_ object: ESYS_TR) throws(TPMError) -> Bool {
+    /// Whether `object` can be the device key's parent: a storage key, and
+    /// exempt from dictionary-attack lockout (loading a child needs the
+    /// parent's authorization, which lockout would refuse).
+    func parentSuitability(_ object: ESYS_TR) throws(TPMError) -> (isStorageKey: Bool, isLockoutExempt: Bool) {
         var publicArea: UnsafeMutablePointer<TPM2B_PUBLIC>?
         try check(tss.Esys_ReadPublic(esys, object, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &publicArea, nil, nil), "ReadPublic")
         defer { tss.Esys_Free(publicArea) }
-        return devtrust_is_storage_key(publicArea) == 1
+        return (devtrust_is_storage_key(publicArea) == 1, devtrust_key_is_lockout_exempt(publicArea) == 1)
     }
 
     /// A primary key from the SRK template in the owner hierarchy (transient: flush it).
@@ -106,7 +126,30 @@ final class TPMContext {
         try check(tss.Esys_CreatePrimary(esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
                                      &sensitive, &template, &outsideInfo, &creationPCR, &object, nil, nil, nil, nil),
                   "creating the storage root key (CreatePrimary)")
+        track(object)
         return object
+    }
+
+    /// The recorded parent made again from its own public area as the template
+    /// (transient: flush it), or nil when this TPM derives another key from it
+    /// now (its seed changed: cleared), or it was not a primary key.
+    func recreate(_ record: TPMParentRecord) throws(TPMError) -> ESYS_TR? {
+        for zeroUnique: Int32 in [0, 1] {
+            var object: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
+            let rc = record.publicArea.withUnsafeBufferPointer {
+                devtrust_create_primary_from(functions, esys, $0.baseAddress!, $0.count, zeroUnique, &object)
+            }
+            guard rc == 0 else {
+                // A template this TPM refuses is not the one; losing the TPM, or an owner password, is an answer.
+                let error = TPMError.from(rc, operation: "recreating the storage root key (CreatePrimary)")
+                if case .commandFailed = error { continue }
+                throw error
+            }
+            track(object)
+            if try name(of: object) == record.name { return object }
+            flush(object)
+        }
+        return nil
     }
 
     /// Makes a transient object persistent at `handle`; returns the persistent object.
@@ -118,21 +161,12 @@ final class TPMContext {
         return persistent
     }
 
-    /// Removes the persistent object at `handle`; false when there was none.
-    func evict(_ handle: UInt32) throws(TPMError) -> Bool {
-        guard let object = try persistentObject(handle) else { return false }
-        var none: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
-        try check(tss.Esys_EvictControl(esys, ESYS_TR(ESYS_TR_RH_OWNER), object, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
-                                    handle, &none),
-                  "removing the persistent object at \(TPMHandle.format(handle)) (EvictControl)")
-        return true
-    }
-
     /// An HMAC session salted to `key` (see devtrust_start_salted_session): answers
     /// to commands run in it are authenticated. The caller flushes it.
     func startSaltedSession(saltedTo key: ESYS_TR) throws(TPMError) -> ESYS_TR {
         var session: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
         try check(devtrust_start_salted_session(functions, esys, key, &session), "starting a session salted to the storage root key (StartAuthSession)")
+        track(session)
         return session
     }
 
@@ -152,14 +186,14 @@ final class TPMContext {
         return Array(area.prefix(size))
     }
 
-    /// Like `check`, for a command run in a salted session: the TPM refusing
-    /// the session's HMAC means it cannot derive the session key, so it is not
-    /// the TPM whose storage root key the session was salted to.
+    /// Like `check`, for a command run in `session`: in a salted session an
+    /// authorization failure is not about the owner's password (the key's own
+    /// password, or a TPM that cannot derive the session key).
     func check(_ rc: TSS2_RC, _ operation: String, session: ESYS_TR) throws(TPMError) {
         do {
             try check(rc, operation)
         } catch .ownerAuthorizationRequired where session != ESYS_TR(ESYS_TR_PASSWORD) {
-            throw .responseNotAuthentic(operation: operation)
+            throw .authorizationRefused(operation: operation)
         }
     }
 
@@ -197,6 +231,7 @@ final class TPMContext {
         default:
             try check(rc, "loading the device key (Load)", session: session)
         }
+        track(object)
         return object
     }
 

@@ -41,6 +41,24 @@ public struct TPMDeviceKey: DeviceKey {
         return try withLoadedKey(context) { key throws(TPMError) in try context.sign(key, digest: digest) }
     }
 
+    /// The parent recorded at init, when there is one.
+    public var parentRecord: TPMParentRecord? { parentMetadata.flatMap(TPMParentRecord.init(serialized:)) }
+
+    /// Whether something else can stop this key from signing through
+    /// dictionary-attack lockout: the key, or the parent it loads under, is not
+    /// exempt (noDA). Read from the key file and the record, without the TPM.
+    public var lockoutExposure: LockoutExposure {
+        if !keyFile.isLockoutExempt { return .key }
+        if let parent = parentRecord, parent.handle != TPMHandle.owner, !parent.isLockoutExempt { return .parent(handle: parent.handle) }
+        return .none
+    }
+
+    public enum LockoutExposure: Equatable, Sendable {
+        case none
+        case key
+        case parent(handle: UInt32)
+    }
+
     /// Loads the key, runs `body`, and flushes what it loaded, whatever happens.
     func withLoadedKey<Result>(_ context: TPMContext, _ body: (ESYS_TR) throws(TPMError) -> Result) throws(TPMError) -> Result {
         let (parent, key) = try loadedKey(context)
@@ -51,22 +69,22 @@ public struct TPMDeviceKey: DeviceKey {
         return try body(key)
     }
 
-    /// The key loaded under its parent (both to be released by the caller),
+    /// The key loaded under its parent (both for the caller to release),
     /// recovering a parent that is missing or was replaced where that is safe.
     private func loadedKey(_ context: TPMContext) throws(TPMError) -> (ParentObject, ESYS_TR) {
         var parent = try parentObject(context)
         do {
             return (parent, try context.load(keyFile, parent: parent.object))
-        } catch let TPMError.commandFailed(_, code) where code.tpmCode == TPMResponseCode.handle {
-            parent.release(context)
-            parent = try restoredStorageRootKey(context)
-        } catch .keyDoesNotLoad(let code) {
-            let parentName = try? context.name(of: parent.object)
-            parent.release(context)
-            parent = try parentAfterRefusal(context, parentName: parentName, code: code)
         } catch {
             parent.release(context)
-            throw error
+            switch error {
+            case let .commandFailed(_, code) where code.tpmCode == TPMResponseCode.handle:
+                parent = try restoredParent(context)
+            case .keyDoesNotLoad, .lockout:
+                parent = try parentAfterRefusal(context, refusal: error)
+            default:
+                throw error
+            }
         }
         do {
             return (parent, try context.load(keyFile, parent: parent.object))
@@ -81,27 +99,20 @@ public struct TPMDeviceKey: DeviceKey {
     /// The caller salts a session to the returned object (the recorded one,
     /// whatever the TPM claims), so answers in it come from the TPM that owns it.
     func authenticatedParent(_ context: TPMContext) throws(TPMError) -> ParentObject {
-        guard keyFile.parent != TPMHandle.owner, let parentMetadata else {
-            let pinned = try pinnedParentName(context)
+        guard keyFile.parent != TPMHandle.owner, let parentMetadata, let record = parentRecord else {
+            let pinned = parentRecord?.name
             let parent = try parentObject(context)
             if let pinned, try context.name(of: parent.object) != pinned {
                 parent.release(context)
-                throw .storageRootKeyChanged
+                throw .storageRootKeyChanged(standardTemplate: true)
             }
             return parent
         }
-        let current: ESYS_TR
-        if let object = try context.persistentObject(keyFile.parent) {
-            current = object
-        } else {
-            return try restoredStorageRootKey(context)
-        }
+        guard let current = try context.persistentObject(keyFile.parent) else { return try restoredParent(context) }
         // ESAPI holds one object per handle: read the TPM's, then the recorded one.
         let currentName = Result { () throws(TPMError) in try context.name(of: current) }
         context.close(current)
-        guard try currentName.get() == pinnedParentName(context) else {
-            return try parentAfterRefusal(context, parentName: nil, code: nil)
-        }
+        guard try currentName.get() == record.name else { return try replacedParentCopy(context, record, otherwise: .storageRootKeyChanged(standardTemplate: record.isStandardStorageRootKey)) }
         return ParentObject(object: try context.deserialize(parentMetadata), isTransient: false)
     }
 
@@ -121,69 +132,70 @@ public struct TPMDeviceKey: DeviceKey {
         if let parentMetadata {
             return ParentObject(object: try context.deserialize(parentMetadata), isTransient: false)
         }
-        guard let object = try context.persistentObject(keyFile.parent) else { return try restoredStorageRootKey(context) }
+        guard let object = try context.persistentObject(keyFile.parent) else { return try restoredParent(context) }
         return ParentObject(object: object, isTransient: false)
     }
 
-    /// The name of the parent recorded at init, or nil when none was.
-    private func pinnedParentName(_ context: TPMContext) throws(TPMError) -> [UInt8]? {
-        guard let parentMetadata else { return nil }
-        let pinned = try context.deserialize(parentMetadata)
-        defer { context.close(pinned) }
-        return try context.name(of: pinned)
-    }
-
-    /// The standard storage root key is gone from its handle (another program,
-    /// or an older devtrust's `reset`, evicted it). The TPM derives the same
-    /// key from its owner seed every time, so devtrust creates it again and, if
-    /// its name is the recorded one, makes it persistent again: the device key
-    /// was never lost. A different name means the seed changed: the TPM was cleared.
-    private func restoredStorageRootKey(_ context: TPMContext) throws(TPMError) -> ParentObject {
+    /// The parent is gone from its handle (another program, or an older
+    /// devtrust's `reset`, evicted it). The TPM derives a primary key from its
+    /// template and seed, the same every time, so devtrust makes it again from
+    /// the recorded public area and, when the name is the recorded one, makes
+    /// it persistent again: the device key was never lost. Another name means
+    /// the seed changed (the TPM was cleared).
+    private func restoredParent(_ context: TPMContext) throws(TPMError) -> ParentObject {
         let handle = keyFile.parent
-        guard handle == TPMHandle.storageRootKey else { throw .parentMissing(handle: handle) }
-        let primary = try context.createStorageRootKey()
-        do throws(TPMError) {
-            if let pinned = try pinnedParentName(context), try context.name(of: primary) != pinned { throw TPMError.storageRootKeyChanged }
-        } catch {
-            context.flush(primary)
-            throw error
+        let primary: ESYS_TR
+        if let record = parentRecord {
+            guard let recreated = try context.recreate(record) else { throw .storageRootKeyChanged(standardTemplate: record.isStandardStorageRootKey) }
+            primary = recreated
+        } else {
+            // An older keystore records no parent: only the standard SRK can be tried, and the Load then tells.
+            guard handle == TPMHandle.storageRootKey else { throw .parentMissing(handle: handle) }
+            primary = try context.createStorageRootKey()
         }
         do {
             let persistent = try context.persist(primary, at: handle)
             context.flush(primary)
             notices?.add("the TPM had no storage root key at \(TPMHandle.format(handle)) any more (another program removed it); devtrust recreated it (the TPM derives the same key from its seed) and made it persistent again")
             return ParentObject(object: persistent, isTransient: false)
+        } catch .ownerAuthorizationRequired {
+            notices?.add("the TPM has no storage root key at \(TPMHandle.format(handle)) any more, and the owner hierarchy has a password, so devtrust cannot make it persistent again; it signs through a copy it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs). Whoever knows the password can put it back, and devtrust then uses it by itself: \(TPMHandle.standardStorageRootKeyCommand(handle, ownerPassword: true))")
+            return ParentObject(object: primary, isTransient: true)
         } catch let error where !error.isConnectionLost {
-            notices?.add("the TPM has no storage root key at \(TPMHandle.format(handle)) any more, and devtrust cannot make it persistent again (\(error)); it signs through a copy it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs) until someone does: tpm2_createprimary -C o -g sha256 -G ecc256:aes128cfb -c srk.ctx && tpm2_evictcontrol -C o -c srk.ctx \(TPMHandle.format(handle))")
+            notices?.add("the TPM has no storage root key at \(TPMHandle.format(handle)) any more, and devtrust cannot make it persistent again (\(error)); it signs through a copy it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs) until the key is back at \(TPMHandle.format(handle))")
             return ParentObject(object: primary, isTransient: true)
         }
     }
 
-    /// The TPM refuses the blob under its parent (`code`), or the object at the
-    /// parent's handle is not the recorded one (`code` nil). When this TPM still
-    /// derives the recorded SRK, another program replaced the persistent one:
-    /// the key is not lost, and a transient copy of the SRK is returned to load
-    /// it under. Otherwise the error says whether the TPM was cleared (or the
-    /// keystore is another machine's).
-    private func parentAfterRefusal(_ context: TPMContext, parentName: [UInt8]?, code: TPMResponseCode?) throws(TPMError) -> ParentObject {
-        let lost: TPMError = code.map { .keyDoesNotLoad(code: $0) } ?? .storageRootKeyChanged
-        guard let pinned = try pinnedParentName(context) else { throw lost }
-        if keyFile.parent == TPMHandle.owner { throw parentName == pinned ? lost : .storageRootKeyChanged }
-        if code != nil {
-            guard let current = try context.persistentObject(keyFile.parent) else { throw .parentMissing(handle: keyFile.parent) }
-            let currentName = Result { () throws(TPMError) in try context.name(of: current) }
-            context.close(current)
-            guard try currentName.get() != pinned else { throw lost }
-        }
-        guard keyFile.parent == TPMHandle.storageRootKey else { throw .parentReplaced(handle: keyFile.parent) }
-        let standard = try context.createStorageRootKey()
-        guard (try? context.name(of: standard)) == pinned else {
+    /// The TPM refused to load the key under its parent (`refusal`: the blob
+    /// does not load, or lockout). When the object at the parent's handle is
+    /// not the recorded one, another program replaced it: a transient copy of
+    /// the recorded parent is returned to load under. Otherwise the refusal
+    /// stands, or says that the TPM was cleared.
+    private func parentAfterRefusal(_ context: TPMContext, refusal: TPMError) throws(TPMError) -> ParentObject {
+        guard let record = parentRecord else { throw refusal }
+        if keyFile.parent == TPMHandle.owner {
+            let standard = try context.createStorageRootKey()
+            let derived = Result { () throws(TPMError) in try context.name(of: standard) }
             context.flush(standard)
-            throw lost
+            throw try derived.get() == record.name ? refusal : .storageRootKeyChanged(standardTemplate: true)
         }
+        guard let current = try context.persistentObject(keyFile.parent) else { return try restoredParent(context) }
+        let currentName = Result { () throws(TPMError) in try context.name(of: current) }
+        context.close(current)
+        guard try currentName.get() != record.name else { throw refusal }
+        let lost: TPMError = refusal == .lockout ? refusal : .storageRootKeyChanged(standardTemplate: record.isStandardStorageRootKey)
+        return try replacedParentCopy(context, record, otherwise: lost)
+    }
+
+    /// Another object sits at the parent's handle: a transient copy of the
+    /// recorded parent, made from its template, with a notice of what to do;
+    /// `otherwise` when this TPM cannot make it (cleared, or not a primary).
+    private func replacedParentCopy(_ context: TPMContext, _ record: TPMParentRecord, otherwise: TPMError) throws(TPMError) -> ParentObject {
+        guard let copy = try context.recreate(record) else { throw otherwise }
         notices?.add(TPMError.parentReplaced(handle: keyFile.parent).description
             + " Until then devtrust signs through a copy of it that it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs).")
-        return ParentObject(object: standard, isTransient: true)
+        return ParentObject(object: copy, isTransient: true)
     }
 }
 
@@ -195,7 +207,7 @@ public final class TPMNotices: Sendable {
     public init() {}
 
     func add(_ line: String) {
-        lines.withLock { $0.append(line) }
+        lines.withLock { if !$0.contains(line) { $0.append(line) } }
     }
 
     /// The notices so far, removed from here.

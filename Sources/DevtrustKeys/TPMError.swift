@@ -57,25 +57,30 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The key blob is refused: the TPM was cleared, its firmware changed the
     /// storage seed, or the keystore comes from another machine.
     case keyDoesNotLoad(code: TPMResponseCode)
-    /// The persistent parent the key file names is gone (and is not the
-    /// standard SRK, which devtrust recreates itself).
+    /// The persistent parent the key file names is gone, and no parent was
+    /// recorded at init to recreate it from.
     case parentMissing(handle: UInt32)
-    /// The standard SRK this TPM derives now is not the one the key was made
-    /// under (its name differs from the one recorded at init): the TPM was
-    /// cleared, so its owner seed changed.
-    case storageRootKeyChanged
+    /// The parent recorded at init cannot be made again from its template:
+    /// this TPM derives another key from it now (the TPM was cleared, or the
+    /// keystore is another machine's). `standardTemplate` false: it was not
+    /// devtrust's template, so an unusual one could also be why.
+    case storageRootKeyChanged(standardTemplate: Bool)
     /// The object at the parent's handle is not the storage key recorded at
     /// init: another program replaced it.
     case parentReplaced(handle: UInt32)
+    /// The TPM refused an authorization in a salted session: the key (or its
+    /// parent) has a password, or the TPM cannot derive the session's key.
+    case authorizationRefused(operation: String)
     /// A response's HMAC (in a session salted to the SRK) does not verify:
     /// something between devtrust and the TPM changed or forged the answer.
     case responseNotAuthentic(operation: String)
-    /// The handle holds an object that is not a storage key.
-    case parentNotStorageKey(handle: UInt32)
     /// The TPM refuses authorizations while in dictionary-attack lockout.
     case lockout
     /// The owner hierarchy has a password (devtrust uses the empty one).
     case ownerAuthorizationRequired(operation: String)
+    /// No free slot for a session: something else left sessions loaded in a
+    /// TPM that has no resource manager.
+    case outOfSessionMemory(operation: String)
     /// No free slot for a transient object: something else left objects loaded
     /// in a TPM that has no resource manager.
     case outOfObjectMemory(operation: String)
@@ -94,19 +99,23 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .keyDoesNotLoad(code):
             return "the TPM refuses the device key (\(code)): the TPM was cleared or its firmware reset its storage keys, or this keystore comes from another machine. The key is lost: run `devtrust init --force` and register this device again."
         case let .parentMissing(handle):
-            return "the TPM has no storage key at \(TPMHandle.format(handle)) any more, the parent the device key was made under: another program removed it, or the TPM was cleared. If it was removed, making that same key persistent again at \(TPMHandle.format(handle)) brings the device key back; if the TPM was cleared, the key is lost: run `devtrust init --force` and register this device again."
-        case .storageRootKeyChanged:
-            return "the TPM's storage root key is not the one the device key was made under (its name differs from the one recorded at `devtrust init`): the TPM was cleared, which destroys every key made in it, or this keystore comes from another machine. The key is lost: run `devtrust init --force` and register this device again."
+            return "the TPM has no storage key at \(TPMHandle.format(handle)) any more, the parent the device key was made under: another program removed it, or the TPM was cleared. If it was the standard storage root key, `\(TPMHandle.standardStorageRootKeyCommand(handle))` brings the device key back; if the TPM was cleared, the key is lost: run `devtrust init --force` and register this device again."
+        case let .storageRootKeyChanged(standardTemplate):
+            let why = standardTemplate ? "the TPM was cleared, which destroys every key made in it, or this keystore comes from another machine"
+                : "the TPM was cleared (which destroys every key made in it), this keystore comes from another machine, or the parent was made from a template devtrust cannot reproduce (then recreating it at its handle brings the key back)"
+            return "the TPM cannot make again the storage root key the device key was made under (the one it derives from the recorded template has another name than the one recorded at `devtrust init`): \(why). Otherwise the key is lost: run `devtrust init --force` and register this device again."
         case let .parentReplaced(handle):
-            return "the object at \(TPMHandle.format(handle)) is not the storage root key the device key was made under (its name differs from the one recorded at `devtrust init`): another program replaced it. The device key is not lost: once that program's key is moved elsewhere, make the standard storage root key persistent again (tpm2_createprimary -C o -g sha256 -G ecc256:aes128cfb -c srk.ctx && tpm2_evictcontrol -C o -c srk.ctx \(TPMHandle.format(handle)))."
+            return "the object at \(TPMHandle.format(handle)) is not the storage root key the device key was made under (its name differs from the one recorded at `devtrust init`): another program replaced it. The device key is not lost: once that program's key is moved elsewhere, make the storage root key persistent again at \(TPMHandle.format(handle)) (for devtrust's standard one: \(TPMHandle.standardStorageRootKeyCommand(handle)))."
+        case let .authorizationRefused(operation):
+            return "the TPM refused the authorization for \(operation): the key or its parent has a password (devtrust uses none, and the key file says so), or the TPM cannot verify devtrust's session, salted to the storage root key recorded at `devtrust init` (it is not that TPM, or something between them interferes). For keys without noDA, each refusal counts towards the TPM's dictionary-attack lockout: find the cause before trying again."
         case let .responseNotAuthentic(operation):
-            return "the TPM's answer to \(operation) failed its integrity check (the response HMAC of a session salted to the storage root key does not verify): something between devtrust and the TPM changed or forged it, or the TPM is not the one the keystore was made with. Nothing was changed. Check the TCTI (--tcti) and what runs between devtrust and the TPM."
-        case let .parentNotStorageKey(handle):
-            return "the TPM object at \(TPMHandle.format(handle)) is not a storage key, so devtrust cannot create keys under it (to free the handle: tpm2_evictcontrol -C o -c \(TPMHandle.format(handle)))"
+            return "the TPM's answer to \(operation) failed its integrity check (the response HMAC of a session salted to the storage root key does not verify): something between devtrust and the TPM changed or forged it. Nothing was recorded. Check the TCTI (--tcti) and what runs between devtrust and the TPM."
         case .lockout:
             return "the TPM is in dictionary-attack lockout and refuses authorizations; wait for the lockout to expire (see tpm2_getcap properties-variable: TPM2_PT_LOCKOUT_*) or reset it with the lockout password (tpm2_dictionarylockout --clear-lockout)."
         case let .ownerAuthorizationRequired(operation):
-            return "the TPM refused \(operation): the owner hierarchy has a password (devtrust uses the empty one). Whoever knows it can create a persistent storage root key for devtrust (tpm2_createprimary -C o -P PASSWORD -G ecc256:aes128cfb -c srk.ctx && tpm2_evictcontrol -C o -P PASSWORD -c srk.ctx 0x81000001); then run `devtrust init` again"
+            return "the TPM refused \(operation): the owner hierarchy has a password (devtrust uses the empty one). Whoever knows it can create a persistent storage root key for devtrust (\(TPMHandle.standardStorageRootKeyCommand(TPMHandle.storageRootKey, ownerPassword: true))); then run `devtrust init` again"
+        case let .outOfSessionMemory(operation):
+            return "the TPM has no free session slot for \(operation): another program left sessions loaded. Use the kernel's resource manager (device:/dev/tpmrm0) or tpm2-abrmd, or free them with tpm2_flushcontext -l (loaded sessions) and -s (saved ones)"
         case let .outOfObjectMemory(operation):
             return "the TPM has no free slot for \(operation): another program left objects loaded. Use the kernel's resource manager (device:/dev/tpmrm0) or tpm2-abrmd, or free the slots with tpm2_flushcontext -t"
         case let .unsupportedKey(reason):
@@ -125,7 +134,8 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         if code.tssBaseCode == TPMResponseCode.responseAuthFailed { return .responseNotAuthentic(operation: operation) }
         switch code.tpmCode {
         case TPMResponseCode.lockout?: return .lockout
-        case TPMResponseCode.objectMemory?, TPMResponseCode.sessionMemory?: return .outOfObjectMemory(operation: operation)
+        case TPMResponseCode.objectMemory?: return .outOfObjectMemory(operation: operation)
+        case TPMResponseCode.sessionMemory?: return .outOfSessionMemory(operation: operation)
         case TPMResponseCode.badAuth?, TPMResponseCode.authFail?: return .ownerAuthorizationRequired(operation: operation)
         default: return .commandFailed(operation: operation, code: code)
         }
@@ -135,8 +145,18 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
 public enum TPMHandle {
     /// The conventional persistent handle of the storage root key.
     public static let storageRootKey: UInt32 = 0x8100_0001
+    /// The TCG provisioning guidance's handle for the ECC P-256 SRK: devtrust's
+    /// second choice, when 0x81000001 holds a key it should not use.
+    public static let eccStorageRootKey: UInt32 = 0x8100_0002
     /// TPM2_RH_OWNER: in a key file, "a primary key created from the SRK template".
     public static let owner: UInt32 = 0x4000_0001
+
+    /// The tpm2-tools commands that make devtrust's standard storage root key
+    /// persistent at `handle`: the same template, so the same key, every time.
+    public static func standardStorageRootKeyCommand(_ handle: UInt32, ownerPassword: Bool = false) -> String {
+        let password = ownerPassword ? " -P PASSWORD" : ""
+        return "tpm2_createprimary -C o\(password) -g sha256 -G ecc256:aes128cfb -a 'fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda|restricted|decrypt' -c srk.ctx && tpm2_evictcontrol -C o\(password) -c srk.ctx \(format(handle))"
+    }
 
     public static func format(_ handle: UInt32) -> String {
         let hex = String(handle, radix: 16)

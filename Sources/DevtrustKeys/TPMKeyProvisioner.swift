@@ -16,41 +16,24 @@ public struct TPMDescription: Equatable, Sendable {
     public let firmwareVersion: String
 }
 
-/// Creating, adopting and removing device keys in the TPM.
+/// Creating, adopting and checking device keys in the TPM.
 public enum TPMKeyProvisioner {
-    /// Creates a P-256 signing key under the storage root key: the persistent
-    /// SRK at 0x81000001 when there is one, else one devtrust makes persistent,
-    /// else (when it cannot) a transient primary from the same template.
+    /// Where devtrust keeps the storage root key its keys are made under, in
+    /// order: the conventional handle, then the TCG's handle for an ECC SRK.
+    static let parentHandles = [TPMHandle.storageRootKey, TPMHandle.eccStorageRootKey]
+
+    /// Creates a P-256 signing key under a storage root key exempt from
+    /// dictionary-attack lockout (a DA-protected parent would let lockout stop
+    /// every signature): the first of `parentHandles` that holds one, else one
+    /// devtrust makes persistent at the first free one. When it cannot make
+    /// one (an owner password, a full NV), a DA-protected storage key already
+    /// there, else a transient primary from the same template.
     public static func create(_ selection: TPMSelection) throws(TPMError) -> TPMProvisioning {
         let context = try TPMContext.open(selection)
         let pinned = TPMSelection(tcti: context.tctiConfiguration)
         var notes = [String]()
-        var createdHandle: UInt32?
-        let parentHandle: UInt32
-        let parent: ESYS_TR
-        var parentIsTransient = false
-
-        if let existing = try context.persistentObject(TPMHandle.storageRootKey), try context.isStorageKey(existing) {
-            parent = existing
-            parentHandle = TPMHandle.storageRootKey
-        } else {
-            let occupied = try context.persistentObject(TPMHandle.storageRootKey)
-            if let occupied { context.close(occupied) }
-            let primary = try context.createStorageRootKey()
-            do throws(TPMError) {
-                guard occupied == nil else { throw .parentNotStorageKey(handle: TPMHandle.storageRootKey) }
-                parent = try context.persist(primary, at: TPMHandle.storageRootKey)
-                context.flush(primary)
-                parentHandle = TPMHandle.storageRootKey
-                createdHandle = TPMHandle.storageRootKey
-                notes.append("made the storage root key persistent at \(TPMHandle.format(TPMHandle.storageRootKey))")
-            } catch let error where !error.isConnectionLost {
-                parent = primary
-                parentIsTransient = true
-                parentHandle = TPMHandle.owner
-                notes.append("no persistent storage root key: \(error); the key uses a transient one instead, so every signature first recreates it (CreatePrimary: 50-500 ms on real TPMs)")
-            }
-        }
+        let choice = try chooseParent(context, notes: &notes)
+        let (parent, parentHandle, parentIsTransient) = (choice.object, choice.handle, choice.handle == TPMHandle.owner)
         defer { parentIsTransient ? context.flush(parent) : context.close(parent) }
 
         // Trust on first use: the parent was just read from (or made by) this
@@ -62,7 +45,66 @@ public enum TPMKeyProvisioner {
         let keyFile = try context.createSigningKey(parent: parent, parentHandle: parentHandle, session: session)
         let key = try TPMDeviceKey(keyFile: keyFile, selection: pinned, parentMetadata: try context.serialize(parent))
         try selfTest(key, context, parent: parent, session: session)
-        return TPMProvisioning(key: key, createdPersistentHandle: createdHandle, notes: notes)
+        return TPMProvisioning(key: key, createdPersistentHandle: choice.created ? parentHandle : nil, notes: notes)
+    }
+
+    /// The parent for a new key (see `create`); `handle` is TPMHandle.owner for a transient one.
+    private static func chooseParent(_ context: TPMContext, notes: inout [String]) throws(TPMError) -> (object: ESYS_TR, handle: UInt32, created: Bool) {
+        var passedOver = [String]()
+        var exposed: (object: ESYS_TR, handle: UInt32)?
+        var transient: ESYS_TR?
+        func explained(_ outcome: String) -> String {
+            (passedOver + [outcome]).joined(separator: "; ")
+        }
+        candidates: for handle in parentHandles {
+            if let existing = try context.persistentObject(handle) {
+                let suitability = Result { () throws(TPMError) in try context.parentSuitability(existing) }
+                switch suitability {
+                case .success((true, true)):
+                    if let exposed { context.close(exposed.object) }
+                    if !passedOver.isEmpty { notes.append(explained("the key is made under the storage root key at \(TPMHandle.format(handle)) instead")) }
+                    return (existing, handle, false)
+                case .success((true, false)):
+                    passedOver.append("the storage key at \(TPMHandle.format(handle)) is not exempt from dictionary-attack lockout (no noDA), which would let any program stop devtrust's signatures")
+                    if exposed == nil { exposed = (existing, handle) } else { context.close(existing) }
+                case .success:
+                    passedOver.append("the object at \(TPMHandle.format(handle)) is not a storage key")
+                    context.close(existing)
+                case let .failure(error):
+                    context.close(existing)
+                    throw error
+                }
+                continue
+            }
+            let primary: ESYS_TR
+            do {
+                primary = try context.createStorageRootKey()
+            } catch .ownerAuthorizationRequired where exposed != nil {
+                passedOver.append("the owner hierarchy has a password, so devtrust cannot make a storage root key exempt from lockout")
+                break candidates
+            }
+            do {
+                let persistent = try context.persist(primary, at: handle)
+                context.flush(primary)
+                if let exposed { context.close(exposed.object) }
+                notes.append(explained("made the storage root key persistent at \(TPMHandle.format(handle))"))
+                return (persistent, handle, true)
+            } catch let error where !error.isConnectionLost {
+                // Another handle would fail the same way (an owner password, a full NV).
+                passedOver.append("no persistent storage root key: \(error)")
+                transient = primary
+                break candidates
+            }
+        }
+        if let exposed {
+            if let transient { context.flush(transient) }
+            notes.append(explained("the key is made under the storage key at \(TPMHandle.format(exposed.handle)), which is exposed to lockout (`devtrust status` says so)"))
+            return (exposed.object, exposed.handle, false)
+        }
+        let primary: ESYS_TR
+        if let transient { primary = transient } else { primary = try context.createStorageRootKey() }
+        notes.append(explained("the key uses a transient storage root key instead, so every signature first recreates it (CreatePrimary: 50-500 ms on real TPMs)"))
+        return (primary, TPMHandle.owner, false)
     }
 
     /// Takes a key file made elsewhere (`openssl genpkey -provider tpm2`) after
@@ -126,6 +168,13 @@ public enum TPMKeyProvisioner {
         }
         let firmware = "\(version1 >> 16).\(version1 & 0xFFFF).\(version2 >> 16).\(version2 & 0xFFFF)"
         return TPMDescription(tcti: context.tctiConfiguration, manufacturer: vendor, firmwareVersion: firmware)
+    }
+}
+
+extension Result<(isStorageKey: Bool, isLockoutExempt: Bool), TPMError> {
+    fileprivate var isStorageKeyButExposed: Bool {
+        if case let .success(suitability) = self { return suitability.isStorageKey && !suitability.isLockoutExempt }
+        return false
     }
 }
 

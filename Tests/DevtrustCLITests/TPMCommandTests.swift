@@ -61,7 +61,7 @@ import Testing
     func anExistingSRKIsUsedAndNeverRemoved(algorithm: String) throws {
         let setup = try Setup()
         let context = setup.directory.file("srk.ctx")
-        #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-g", "sha256", "-G", algorithm, "-c", context]).status == 0)
+        #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-g", "sha256", "-G", algorithm, "-a", Swtpm.storageRootKeyAttributes, "-c", context]).status == 0)
         #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", context, "0x81000001"]).status == 0)
         try setup.tpm.tool("tpm2_flushcontext", ["-t"])
         let result = try setup.cli.run("init", "--backend", "tpm")
@@ -73,21 +73,33 @@ import Testing
         #expect(try setup.tpm.persistentHandles() == ["0x81000001"])
     }
 
-    @Test func aNonStorageObjectAtTheSRKHandleMeansATransientParent() throws {
+    /// 0x81000001 holds something else: devtrust uses the TCG's handle for an
+    /// ECC SRK, 0x81000002; when both do, a transient primary.
+    @Test func aNonStorageObjectAtTheSRKHandleMeansTheNextHandle() throws {
         let setup = try Setup()
-        let context = setup.directory.file("signer.ctx")
-        #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-G", "ecc256:ecdsa-sha256", "-a", "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|sign", "-c", context]).status == 0)
-        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", context, "0x81000001"]).status == 0)
-        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        func occupy(_ handle: String) throws {
+            let context = setup.directory.file("signer.ctx")
+            #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-G", "ecc256:ecdsa-sha256", "-a", "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|sign", "-c", context]).status == 0)
+            #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", context, handle]).status == 0)
+            try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        }
+        try occupy("0x81000001")
         let result = try setup.cli.run("init", "--backend", "tpm")
         #expect(result.status == 0, "\(result)")
-        #expect(result.stderr.contains("is not a storage key") && result.stderr.contains("transient"))
+        #expect(result.stderr.contains("the object at 0x81000001 is not a storage key") && result.stderr.contains("made the storage root key persistent at 0x81000002"), "\(result)")
+        #expect(try setup.status()["key"]?.objectValue?["tpmParent"] == .string("0x81000002"))
+        #expect(try setup.cli.run("token", "--device-id", "x").status == 0)
+
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000002"]).status == 0)
+        try occupy("0x81000002")
+        let transient = try setup.cli.run("init", "--backend", "tpm", "--force")
+        #expect(transient.status == 0 && transient.stderr.contains("transient"), "\(transient)")
         #expect(try setup.status()["key"]?.objectValue?["tpmParent"] == .string("0x40000001"))
         let token = try setup.cli.run("token", "--device-id", "x")
         #expect(token.status == 0)
         #expect(try setup.cli.run("verify", "--public-key", try setup.cli.run("pubkey").output, "--jwt", token.output).status == 0)
         #expect(try setup.tpm.transientHandles().isEmpty)
-        #expect(try setup.tpm.persistentHandles() == ["0x81000001"])
+        #expect(try setup.tpm.persistentHandles() == ["0x81000001", "0x81000002"])
     }
 
     @Test(.enabled(if: ExternalTool.openssl.shouldRun && ExternalTool.python.shouldRun))
@@ -253,7 +265,7 @@ import Testing
         moved.extraEnvironment["DEVTRUST_TCTI"] = second.tpm.tcti
         let result = try moved.run("token", "--device-id", "x")
         #expect(result.status == 6)
-        #expect(result.stderr.contains("the TPM refuses the device key") && result.stderr.contains("another machine"), "\(result)")
+        #expect(result.stderr.contains("comes from another machine") && result.stderr.contains("run `devtrust init --force`"), "\(result)")
         #expect(try second.tpm.transientHandles().isEmpty)
     }
 
@@ -284,6 +296,9 @@ import Testing
         #expect(try setup.tpm.transientHandles().isEmpty)
     }
 
+    /// An SRK made by tpm2-tools' defaults (not exempt from lockout) and an
+    /// owner password: devtrust cannot make a better parent, so it uses that
+    /// one, and says it is exposed.
     @Test func anExistingSRKWorksDespiteAnOwnerPassword() throws {
         let setup = try Setup()
         let context = setup.directory.file("srk.ctx")
@@ -291,8 +306,11 @@ import Testing
         try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", context, "0x81000001"])
         try setup.tpm.tool("tpm2_flushcontext", ["-t"])
         #expect(try setup.tpm.tool("tpm2_changeauth", ["-c", "owner", "s3cret"]).status == 0)
-        #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
+        let result = try setup.cli.run("init", "--backend", "tpm")
+        #expect(result.status == 0 && result.stderr.contains("the owner hierarchy has a password") && result.stderr.contains("exposed to lockout"), "\(result)")
         #expect(try setup.cli.run("token", "--device-id", "x").status == 0)
+        let key = try setup.status()["key"]?.objectValue
+        #expect(key?["lockoutExposed"] == .bool(true) && key?["lockoutAdvice"]?.stringValue?.contains("at 0x81000001, was made without noDA") == true, "\(String(describing: key))")
     }
 
     /// swtpm killed at random moments during `init --backend tpm`: exit 0 or 6,

@@ -101,11 +101,50 @@ import Testing
         let key = try setup.status()["key"]?.objectValue
         #expect(key?["lockoutExposed"] == .bool(true), "\(String(describing: key))")
         #expect(key?["lockoutAdvice"]?.stringValue?.contains("devtrust init --force --backend tpm") == true)
-        #expect(try setup.cli.run("status").stdout.contains("key lockout: exposed: it was made without noDA"))
+        #expect(try setup.cli.run("status").stdout.contains("key lockout: exposed: the key was made without noDA"))
         _ = try Self.lockOut(setup)
         let result = try setup.cli.run("token", "--device-id", "x")
         #expect(result.status == 6 && result.stderr.contains("dictionary-attack lockout"), "\(result)")
         #expect(try setup.tpm.transientHandles().isEmpty)
+    }
+
+    /// An SRK made with tpm2-tools' defaults sits at 0x81000001: it is not
+    /// exempt from lockout, and loading a key under it needs its authorization,
+    /// so lockout would stop the key as surely as a DA-protected key. devtrust
+    /// makes its keys under an exempt SRK at 0x81000002 instead.
+    @Test func aStorageRootKeyExposedToLockoutIsPassedOver() throws {
+        let setup = try Setup()
+        let context = setup.directory.file("default.ctx")
+        #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb", "-c", context]).status == 0)
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", context, "0x81000001"]).status == 0)
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        let result = try setup.cli.run("init", "--backend", "tpm")
+        #expect(result.status == 0 && result.stderr.contains("not exempt from dictionary-attack lockout")
+                && result.stderr.contains("made the storage root key persistent at 0x81000002"), "\(result)")
+        _ = try Self.lockOut(setup)
+        let token = try setup.cli.run("token", "--device-id", "x")
+        #expect(token.status == 0, "\(token)")
+        #expect(try setup.status()["key"]?.objectValue?["lockoutExposed"] == .bool(false))
+    }
+
+    /// A key wrongly labelled emptyAuth (tpm2_encodeobject -p writes TRUE
+    /// whatever the key's password): the refusal is called what it is, not a
+    /// forged answer.
+    @Test func aKeyWithAnUndeclaredPasswordIsAnAuthorizationFailure() throws {
+        let setup = try Setup()
+        let d = setup.directory
+        try setup.tpm.ensureStorageRootKey(d)
+        let (pub, priv, file) = (d.file("pw.pub"), d.file("pw.priv"), d.file("pw.tss2"))
+        #expect(try setup.tpm.tool("tpm2_create", ["-C", "0x81000001", "-G", "ecc256:ecdsa-sha256", "-p", "secret",
+                                                   "-a", "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|sign|noda", "-u", pub, "-r", priv]).status == 0)
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        #expect(try setup.tpm.tool("tpm2_encodeobject", ["-C", "0x81000001", "-u", pub, "-r", priv, "-p", "-o", file]).status == 0)
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        try setup.tpm.tool("tpm2_flushcontext", ["-l"]) // tpm2_create's own HMAC session
+        let result = try setup.cli.run("init", "--import", file)
+        #expect(result.status == 6 && result.stderr.contains("refused the authorization") && !result.stderr.contains("integrity check"), "\(result)")
+        #expect(setup.directory.read("ks/keystore.json") == nil)
+        #expect(try setup.tpm.transientHandles() == [] && setup.tpm.loadedSessions() == [])
     }
 
     // MARK: the shared storage root key
@@ -164,6 +203,36 @@ import Testing
         #expect(key?["loads"] == .bool(true), "\(String(describing: key))")
         #expect(try setup.cli.run("pubkey").output == before)
         #expect(try setup.tpm.transientHandles().isEmpty)
+
+        // The program's key goes elsewhere, the command the warning gives puts the SRK back: no more warnings.
+        let command = try #require(token.stderr.components(separatedBy: "for devtrust's standard one: ").last?.components(separatedBy: ").").first)
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
+        let restored = try ProcessRunner.run("/bin/sh", ["-c", command + " >/dev/null"],
+                                             environment: ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"])
+        #expect(restored.status == 0, "\(command): \(restored)")
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        let after = try setup.cli.run("token", "--device-id", "x")
+        #expect(after.status == 0 && after.stderr.isEmpty, "\(after)")
+    }
+
+    /// The recorded SRK need not be devtrust's own: one another program made
+    /// (an RSA SRK, exempt from lockout) and someone evicted is made again from
+    /// its recorded template, not declared lost.
+    @Test func anotherProgramsStorageRootKeyIsRecreatedFromItsTemplate() throws {
+        let setup = try Setup()
+        let context = setup.directory.file("rsa.ctx")
+        #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-g", "sha256", "-G", "rsa2048:aes128cfb", "-a", Swtpm.storageRootKeyAttributes, "-c", context]).status == 0)
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", context, "0x81000001"]).status == 0)
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
+        let name = try setup.tpm.tool("tpm2_readpublic", ["-c", "0x81000001"]).stdout.split(separator: "\n").first { $0.hasPrefix("name:") }
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
+        let token = try setup.cli.run("token", "--device-id", "x")
+        #expect(token.status == 0 && token.stderr.contains("devtrust recreated it"), "\(token)")
+        #expect(try setup.tpm.tool("tpm2_readpublic", ["-c", "0x81000001"]).stdout.split(separator: "\n").first { $0.hasPrefix("name:") } == name)
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        #expect(try setup.tpm.transientHandles().isEmpty)
     }
 
     // MARK: an active attacker on the TPM bus
@@ -190,6 +259,9 @@ import Testing
         let manifest = setup.directory.read("ks/keystore.json").flatMap { try? JSONParser.parse($0).objectValue }
         #expect(manifest?["key"] == nil || manifest?["key"] == .null, "a key was recorded: \(String(describing: manifest))")
         #expect(try cli.run("pubkey").output != attacker.attackerPublicKey)
+        // ESAPI refuses every call after such an answer: what devtrust loaded is flushed on a fresh connection.
+        #expect(try setup.tpm.transientHandles().isEmpty && setup.tpm.loadedSessions().isEmpty)
+        #expect(try honest.run("init", "--backend", "tpm", "--force").status == 0)
     }
 
     /// After init, an interposer answers for the SRK with a key of its own, so
@@ -228,7 +300,7 @@ extension Swtpm {
     func ensureStorageRootKey(_ directory: TemporaryDirectory) throws {
         guard try !persistentHandles().contains("0x81000001") else { return }
         let context = directory.file("srk.ctx")
-        #expect(try tool("tpm2_createprimary", ["-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb", "-c", context]).status == 0)
+        #expect(try tool("tpm2_createprimary", ["-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb", "-a", Swtpm.storageRootKeyAttributes, "-c", context]).status == 0)
         #expect(try tool("tpm2_evictcontrol", ["-C", "o", "-c", context, "0x81000001"]).status == 0)
         try tool("tpm2_flushcontext", ["-t"])
     }

@@ -13,6 +13,10 @@ public final class Swtpm: @unchecked Sendable {
     public let stateDirectory: TemporaryDirectory
     private var process: Process?
 
+    /// tpm2_createprimary's attributes for devtrust's standard storage root key
+    /// (with `-G ecc256:aes128cfb`): tpm2-tools' default leaves out noda.
+    public static let storageRootKeyAttributes = "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda|restricted|decrypt"
+
     /// The TCTI configuration for devtrust, tpm2-tools and tpm2-openssl.
     public var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
 
@@ -63,6 +67,11 @@ public final class Swtpm: @unchecked Sendable {
     /// Handles of transient objects in the TPM: must be empty after every devtrust command.
     public func transientHandles() throws -> [String] {
         try tool("tpm2_getcap", ["handles-transient"]).stdout.split(separator: "\n").map { String($0.drop(while: { $0 == "-" || $0 == " " })) }
+    }
+
+    /// Sessions loaded in the TPM: must be empty after every devtrust command.
+    public func loadedSessions() throws -> [String] {
+        try tool("tpm2_getcap", ["handles-loaded-session"]).stdout.split(separator: "\n").map { String($0.drop(while: { $0 == "-" || $0 == " " })) }
     }
 
     public func persistentHandles() throws -> [String] {

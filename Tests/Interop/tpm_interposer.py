@@ -1284,8 +1284,14 @@ class Proxy:
 def load_attacker_key(path: Optional[str],
                       save_to: Optional[str]) -> ec.EllipticCurvePrivateKey:
     if path:
-        with open(path, "rb") as f:
-            key = serialization.load_pem_private_key(f.read(), password=None)
+        try:
+            with open(path, "rb") as f:
+                key = serialization.load_pem_private_key(f.read(), password=None)
+        except FileNotFoundError:
+            raise SystemExit(f"{path}: no such file (leave --attacker-key out to generate a key, "
+                             "--save-attacker-key FILE to keep it)") from None
+        except ValueError as error:
+            raise SystemExit(f"{path}: not a PEM private key ({error})") from None
         if not (isinstance(key, ec.EllipticCurvePrivateKey)
                 and isinstance(key.curve, ec.SECP256R1)):
             raise SystemExit(f"{path}: not a P-256 private key")
@@ -1318,7 +1324,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--listen-port", type=int, default=0,
                    help="command port L (control L+1); 0 picks a free pair")
     p.add_argument("--attacker-key", help="PEM P-256 private key "
-                   "(swap-key, swap-srk); generated when missing")
+                   "(swap-key, swap-srk); generated when the option is left out")
     p.add_argument("--save-attacker-key", metavar="FILE",
                    help="write the attacker key (PKCS#8 PEM) here")
     p.add_argument("--srk-handle", type=lambda s: int(s, 0),

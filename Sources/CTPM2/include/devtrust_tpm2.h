@@ -85,6 +85,21 @@ static inline int devtrust_signing_key_problem(const TPM2B_PUBLIC *public) {
     return 0;
 }
 
+/* Whether `public` is devtrust's storage root key template (the ECC P-256 SRK
+   of tpm2-openssl and of the TCG provisioning guidance), whatever its unique. */
+static inline int devtrust_is_standard_srk(const TPM2B_PUBLIC *public) {
+    TPM2B_PUBLIC standard = devtrust_srk_template();
+    const TPMT_PUBLIC *area = &public->publicArea, *expected = &standard.publicArea;
+    return area->type == expected->type && area->nameAlg == expected->nameAlg
+        && area->objectAttributes == expected->objectAttributes && area->authPolicy.size == 0
+        && area->parameters.eccDetail.symmetric.algorithm == TPM2_ALG_AES
+        && area->parameters.eccDetail.symmetric.keyBits.aes == 128
+        && area->parameters.eccDetail.symmetric.mode.aes == TPM2_ALG_CFB
+        && area->parameters.eccDetail.scheme.scheme == TPM2_ALG_NULL
+        && area->parameters.eccDetail.curveID == TPM2_ECC_NIST_P256
+        && area->parameters.eccDetail.kdf.scheme == TPM2_ALG_NULL;
+}
+
 /* Whether the key is exempt from dictionary-attack lockout (noDA). */
 static inline int devtrust_key_is_lockout_exempt(const TPM2B_PUBLIC *public) {
     return (public->publicArea.objectAttributes & TPMA_OBJECT_NODA) != 0;

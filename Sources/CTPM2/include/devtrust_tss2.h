@@ -12,7 +12,7 @@
     F(Esys_Initialize) F(Esys_Finalize) F(Esys_Free) F(Esys_FlushContext) \
     F(Esys_TR_FromTPMPublic) F(Esys_TR_Serialize) F(Esys_TR_Deserialize) F(Esys_TR_Close) \
     F(Esys_ReadPublic) F(Esys_CreatePrimary) F(Esys_EvictControl) F(Esys_Create) F(Esys_Load) \
-    F(Esys_Sign) F(Esys_GetCapability) F(Esys_StartAuthSession) F(Esys_TRSess_SetAttributes) F(Esys_TR_GetName) \
+    F(Esys_Sign) F(Esys_GetCapability) F(Esys_StartAuthSession) F(Esys_TRSess_SetAttributes) F(Esys_TR_GetName) F(Esys_TR_GetTpmHandle) \
     F(Tss2_TctiLdr_Initialize) F(Tss2_TctiLdr_Finalize) F(Tss2_RC_Decode) \
     F(Tss2_MU_TPM2B_PUBLIC_Marshal) F(Tss2_MU_TPM2B_PUBLIC_Unmarshal) \
     F(Tss2_MU_TPM2B_PRIVATE_Marshal) F(Tss2_MU_TPM2B_PRIVATE_Unmarshal)
@@ -47,6 +47,14 @@ TSS2_RC devtrust_start_salted_session(const struct devtrust_tss2 *_Nonnull tss, 
    is authenticated; `public` receives the marshalled TPM2B_PUBLIC. */
 TSS2_RC devtrust_read_public_in_session(const struct devtrust_tss2 *_Nonnull tss, ESYS_CONTEXT *_Nonnull context, ESYS_TR object,
                                         ESYS_TR session, uint8_t public[_Nonnull 1024], size_t *_Nonnull public_size);
+
+/* A primary key in the owner hierarchy made from `public` (a marshalled
+   TPM2B_PUBLIC, as read from an existing primary) as its template, with the
+   unique field emptied (zero_unique 0: tpm2-tools' and devtrust's way) or
+   zero-filled to the key's size (1: the TCG templates' way): the TPM derives
+   the same key from the same template and seed every time. */
+TSS2_RC devtrust_create_primary_from(const struct devtrust_tss2 *_Nonnull tss, ESYS_CONTEXT *_Nonnull context,
+                                     const uint8_t *_Nonnull public, size_t public_size, int zero_unique, ESYS_TR *_Nonnull object);
 
 /* The name ESAPI holds for `object` (nameAlg || hash of its public area). */
 TSS2_RC devtrust_object_name(const struct devtrust_tss2 *_Nonnull tss, ESYS_CONTEXT *_Nonnull context, ESYS_TR object,

@@ -24,8 +24,11 @@ enum ResetCommand {
         let outcome = try store.reset()
         let registrations = outcome.previous.registrations.count
         context.info("deleted the device key" + (registrations == 0 ? "" : " and \(registrations) registration(s)") + " from \(keystore.path)")
-        if outcome.previous.key?.backend == .tpm || !outcome.previous.tpmPersistentHandles.isEmpty {
-            let handle = TPMHandle.format(TPMHandle.storageRootKey)
+        // The persistent parent the key was made under, if it had one.
+        let parent = outcome.previous.key?.tpmParent.flatMap(TPMParentRecord.init(serialized:))?.handle
+            ?? outcome.previous.tpmPersistentHandles.first
+        if let parent, parent != TPMHandle.owner {
+            let handle = TPMHandle.format(parent)
             context.info("left the TPM's storage root key at \(handle) in place: keys of other keystores and programs (tpm2-openssl, systemd) may use it, and it holds no secret; if nothing does, `tpm2_evictcontrol -C o -c \(handle)` removes it")
         }
     }

@@ -9,11 +9,22 @@ enum StatusCommand {
         var loads = false
         var problem: String?
         var parentHandle: UInt32?
-        /// For a TPM key: whether it is exempt from dictionary-attack lockout (noDA).
-        var lockoutExempt: Bool?
+        /// For a TPM key: what dictionary-attack lockout could stop it through.
+        var lockoutExposure: TPMDeviceKey.LockoutExposure?
+        /// What the TPM backend did on its own while checking (a recreated SRK, say).
+        var notices = [String]()
     }
 
-    static let lockoutAdvice = "it was made without noDA (by an earlier devtrust, or elsewhere and imported), so any program that can reach the TPM can stop it from signing by putting the TPM in dictionary-attack lockout (a few wrong passwords on any key); re-create it with `devtrust init --force --backend tpm`, then register again"
+    /// Why the key is exposed to lockout and what to do, or nil when it is not.
+    static func lockoutAdvice(_ exposure: TPMDeviceKey.LockoutExposure?) -> String? {
+        let why: String
+        switch exposure {
+        case .key?: why = "the key was made without noDA (by an earlier devtrust, or elsewhere and imported)"
+        case let .parent(handle)?: why = "the storage key it loads under, at \(TPMHandle.format(handle)), was made without noDA (by another program)"
+        case .none?, nil: return nil
+        }
+        return why + ", so any program that can reach the TPM can stop it from signing by putting the TPM in dictionary-attack lockout (a few wrong passwords on any key); re-create it with `devtrust init --force --backend tpm` (devtrust then uses a storage key exempt from lockout), and register again"
+    }
 
     static func run(_ context: CommandContext) throws {
         let store = try context.deviceStore()
@@ -29,7 +40,8 @@ enum StatusCommand {
             } catch {
                 result.problem = ErrorReport.from(error).message
             }
-            if let key = try? store.loadKey().key as? TPMDeviceKey { result.lockoutExempt = key.keyFile.isLockoutExempt }
+            if let key = try? store.loadKey().key as? TPMDeviceKey { result.lockoutExposure = key.lockoutExposure }
+            result.notices = store.tpmNotices.drain()
             health = result
         }
         // The TPM is described when the key is in it, or when one answers.
@@ -43,7 +55,8 @@ enum StatusCommand {
             lines.append("key: \(key.backend.rawValue) P-256, fingerprint \(key.fingerprint), created \(key.createdAt)")
             if let parent = health.parentHandle { lines.append("key parent: \(TPMHandle.format(parent))" + (parent == TPMHandle.owner ? " (a transient primary recreated for every signature)" : "")) }
             lines.append("key loads: " + (health.loads ? "yes" : "no: \(health.problem ?? "unknown")"))
-            if health.lockoutExempt == false { lines.append("key lockout: exposed: " + lockoutAdvice) }
+            if let advice = lockoutAdvice(health.lockoutExposure) { lines.append("key lockout: exposed: " + advice) }
+            for notice in health.notices { lines.append("key notice: " + notice) }
         } else {
             lines.append("key: none (run `devtrust init`)")
         }
@@ -84,10 +97,11 @@ enum StatusCommand {
             ]
             if let parent = health.parentHandle { keyObject["tpmParent"] = .string(TPMHandle.format(parent)) }
             if let problem = health.problem { keyObject["problem"] = .string(problem) }
-            if let exempt = health.lockoutExempt {
-                keyObject["lockoutExposed"] = .bool(!exempt)
-                if !exempt { keyObject["lockoutAdvice"] = .string(lockoutAdvice) }
+            if let exposure = health.lockoutExposure {
+                keyObject["lockoutExposed"] = .bool(exposure != .none)
+                if let advice = lockoutAdvice(exposure) { keyObject["lockoutAdvice"] = .string(advice) }
             }
+            if !health.notices.isEmpty { keyObject["notices"] = .array(health.notices.map(JSONValue.string)) }
             document["key"] = .object(keyObject)
         } else {
             document["key"] = .null
