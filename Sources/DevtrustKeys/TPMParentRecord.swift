@@ -40,12 +40,7 @@ public struct TPMParentRecord: Equatable, Sendable {
     }
 
     private func unmarshalledPublic() throws(TPMError) -> TPM2B_PUBLIC {
-        let tss = try TSS2Library.load().pointee
-        var value = TPM2B_PUBLIC()
-        var offset = 0
-        let rc = publicArea.withUnsafeBufferPointer { tss.Tss2_MU_TPM2B_PUBLIC_Unmarshal($0.baseAddress, $0.count, &offset, &value) }
-        guard rc == 0, offset == publicArea.count else { throw .unsupportedKey("the recorded parent's public area is not a TPM2B_PUBLIC") }
-        return value
+        try TSS2Library.unmarshalPublic(publicArea, what: "the recorded parent's public area")
     }
 }
 

@@ -112,12 +112,7 @@ public struct TSS2KeyFile: Equatable, Sendable {
     }
 
     func unmarshalledPublic() throws(TPMError) -> TPM2B_PUBLIC {
-        let tss = try TSS2Library.load().pointee
-        var value = TPM2B_PUBLIC()
-        var offset = 0
-        let rc = publicArea.withUnsafeBufferPointer { tss.Tss2_MU_TPM2B_PUBLIC_Unmarshal($0.baseAddress, $0.count, &offset, &value) }
-        guard rc == 0, offset == publicArea.count else { throw .unsupportedKey("the public part is not a TPM2B_PUBLIC") }
-        return value
+        try TSS2Library.unmarshalPublic(publicArea, what: "the public part")
     }
 
     func unmarshalledPrivate() throws(TPMError) -> TPM2B_PRIVATE {

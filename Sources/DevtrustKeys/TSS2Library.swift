@@ -11,4 +11,14 @@ enum TSS2Library {
         }
         return functions
     }
+
+    /// A marshalled TPM2B_PUBLIC, read whole; `what` names it in the error.
+    static func unmarshalPublic(_ bytes: [UInt8], what: String) throws(TPMError) -> TPM2B_PUBLIC {
+        let tss = try load().pointee
+        var value = TPM2B_PUBLIC()
+        var offset = 0
+        let rc = bytes.withUnsafeBufferPointer { tss.Tss2_MU_TPM2B_PUBLIC_Unmarshal($0.baseAddress, $0.count, &offset, &value) }
+        guard rc == 0, offset == bytes.count else { throw .unsupportedKey("\(what) is not a TPM2B_PUBLIC") }
+        return value
+    }
 }
