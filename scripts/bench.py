@@ -7,7 +7,8 @@ thresholds in scripts/bench-thresholds.json):
 
   1. `devtrust token`, software key  <= jose jws sig (ES256, same claim size)
   2. `devtrust token`, TPM key       <= openssl pkeyutl -provider tpm2 -sign,
-     on swtpm with a persistent SRK, and exactly Load, Sign, FlushContext
+     on swtpm with a persistent SRK, and exactly ReadPublic (the parent,
+     identified by name before it is authorized), Load, Sign, FlushContext
   3. in-process mint rate            >= 0.8 x openssl speed ecdsap256 sign rate
   4. peak RSS of `devtrust token`    <= 8 MiB (/usr/bin/time)
 

@@ -96,14 +96,24 @@ public struct DeviceStore: Sendable {
             let record = KeyRecord(backend: created.key.backend, file: KeyRecord.fileName(fingerprint: fingerprint), fingerprint: fingerprint,
                                    createdAt: Timestamp.format(secondsSinceEpoch: clock.secondsSinceEpoch()), tpmParent: created.tpmParent)
             try staging.writeKeyFile(named: record.file, contents: created.file)
+            let notes = created.notes + Self.parentChange(from: state.key?.tpmParent, to: created.tpmParent)
             let dropped = state.registrations
             state.key = record
             state.registrations = []
             if let handle = created.createdPersistentHandle, !state.tpmPersistentHandles.contains(handle) {
                 state.tpmPersistentHandles.append(handle)
             }
-            return .created(record, dropped: dropped, notes: created.notes)
+            return .created(record, dropped: dropped, notes: notes)
         }
+    }
+
+    /// A warning when `init --force` makes the new key under another storage
+    /// root key at the handle the old key's was pinned at: expected after the
+    /// TPM was cleared, suspicious otherwise (the pin is trust on first use).
+    private static func parentChange(from old: [UInt8]?, to new: [UInt8]?) -> [String] {
+        guard let old = old.flatMap(TPMParentRecord.init(serialized:)), let new = new.flatMap(TPMParentRecord.init(serialized:)),
+              TPMHandle.isPersistent(old.handle), old.handle == new.handle, old.name != new.name else { return [] }
+        return ["the storage root key at \(TPMHandle.format(new.handle)) is not the one the previous key was made under: the TPM was cleared, or something between devtrust and the TPM answers for it; if the TPM was not cleared, find out which before registering this key"]
     }
 
     private func makeKey(_ choice: BackendChoice, importing: (contents: [UInt8], source: String)?) throws -> NewDeviceKey {
@@ -118,7 +128,8 @@ public struct DeviceStore: Sendable {
         case .auto:
             do {
                 return try DeviceKeyFactory.createTPMKey(tpm)
-            } catch let error as TPMError {
+            } catch let error as TPMError where !error.isEvidenceOfTampering {
+                // A TPM that is not there or cannot be used; never one whose answers may be forged.
                 var key = try DeviceKeyFactory.createSoftwareKey(random: random)
                 key.notes.append("\(error); using a software key")
                 return key

@@ -106,16 +106,6 @@ final class TPMContext {
         return object
     }
 
-    /// Whether `object` can be the device key's parent: a storage key, and
-    /// exempt from dictionary-attack lockout (loading a child needs the
-    /// parent's authorization, which lockout would refuse).
-    func parentSuitability(_ object: ESYS_TR) throws(TPMError) -> (isStorageKey: Bool, isLockoutExempt: Bool) {
-        var publicArea: UnsafeMutablePointer<TPM2B_PUBLIC>?
-        try check(tss.Esys_ReadPublic(esys, object, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &publicArea, nil, nil), "ReadPublic")
-        defer { tss.Esys_Free(publicArea) }
-        return (devtrust_is_storage_key(publicArea) == 1, devtrust_key_is_lockout_exempt(publicArea) == 1)
-    }
-
     /// A primary key from the SRK template in the owner hierarchy (transient: flush it).
     func createStorageRootKey() throws(TPMError) -> ESYS_TR {
         var sensitive = devtrust_empty_sensitive()
@@ -131,9 +121,10 @@ final class TPMContext {
     }
 
     /// The recorded parent made again from its own public area as the template
-    /// (transient: flush it), or nil when this TPM derives another key from it
-    /// now (its seed changed: cleared), or it was not a primary key.
-    func recreate(_ record: TPMParentRecord) throws(TPMError) -> ESYS_TR? {
+    /// (transient: flush it), and whether its unique field was zero-filled; nil
+    /// when this TPM derives another key from it now (its seed changed:
+    /// cleared), or it was not a primary key.
+    func recreate(_ record: TPMParentRecord) throws(TPMError) -> (object: ESYS_TR, zeroUnique: Bool)? {
         for zeroUnique: Int32 in [0, 1] {
             var object: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
             let rc = record.publicArea.withUnsafeBufferPointer {
@@ -146,7 +137,7 @@ final class TPMContext {
                 throw error
             }
             track(object)
-            if try name(of: object) == record.name { return object }
+            if try name(of: object) == record.name { return (object, zeroUnique == 1) }
             flush(object)
         }
         return nil

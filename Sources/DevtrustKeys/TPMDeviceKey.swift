@@ -49,7 +49,7 @@ public struct TPMDeviceKey: DeviceKey {
     /// exempt (noDA). Read from the key file and the record, without the TPM.
     public var lockoutExposure: LockoutExposure {
         if !keyFile.isLockoutExempt { return .key }
-        if let parent = parentRecord, parent.handle != TPMHandle.owner, !parent.isLockoutExempt { return .parent(handle: parent.handle) }
+        if keyFile.parent != TPMHandle.owner, let parent = parentRecord, !parent.isLockoutExempt { return .parent(handle: keyFile.parent) }
         return .none
     }
 
@@ -61,59 +61,19 @@ public struct TPMDeviceKey: DeviceKey {
 
     /// Loads the key, runs `body`, and flushes what it loaded, whatever happens.
     func withLoadedKey<Result>(_ context: TPMContext, _ body: (ESYS_TR) throws(TPMError) -> Result) throws(TPMError) -> Result {
-        let (parent, key) = try loadedKey(context)
+        let parent = try identifiedParent(context)
+        let key: ESYS_TR
+        do {
+            key = try context.load(keyFile, parent: parent.object)
+        } catch {
+            parent.release(context)
+            throw error
+        }
         defer {
             context.flush(key)
             parent.release(context)
         }
         return try body(key)
-    }
-
-    /// The key loaded under its parent (both for the caller to release),
-    /// recovering a parent that is missing or was replaced where that is safe.
-    private func loadedKey(_ context: TPMContext) throws(TPMError) -> (ParentObject, ESYS_TR) {
-        var parent = try parentObject(context)
-        do {
-            return (parent, try context.load(keyFile, parent: parent.object))
-        } catch {
-            parent.release(context)
-            switch error {
-            case let .commandFailed(_, code) where code.tpmCode == TPMResponseCode.handle:
-                parent = try restoredParent(context)
-            case .keyDoesNotLoad, .lockout:
-                parent = try parentAfterRefusal(context, refusal: error)
-            default:
-                throw error
-            }
-        }
-        do {
-            return (parent, try context.load(keyFile, parent: parent.object))
-        } catch {
-            parent.release(context)
-            throw error
-        }
-    }
-
-    /// The parent, authenticated: the persistent one must be the object whose
-    /// name was recorded at init, the transient one must derive to that name.
-    /// The caller salts a session to the returned object (the recorded one,
-    /// whatever the TPM claims), so answers in it come from the TPM that owns it.
-    func authenticatedParent(_ context: TPMContext) throws(TPMError) -> ParentObject {
-        guard keyFile.parent != TPMHandle.owner, let parentMetadata, let record = parentRecord else {
-            let pinned = parentRecord?.name
-            let parent = try parentObject(context)
-            if let pinned, try context.name(of: parent.object) != pinned {
-                parent.release(context)
-                throw .storageRootKeyChanged(standardTemplate: true)
-            }
-            return parent
-        }
-        guard let current = try context.persistentObject(keyFile.parent) else { return try restoredParent(context) }
-        // ESAPI holds one object per handle: read the TPM's, then the recorded one.
-        let currentName = Result { () throws(TPMError) in try context.name(of: current) }
-        context.close(current)
-        guard try currentName.get() == record.name else { return try replacedParentCopy(context, record, otherwise: .storageRootKeyChanged(standardTemplate: record.isStandardStorageRootKey)) }
-        return ParentObject(object: try context.deserialize(parentMetadata), isTransient: false)
     }
 
     struct ParentObject {
@@ -125,15 +85,33 @@ public struct TPMDeviceKey: DeviceKey {
         }
     }
 
-    private func parentObject(_ context: TPMContext) throws(TPMError) -> ParentObject {
+    /// The parent, identified before anything is authorized against it (a
+    /// password-protected object that another program put at the handle would
+    /// count every attempt towards dictionary-attack lockout): the object at
+    /// the handle when its name is the one recorded at init (then its public
+    /// area, which ESAPI checked against that name, is the recorded one, and a
+    /// session salted to it is salted to the pinned key), else a copy of the
+    /// recorded parent made from its template. Without a record (an older
+    /// keystore), whatever the TPM says is there.
+    func identifiedParent(_ context: TPMContext) throws(TPMError) -> ParentObject {
+        let record = parentRecord
         if keyFile.parent == TPMHandle.owner {
-            return ParentObject(object: try context.createStorageRootKey(), isTransient: true)
+            let primary = try context.createStorageRootKey()
+            let derived = Result { () throws(TPMError) in try context.name(of: primary) }
+            if let record, (try? derived.get()) != record.name {
+                context.flush(primary)
+                _ = try derived.get()
+                throw .storageRootKeyChanged(standardTemplate: true)
+            }
+            return ParentObject(object: primary, isTransient: true)
         }
-        if let parentMetadata {
-            return ParentObject(object: try context.deserialize(parentMetadata), isTransient: false)
-        }
-        guard let object = try context.persistentObject(keyFile.parent) else { return try restoredParent(context) }
-        return ParentObject(object: object, isTransient: false)
+        guard let current = try context.persistentObject(keyFile.parent) else { return try restoredParent(context) }
+        guard let record else { return ParentObject(object: current, isTransient: false) }
+        let currentName = Result { () throws(TPMError) in try context.name(of: current) }
+        if (try? currentName.get()) == record.name { return ParentObject(object: current, isTransient: false) }
+        context.close(current)
+        _ = try currentName.get()
+        return try replacedParentCopy(context, record)
     }
 
     /// The parent is gone from its handle (another program, or an older
@@ -141,13 +119,19 @@ public struct TPMDeviceKey: DeviceKey {
     /// template and seed, the same every time, so devtrust makes it again from
     /// the recorded public area and, when the name is the recorded one, makes
     /// it persistent again: the device key was never lost. Another name means
-    /// the seed changed (the TPM was cleared).
+    /// the seed changed (the TPM was cleared) or the keystore is another machine's.
     private func restoredParent(_ context: TPMContext) throws(TPMError) -> ParentObject {
         let handle = keyFile.parent
         let primary: ESYS_TR
         if let record = parentRecord {
-            guard let recreated = try context.recreate(record) else { throw .storageRootKeyChanged(standardTemplate: record.isStandardStorageRootKey) }
-            primary = recreated
+            let recreated: (object: ESYS_TR, zeroUnique: Bool)?
+            do {
+                recreated = try context.recreate(record)
+            } catch .ownerAuthorizationRequired {
+                throw .parentNeedsOwner(handle: handle, commands: record.recreationCommands(ownerPassword: true), replaced: false)
+            }
+            guard let recreated else { throw .storageRootKeyChanged(standardTemplate: record.isStandardStorageRootKey) }
+            primary = recreated.object
         } else {
             // An older keystore records no parent: only the standard SRK can be tried, and the Load then tells.
             guard handle == TPMHandle.storageRootKey else { throw .parentMissing(handle: handle) }
@@ -158,44 +142,37 @@ public struct TPMDeviceKey: DeviceKey {
             context.flush(primary)
             notices?.add("the TPM had no storage root key at \(TPMHandle.format(handle)) any more (another program removed it); devtrust recreated it (the TPM derives the same key from its seed) and made it persistent again")
             return ParentObject(object: persistent, isTransient: false)
-        } catch .ownerAuthorizationRequired {
-            notices?.add("the TPM has no storage root key at \(TPMHandle.format(handle)) any more, and the owner hierarchy has a password, so devtrust cannot make it persistent again; it signs through a copy it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs). Whoever knows the password can put it back, and devtrust then uses it by itself: \(TPMHandle.standardStorageRootKeyCommand(handle, ownerPassword: true))")
-            return ParentObject(object: primary, isTransient: true)
+        } catch let error where error.nvIndexTaken {
+            // Another devtrust put it back first: use it if it is the one.
+            context.flush(primary)
+            guard let current = try context.persistentObject(handle) else { throw error }
+            if let record = parentRecord, (try? context.name(of: current)) != record.name {
+                context.close(current)
+                throw error
+            }
+            return ParentObject(object: current, isTransient: false)
         } catch let error where !error.isConnectionLost {
             notices?.add("the TPM has no storage root key at \(TPMHandle.format(handle)) any more, and devtrust cannot make it persistent again (\(error)); it signs through a copy it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs) until the key is back at \(TPMHandle.format(handle))")
             return ParentObject(object: primary, isTransient: true)
         }
     }
 
-    /// The TPM refused to load the key under its parent (`refusal`: the blob
-    /// does not load, or lockout). When the object at the parent's handle is
-    /// not the recorded one, another program replaced it: a transient copy of
-    /// the recorded parent is returned to load under. Otherwise the refusal
-    /// stands, or says that the TPM was cleared.
-    private func parentAfterRefusal(_ context: TPMContext, refusal: TPMError) throws(TPMError) -> ParentObject {
-        guard let record = parentRecord else { throw refusal }
-        if keyFile.parent == TPMHandle.owner {
-            let standard = try context.createStorageRootKey()
-            let derived = Result { () throws(TPMError) in try context.name(of: standard) }
-            context.flush(standard)
-            throw try derived.get() == record.name ? refusal : .storageRootKeyChanged(standardTemplate: true)
-        }
-        guard let current = try context.persistentObject(keyFile.parent) else { return try restoredParent(context) }
-        let currentName = Result { () throws(TPMError) in try context.name(of: current) }
-        context.close(current)
-        guard try currentName.get() != record.name else { throw refusal }
-        let lost: TPMError = refusal == .lockout ? refusal : .storageRootKeyChanged(standardTemplate: record.isStandardStorageRootKey)
-        return try replacedParentCopy(context, record, otherwise: lost)
-    }
-
     /// Another object sits at the parent's handle: a transient copy of the
-    /// recorded parent, made from its template, with a notice of what to do;
-    /// `otherwise` when this TPM cannot make it (cleared, or not a primary).
-    private func replacedParentCopy(_ context: TPMContext, _ record: TPMParentRecord, otherwise: TPMError) throws(TPMError) -> ParentObject {
-        guard let copy = try context.recreate(record) else { throw otherwise }
-        notices?.add(TPMError.parentReplaced(handle: keyFile.parent).description
-            + " Until then devtrust signs through a copy of it that it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs).")
-        return ParentObject(object: copy, isTransient: true)
+    /// recorded parent, made from its template, with a notice of what to do.
+    /// When this TPM cannot make it, the TPM was cleared or the keystore is
+    /// another machine's.
+    private func replacedParentCopy(_ context: TPMContext, _ record: TPMParentRecord) throws(TPMError) -> ParentObject {
+        let copy: (object: ESYS_TR, zeroUnique: Bool)?
+        do {
+            copy = try context.recreate(record)
+        } catch .ownerAuthorizationRequired {
+            throw .parentNeedsOwner(handle: keyFile.parent, commands: record.recreationCommands(ownerPassword: true), replaced: true)
+        }
+        guard let copy else { throw .storageRootKeyChanged(standardTemplate: record.isStandardStorageRootKey) }
+        let handle = TPMHandle.format(keyFile.parent)
+        let command = record.recreationCommand(zeroUnique: copy.zeroUnique, ownerPassword: false) ?? TPMHandle.standardStorageRootKeyCommand(keyFile.parent)
+        notices?.add("the object at \(handle) is not the storage root key the device key was made under (its name differs from the one recorded at `devtrust init`): another program replaced it. The device key is not lost: devtrust signs through a copy of its storage root key that it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs) until, once that program's key is moved elsewhere, the key is back at \(handle): \(command)")
+        return ParentObject(object: copy.object, isTransient: true)
     }
 }
 

@@ -65,9 +65,10 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
     /// keystore is another machine's). `standardTemplate` false: it was not
     /// devtrust's template, so an unusual one could also be why.
     case storageRootKeyChanged(standardTemplate: Bool)
-    /// The object at the parent's handle is not the storage key recorded at
-    /// init: another program replaced it.
-    case parentReplaced(handle: UInt32)
+    /// The parent is gone from its handle (or another object sits there) and
+    /// the owner hierarchy has a password, so devtrust cannot make it again;
+    /// `command` does, with the password.
+    case parentNeedsOwner(handle: UInt32, commands: [String], replaced: Bool)
     /// The TPM refused an authorization in a salted session: the key (or its
     /// parent) has a password, or the TPM cannot derive the session's key.
     case authorizationRefused(operation: String)
@@ -101,13 +102,15 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .parentMissing(handle):
             return "the TPM has no storage key at \(TPMHandle.format(handle)) any more, the parent the device key was made under: another program removed it, or the TPM was cleared. If it was the standard storage root key, `\(TPMHandle.standardStorageRootKeyCommand(handle))` brings the device key back; if the TPM was cleared, the key is lost: run `devtrust init --force` and register this device again."
         case let .storageRootKeyChanged(standardTemplate):
-            let why = standardTemplate ? "the TPM was cleared, which destroys every key made in it, or this keystore comes from another machine"
-                : "the TPM was cleared (which destroys every key made in it), this keystore comes from another machine, or the parent was made from a template devtrust cannot reproduce (then recreating it at its handle brings the key back)"
-            return "the TPM cannot make again the storage root key the device key was made under (the one it derives from the recorded template has another name than the one recorded at `devtrust init`): \(why). Otherwise the key is lost: run `devtrust init --force` and register this device again."
-        case let .parentReplaced(handle):
-            return "the object at \(TPMHandle.format(handle)) is not the storage root key the device key was made under (its name differs from the one recorded at `devtrust init`): another program replaced it. The device key is not lost: once that program's key is moved elsewhere, make the storage root key persistent again at \(TPMHandle.format(handle)) (for devtrust's standard one: \(TPMHandle.standardStorageRootKeyCommand(handle)))."
+            let unusual = standardTemplate ? "" : " (or, since it was not devtrust's template, the parent was made in a way devtrust cannot repeat: then making it again at its handle brings the key back)"
+            return "the TPM cannot make again the storage root key the device key was made under (from the recorded template it derives a key with another name than the one recorded at `devtrust init`): the TPM was cleared, which destroys every key made in it, or this keystore comes from another machine\(unusual). The key is lost: run `devtrust init --force` and register this device again."
+        case let .parentNeedsOwner(handle, commands, replaced):
+            let what = replaced ? "another program's key sits at \(TPMHandle.format(handle)), where the storage root key the device key was made under was" : "the storage root key the device key was made under is gone from \(TPMHandle.format(handle))"
+            let first = commands.first ?? TPMHandle.standardStorageRootKeyCommand(handle, ownerPassword: true)
+            let second = commands.dropFirst().first.map { " (if it does not, the key was made from a template with a zero-filled unique field, as TCG-style ones are: \($0))" } ?? ""
+            return "\(what), and the owner hierarchy has a password, so devtrust cannot make it again. The device key is not lost: whoever knows the password can\(replaced ? ", once that program's key is moved elsewhere," : ""): \(first); `devtrust token` then works again\(second)."
         case let .authorizationRefused(operation):
-            return "the TPM refused the authorization for \(operation): the key or its parent has a password (devtrust uses none, and the key file says so), or the TPM cannot verify devtrust's session, salted to the storage root key recorded at `devtrust init` (it is not that TPM, or something between them interferes). For keys without noDA, each refusal counts towards the TPM's dictionary-attack lockout: find the cause before trying again."
+            return "the TPM refused the authorization for \(operation): the key or its parent has a password (devtrust uses none), or the TPM cannot verify devtrust's session, salted to the storage root key (it is not the TPM that key belongs to, or something between them interferes). For keys without noDA, each refusal counts towards the TPM's dictionary-attack lockout: find the cause before trying again."
         case let .responseNotAuthentic(operation):
             return "the TPM's answer to \(operation) failed its integrity check (the response HMAC of a session salted to the storage root key does not verify): something between devtrust and the TPM changed or forged it. Nothing was recorded. Check the TCTI (--tcti) and what runs between devtrust and the TPM."
         case .lockout:
@@ -158,8 +161,23 @@ public enum TPMHandle {
         return "tpm2_createprimary -C o\(password) -g sha256 -G ecc256:aes128cfb -a 'fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda|restricted|decrypt' -c srk.ctx && tpm2_evictcontrol -C o\(password) -c srk.ctx \(format(handle))"
     }
 
+    /// Whether `handle` is a persistent object's (0x81xxxxxx), not a transient one's.
+    public static func isPersistent(_ handle: UInt32) -> Bool { handle >> 24 == 0x81 }
+
     public static func format(_ handle: UInt32) -> String {
         let hex = String(handle, radix: 16)
         return "0x" + String(repeating: "0", count: max(0, 8 - hex.count)) + hex
+    }
+}
+
+extension TPMError {
+    /// An answer that may have been forged, or an authorization the TPM refused
+    /// in an authenticated session: never a reason to quietly fall back to a
+    /// software key.
+    public var isEvidenceOfTampering: Bool {
+        switch self {
+        case .responseNotAuthentic, .authorizationRefused: return true
+        default: return false
+        }
     }
 }

@@ -24,87 +24,152 @@ public enum TPMKeyProvisioner {
 
     /// Creates a P-256 signing key under a storage root key exempt from
     /// dictionary-attack lockout (a DA-protected parent would let lockout stop
-    /// every signature): the first of `parentHandles` that holds one, else one
-    /// devtrust makes persistent at the first free one. When it cannot make
-    /// one (an owner password, a full NV), a DA-protected storage key already
-    /// there, else a transient primary from the same template.
+    /// every signature) that devtrust could make again if it were evicted: the
+    /// first of `parentHandles` that holds one, else one devtrust makes
+    /// persistent at the first free one, else a transient primary from the same
+    /// template; a storage key exposed to lockout only when devtrust cannot
+    /// make one at all (an owner password).
     public static func create(_ selection: TPMSelection) throws(TPMError) -> TPMProvisioning {
         let context = try TPMContext.open(selection)
         let pinned = TPMSelection(tcti: context.tctiConfiguration)
-        var notes = [String]()
-        let choice = try chooseParent(context, notes: &notes)
-        let (parent, parentHandle, parentIsTransient) = (choice.object, choice.handle, choice.handle == TPMHandle.owner)
-        defer { parentIsTransient ? context.flush(parent) : context.close(parent) }
-
-        // Trust on first use: the parent was just read from (or made by) this
-        // TPM; from now on its name, recorded with the key, pins it. The
-        // session salted to it authenticates the TPM's answers: the public
-        // area the key is known by, and the self-test.
-        let session = try context.startSaltedSession(saltedTo: parent)
-        defer { context.flush(session) }
-        let keyFile = try context.createSigningKey(parent: parent, parentHandle: parentHandle, session: session)
-        let key = try TPMDeviceKey(keyFile: keyFile, selection: pinned, parentMetadata: try context.serialize(parent))
-        try selfTest(key, context, parent: parent, session: session)
-        return TPMProvisioning(key: key, createdPersistentHandle: choice.created ? parentHandle : nil, notes: notes)
+        var search = ParentSearch()
+        for handle in parentHandles {
+            guard let candidate = try search.candidate(at: handle, context) else { continue }
+            do {
+                let key = try makeKey(under: candidate, context, selection: pinned)
+                return TPMProvisioning(key: key, createdPersistentHandle: candidate.created ? handle : nil, notes: search.notes(using: candidate))
+            } catch .authorizationRefused where !candidate.created {
+                // A password on it (the refusal did not count: the candidate is exempt from lockout).
+                search.passedOver.append("the storage key at \(TPMHandle.format(handle)) has a password")
+            }
+        }
+        let fallback = try search.fallback(context)
+        let key = try makeKey(under: fallback, context, selection: pinned)
+        return TPMProvisioning(key: key, createdPersistentHandle: nil, notes: search.notes(using: fallback))
     }
 
-    /// The parent for a new key (see `create`); `handle` is TPMHandle.owner for a transient one.
-    private static func chooseParent(_ context: TPMContext, notes: inout [String]) throws(TPMError) -> (object: ESYS_TR, handle: UInt32, created: Bool) {
+    /// A parent the key may be made under, and how it came to be chosen.
+    private struct Candidate {
+        let parent: TPMDeviceKey.ParentObject
+        let handle: UInt32
+        var created = false
+        var exposed = false
+    }
+
+    /// Walks `parentHandles`, remembering what it passed over and why.
+    private struct ParentSearch {
         var passedOver = [String]()
-        var exposed: (object: ESYS_TR, handle: UInt32)?
-        var transient: ESYS_TR?
-        func explained(_ outcome: String) -> String {
-            (passedOver + [outcome]).joined(separator: "; ")
-        }
-        candidates: for handle in parentHandles {
+        private var exposed: (object: ESYS_TR, handle: UInt32)?
+        private var couldNotPersist: ESYS_TR?
+
+        /// A usable parent at `handle`, existing or made persistent there; nil to go on.
+        mutating func candidate(at handle: UInt32, _ context: TPMContext) throws(TPMError) -> Candidate? {
+            guard couldNotPersist == nil else { return nil }
             if let existing = try context.persistentObject(handle) {
-                let suitability = Result { () throws(TPMError) in try context.parentSuitability(existing) }
-                switch suitability {
-                case .success((true, true)):
-                    if let exposed { context.close(exposed.object) }
-                    if !passedOver.isEmpty { notes.append(explained("the key is made under the storage root key at \(TPMHandle.format(handle)) instead")) }
-                    return (existing, handle, false)
-                case .success((true, false)):
-                    passedOver.append("the storage key at \(TPMHandle.format(handle)) is not exempt from dictionary-attack lockout (no noDA), which would let any program stop devtrust's signatures")
-                    if exposed == nil { exposed = (existing, handle) } else { context.close(existing) }
-                case .success:
-                    passedOver.append("the object at \(TPMHandle.format(handle)) is not a storage key")
+                let record = Result { () throws(TPMError) in try context.serialize(existing) }.map(TPMParentRecord.init(serialized:))
+                guard case let .success(record?) = record else {
                     context.close(existing)
-                case let .failure(error):
+                    _ = try record.get()
+                    passedOver.append("the object at \(TPMHandle.format(handle)) is not a key")
+                    return nil
+                }
+                if let reason = record.unsuitability {
+                    context.close(existing)
+                    passedOver.append("the object at \(TPMHandle.format(handle)) cannot be the device key's parent: \(reason)")
+                    return nil
+                }
+                // A child of another key, or a primary from a template devtrust cannot repeat, could not be made again if evicted.
+                // (With an owner password devtrust cannot try, and takes it as it is.)
+                let copy: (object: ESYS_TR, zeroUnique: Bool)??
+                do {
+                    copy = .some(try context.recreate(record))
+                } catch .ownerAuthorizationRequired {
+                    copy = .none
+                } catch {
                     context.close(existing)
                     throw error
                 }
-                continue
+                if case .some(nil) = copy {
+                    context.close(existing)
+                    passedOver.append("the storage key at \(TPMHandle.format(handle)) is not a primary key devtrust could make again if it were evicted")
+                    return nil
+                }
+                if case let .some(made?) = copy { context.flush(made.object) }
+                guard record.isLockoutExempt else {
+                    passedOver.append("the storage key at \(TPMHandle.format(handle)) is not exempt from dictionary-attack lockout (no noDA), which would let any program stop devtrust's signatures")
+                    if exposed == nil { exposed = (existing, handle) } else { context.close(existing) }
+                    return nil
+                }
+                return Candidate(parent: .init(object: existing, isTransient: false), handle: handle)
             }
             let primary: ESYS_TR
             do {
                 primary = try context.createStorageRootKey()
             } catch .ownerAuthorizationRequired where exposed != nil {
                 passedOver.append("the owner hierarchy has a password, so devtrust cannot make a storage root key exempt from lockout")
-                break candidates
+                return nil
             }
             do {
                 let persistent = try context.persist(primary, at: handle)
                 context.flush(primary)
-                if let exposed { context.close(exposed.object) }
-                notes.append(explained("made the storage root key persistent at \(TPMHandle.format(handle))"))
-                return (persistent, handle, true)
+                return Candidate(parent: .init(object: persistent, isTransient: false), handle: handle, created: true)
             } catch let error where !error.isConnectionLost {
                 // Another handle would fail the same way (an owner password, a full NV).
                 passedOver.append("no persistent storage root key: \(error)")
-                transient = primary
-                break candidates
+                couldNotPersist = primary
+                return nil
             }
         }
-        if let exposed {
-            if let transient { context.flush(transient) }
-            notes.append(explained("the key is made under the storage key at \(TPMHandle.format(exposed.handle)), which is exposed to lockout (`devtrust status` says so)"))
-            return (exposed.object, exposed.handle, false)
+
+        /// No handle would do: a transient primary from devtrust's template,
+        /// or, when devtrust cannot make one, the exposed storage key it found.
+        mutating func fallback(_ context: TPMContext) throws(TPMError) -> Candidate {
+            if let couldNotPersist {
+                if let exposed { context.close(exposed.object) }
+                return Candidate(parent: .init(object: couldNotPersist, isTransient: true), handle: TPMHandle.owner)
+            }
+            do {
+                let primary = try context.createStorageRootKey()
+                if let exposed { context.close(exposed.object) }
+                return Candidate(parent: .init(object: primary, isTransient: true), handle: TPMHandle.owner)
+            } catch .ownerAuthorizationRequired where exposed != nil {
+                return Candidate(parent: .init(object: exposed!.object, isTransient: false), handle: exposed!.handle, exposed: true)
+            }
         }
-        let primary: ESYS_TR
-        if let transient { primary = transient } else { primary = try context.createStorageRootKey() }
-        notes.append(explained("the key uses a transient storage root key instead, so every signature first recreates it (CreatePrimary: 50-500 ms on real TPMs)"))
-        return (primary, TPMHandle.owner, false)
+
+        /// What `init` says about the choice.
+        func notes(using candidate: Candidate) -> [String] {
+            let outcome: String
+            switch (candidate.handle, candidate.created, candidate.exposed) {
+            case (TPMHandle.owner, _, _):
+                outcome = "the key uses a transient storage root key, so every signature first recreates it (CreatePrimary: 50-500 ms on real TPMs)"
+            case (_, true, _):
+                outcome = "made the storage root key persistent at \(TPMHandle.format(candidate.handle))"
+            case (_, _, true):
+                outcome = "the key is made under the storage key at \(TPMHandle.format(candidate.handle)), which is exposed to lockout (`devtrust status` says so)"
+            default:
+                guard !passedOver.isEmpty else { return [] }
+                outcome = "the key is made under the storage root key at \(TPMHandle.format(candidate.handle))"
+            }
+            return [(passedOver + [outcome]).joined(separator: "; ")]
+        }
+    }
+
+    /// The key, created under `candidate` in a session salted to it, and self-tested.
+    private static func makeKey(under candidate: Candidate, _ context: TPMContext, selection: TPMSelection) throws(TPMError) -> TPMDeviceKey {
+        let parent = candidate.parent
+        defer { parent.release(context) }
+        // Trust on first use: the parent was just read from (or made by) this
+        // TPM; from now on its name, recorded with the key, pins it. The
+        // session salted to it authenticates the TPM's answers: the public
+        // area the key is known by, and the self-test.
+        let session = try context.startSaltedSession(saltedTo: parent.object)
+        defer { context.flush(session) }
+        let parentHandle = candidate.handle
+        let keyFile = try context.createSigningKey(parent: parent.object, parentHandle: parentHandle, session: session)
+        let key = try TPMDeviceKey(keyFile: keyFile, selection: selection, parentMetadata: try context.serialize(parent.object))
+        try selfTest(key, context, parent: parent.object, session: session)
+        return key
     }
 
     /// Takes a key file made elsewhere (`openssl genpkey -provider tpm2`) after
@@ -127,9 +192,12 @@ public enum TPMKeyProvisioner {
         defer { context.flush(session) }
         let key = try TPMDeviceKey(keyFile: keyFile, selection: pinned, parentMetadata: try context.serialize(parent.object))
         try selfTest(key, context, parent: parent.object, session: session)
-        let notes = keyFile.parent == TPMHandle.owner
+        var notes = keyFile.parent == TPMHandle.owner
             ? ["the key's parent is a transient primary (0x40000001), so every signature first recreates it (CreatePrimary: 50-500 ms on real TPMs); keys made under a persistent SRK (openssl genpkey ... -pkeyopt parent:0x81000001) avoid that"]
             : []
+        if key.lockoutExposure != .none {
+            notes.append("the key can be stopped by dictionary-attack lockout (it, or its parent, was made without noDA); `devtrust status` says how to make one that cannot")
+        }
         return TPMProvisioning(key: key, createdPersistentHandle: nil, notes: notes)
     }
 
@@ -138,7 +206,7 @@ public enum TPMKeyProvisioner {
     /// it signs, each answer authenticated by a session salted to that parent.
     public static func checkKeyLoads(_ key: TPMDeviceKey) throws(TPMError) {
         let context = try TPMContext.open(key.selection)
-        let parent = try key.authenticatedParent(context)
+        let parent = try key.identifiedParent(context)
         defer { parent.release(context) }
         let session = try context.startSaltedSession(saltedTo: parent.object)
         defer { context.flush(session) }
@@ -171,16 +239,15 @@ public enum TPMKeyProvisioner {
     }
 }
 
-extension Result<(isStorageKey: Bool, isLockoutExempt: Bool), TPMError> {
-    fileprivate var isStorageKeyButExposed: Bool {
-        if case let .success(suitability) = self { return suitability.isStorageKey && !suitability.isLockoutExempt }
-        return false
-    }
-}
-
 extension TPMError {
     var isConnectionLost: Bool {
         if case .connectionLost = self { return true }
+        return false
+    }
+
+    /// EvictControl to a handle that holds an object already.
+    var nvIndexTaken: Bool {
+        if case let .commandFailed(_, code) = self { return code.tpmCode == TPMResponseCode.nvDefined }
         return false
     }
 }

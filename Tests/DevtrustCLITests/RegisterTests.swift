@@ -94,10 +94,13 @@ import Testing
             r, s = utils.decode_dss_signature(key.sign(signing_input, ec.ECDSA(hashes.SHA256())))
             print((signing_input + b"." + b64(r.to_bytes(32, "big") + s.to_bytes(32, "big"))).decode())
             """
-        let token = try ExternalTool.python.run(["-c", sign, setup.directory.file("ks/" + keyFile), header, claims])
-        #expect(token.status == 0, "\(token)")
-        let check = try setup.server.get("/api/device-check", headers: ["X-Device-Token": token.output]).objectValue!
-        #expect(check["accepted"] == .bool(true) && check["strict"] == .bool(false) && check["deviceId"] == .string(registrationId), "\(check)")
+        // Gson-lenient syntax, then an array of [name, value] pairs (Gson's Map adapter reads it as a map).
+        for (index, header) in [header, "[[alg,ES256],[deviceId,\(registrationId)]]"].enumerated() {
+            let token = try ExternalTool.python.run(["-c", sign, setup.directory.file("ks/" + keyFile), header, claims.replacingOccurrences(of: "lenient-1", with: "lenient-\(index)")])
+            #expect(token.status == 0, "\(token)")
+            let check = try setup.server.get("/api/device-check", headers: ["X-Device-Token": token.output]).objectValue!
+            #expect(check["accepted"] == .bool(true) && check["strict"] == .bool(false) && check["deviceId"] == .string(registrationId), "\(header): \(check)")
+        }
     }
 
     @Test func createsTheKeyFirstWhenThereIsNone() throws {

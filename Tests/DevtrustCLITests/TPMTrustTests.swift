@@ -147,6 +147,95 @@ import Testing
         #expect(try setup.tpm.transientHandles() == [] && setup.tpm.loadedSessions() == [])
     }
 
+    /// Another program put a storage key with a password, not exempt from
+    /// lockout (tpm2-tools' defaults), where the device key's parent was. Each
+    /// authorization devtrust tried against it would count towards lockout for
+    /// the whole TPM; devtrust identifies the parent by name first and never does.
+    @Test func aPasswordProtectedKeyAtTheParentsHandleIsNeverAuthorized() throws {
+        let setup = try Setup()
+        #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
+        #expect(try setup.tpm.tool("tpm2_dictionarylockout", ["-s", "-n", "3", "-t", "600", "-l", "600"]).status == 0)
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
+        let other = setup.directory.file("pw.ctx")
+        #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-p", "pw", "-c", other]).status == 0)
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", other, "0x81000001"]).status == 0)
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        for _ in 0..<4 {
+            let token = try setup.cli.run("token", "--device-id", "x")
+            #expect(token.status == 0 && token.stderr.contains("another program replaced it"), "\(token)")
+        }
+        #expect(try setup.cli.run("sign-challenge", "AQIDBAUGBwgJCgsMDQ4PEA").status == 0)
+        #expect(try setup.tpm.lockoutCounter() == 0, "devtrust's attempts counted towards lockout")
+        #expect(try setup.tpm.transientHandles().isEmpty)
+    }
+
+    /// Storage keys at 0x81000001 that devtrust cannot rely on are passed over
+    /// for its own SRK at 0x81000002: a child of another key (it could not be
+    /// made again if evicted), and one with a password (exempt from lockout, so
+    /// trying it costs nothing).
+    @Test(arguments: ["child", "password"])
+    func aStorageKeyDevtrustCannotRelyOnIsPassedOver(kind: String) throws {
+        let setup = try Setup()
+        let d = setup.directory
+        let (parent, pub, priv, child) = (d.file("p.ctx"), d.file("c.pub"), d.file("c.priv"), d.file("c.ctx"))
+        if kind == "child" {
+            #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb", "-a", Swtpm.storageRootKeyAttributes, "-c", parent]).status == 0)
+            try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+            #expect(try setup.tpm.tool("tpm2_create", ["-C", parent, "-G", "ecc256:aes128cfb", "-a", Swtpm.storageRootKeyAttributes, "-u", pub, "-r", priv]).status == 0)
+            try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+            #expect(try setup.tpm.tool("tpm2_load", ["-C", parent, "-u", pub, "-r", priv, "-c", child]).status == 0)
+            try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+            #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", child, "0x81000001"]).status == 0)
+        } else {
+            #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb", "-a", Swtpm.storageRootKeyAttributes, "-p", "pw", "-c", parent]).status == 0)
+            #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", parent, "0x81000001"]).status == 0)
+        }
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        try setup.tpm.tool("tpm2_flushcontext", ["-l"])
+        let result = try setup.cli.run("init", "--backend", "tpm")
+        #expect(result.status == 0 && result.stderr.contains("made the storage root key persistent at 0x81000002"), "\(result)")
+        #expect(result.stderr.contains(kind == "child" ? "not a primary key devtrust could make again" : "has a password"), "\(result.stderr)")
+        #expect(try setup.status()["key"]?.objectValue?["tpmParent"] == .string("0x81000002"))
+        #expect(try setup.cli.run("token", "--device-id", "x").status == 0)
+        #expect(try setup.tpm.lockoutCounter() == 0)
+    }
+
+    /// The parent is gone and the owner hierarchy has a password: devtrust
+    /// says where the key must go back (its own handle) and how, and that
+    /// `token` then works, not "run init".
+    @Test func aParentGoneBehindAnOwnerPasswordGetsTheRightCommand() throws {
+        let setup = try Setup()
+        let signer = setup.directory.file("signer.ctx")
+        #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-G", "ecc256:ecdsa-sha256", "-a", "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|sign", "-c", signer]).status == 0)
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", signer, "0x81000001"]).status == 0)
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
+        #expect(try setup.tpm.tool("tpm2_changeauth", ["-c", "owner", "s3cret"]).status == 0)
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-P", "s3cret", "-c", "0x81000002"]).status == 0)
+        let token = try setup.cli.run("token", "--device-id", "x")
+        #expect(token.status == 6 && token.stderr.contains("is gone from 0x81000002") && token.stderr.contains("-P PASSWORD")
+                && token.stderr.contains("srk.ctx 0x81000002") == false && token.stderr.contains("parent.ctx 0x81000002")
+                && !token.stderr.contains("devtrust init"), "\(token)")
+        // Doing what it says brings the key back.
+        let command = try #require(token.stderr.components(separatedBy: "whoever knows the password can: ").dropFirst().first?.components(separatedBy: "; `devtrust token`").first)
+        let restored = try ProcessRunner.run("/bin/sh", ["-c", command.replacingOccurrences(of: "PASSWORD", with: "s3cret") + " >/dev/null"],
+                                             environment: ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"])
+        #expect(restored.status == 0, "\(command): \(restored)")
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        let after = try setup.cli.run("token", "--device-id", "x")
+        #expect(after.status == 0 && after.stderr.isEmpty, "\(after)")
+    }
+
+    /// `init --force` after the SRK changed under the old key's pin: expected
+    /// when the TPM was cleared, suspicious otherwise; devtrust says so.
+    @Test func aNewKeyUnderAnotherStorageRootKeyIsPointedOut() throws {
+        let setup = try Setup()
+        #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
+        #expect(try setup.tpm.tool("tpm2_clear", ["-c", "p"]).status == 0)
+        let again = try setup.cli.run("init", "--backend", "tpm", "--force")
+        #expect(again.status == 0 && again.stderr.contains("is not the one the previous key was made under"), "\(again)")
+    }
+
     // MARK: the shared storage root key
 
     /// Two keystores on one TPM share its SRK: resetting one must not take the
@@ -205,7 +294,7 @@ import Testing
         #expect(try setup.tpm.transientHandles().isEmpty)
 
         // The program's key goes elsewhere, the command the warning gives puts the SRK back: no more warnings.
-        let command = try #require(token.stderr.components(separatedBy: "for devtrust's standard one: ").last?.components(separatedBy: ").").first)
+        let command = try #require(token.stderr.components(separatedBy: "the key is back at 0x81000001: ").dropFirst().first?.components(separatedBy: "\n").first)
         #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
         let restored = try ProcessRunner.run("/bin/sh", ["-c", command + " >/dev/null"],
                                              environment: ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"])
@@ -235,6 +324,33 @@ import Testing
         #expect(try setup.tpm.transientHandles().isEmpty)
     }
 
+    /// An SRK made from a TCG-style template (its unique field zero-filled, not
+    /// empty) that another program replaced: the command devtrust gives makes
+    /// that same key again, not devtrust's own.
+    @Test func aTCGStyleStorageRootKeyIsPutBackByTheGivenCommand() throws {
+        let setup = try Setup()
+        let tools = ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"]
+        let zeroUnique = "{ printf '\\040\\000'; head -c 128 /dev/zero; printf '\\040\\000'; head -c 128 /dev/zero; } > tcg.bin && tpm2_createprimary -C o -g sha256 -G ecc256:aes128cfb -a '\(Swtpm.storageRootKeyAttributes)' -u tcg.bin -c tcg.ctx && tpm2_evictcontrol -C o -c tcg.ctx 0x81000001"
+        #expect(try ProcessRunner.run("/bin/sh", ["-c", zeroUnique + " >/dev/null"], environment: tools, currentDirectory: setup.directory.path).status == 0)
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        let made = try setup.cli.run("init", "--backend", "tpm")
+        #expect(made.status == 0, "\(made)")
+        #expect(try setup.status()["key"]?.objectValue?["tpmParent"] == .string("0x81000001"))
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
+        let other = setup.directory.file("rsa.ctx")
+        #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-G", "rsa2048", "-c", other]).status == 0)
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", other, "0x81000001"]).status == 0)
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        let token = try setup.cli.run("token", "--device-id", "x")
+        let command = try #require(token.stderr.components(separatedBy: "the key is back at 0x81000001: ").dropFirst().first?.components(separatedBy: "\n").first, "\(token)")
+        #expect(command.contains("-u unique.bin"), "\(command)")
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
+        #expect(try ProcessRunner.run("/bin/sh", ["-c", command + " >/dev/null"], environment: tools, currentDirectory: setup.directory.path).status == 0)
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        let after = try setup.cli.run("token", "--device-id", "x")
+        #expect(after.status == 0 && after.stderr.isEmpty, "\(after)")
+    }
+
     // MARK: an active attacker on the TPM bus
 
     /// An interposer (or a rogue TCTI) answers `init`'s Create with its own
@@ -261,6 +377,10 @@ import Testing
         #expect(try cli.run("pubkey").output != attacker.attackerPublicKey)
         // ESAPI refuses every call after such an answer: what devtrust loaded is flushed on a fresh connection.
         #expect(try setup.tpm.transientHandles().isEmpty && setup.tpm.loadedSessions().isEmpty)
+        // `init` (backend auto) and `register` without a key do not fall back to a software key on such an answer.
+        let auto = try cli.run("init")
+        #expect(auto.status == 6 && auto.stderr.contains("failed its integrity check") && !auto.stderr.contains("using a software key"), "\(auto)")
+        #expect(setup.directory.read("ks/keystore.json").flatMap { try? JSONParser.parse($0).objectValue?["key"] } ?? .null == .null)
         #expect(try honest.run("init", "--backend", "tpm", "--force").status == 0)
     }
 
@@ -296,6 +416,12 @@ import Testing
 }
 
 extension Swtpm {
+    /// TPM2_PT_LOCKOUT_COUNTER: failed authorizations counted towards lockout.
+    func lockoutCounter() throws -> Int? {
+        let line = try tool("tpm2_getcap", ["properties-variable"]).stdout.split(separator: "\n").first { $0.contains("TPM2_PT_LOCKOUT_COUNTER") }
+        return line.flatMap { Int($0.split(separator: "0x").last ?? "", radix: 16) }
+    }
+
     /// The standard ECC SRK at 0x81000001, made with tpm2-tools unless there is one.
     func ensureStorageRootKey(_ directory: TemporaryDirectory) throws {
         guard try !persistentHandles().contains("0x81000001") else { return }

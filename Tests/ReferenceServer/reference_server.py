@@ -470,7 +470,7 @@ class FlowServer:
         if not token:
             return {"accepted": False, "reason": "no device token"}
         try:
-            header = lenient_jws.parse_lenient_json(lenient_jws.lenient_b64decode(token.split(".")[0].encode("utf-8")))
+            header = lenient_jws.as_gson_map(lenient_jws.parse_lenient_json(lenient_jws.lenient_b64decode(token.split(".")[0].encode("utf-8"))))
             if not isinstance(header, dict):
                 return {"accepted": False, "reason": "the header is not a JSON object"}
             device = self.store.device(header.get("deviceId"))

@@ -105,11 +105,60 @@ static inline int devtrust_key_is_lockout_exempt(const TPM2B_PUBLIC *public) {
     return (public->publicArea.objectAttributes & TPMA_OBJECT_NODA) != 0;
 }
 
-/* A parent devtrust can create keys under: a restricted decryption (storage) key. */
-static inline int devtrust_is_storage_key(const TPM2B_PUBLIC *public) {
-    TPMA_OBJECT attributes = public->publicArea.objectAttributes;
-    return (attributes & TPMA_OBJECT_RESTRICTED) && (attributes & TPMA_OBJECT_DECRYPT)
-        && !(attributes & TPMA_OBJECT_SIGN_ENCRYPT);
+/* 0 when `public` is a parent devtrust can make its key under; otherwise why
+   not: 1 not an ECC or RSA key (an asymmetric key salts devtrust's sessions),
+   2 not a storage key (restricted, decrypt, not sign), 3 its symmetric
+   algorithm is not AES-CFB, 4 it can leave the TPM (fixedTPM or fixedParent
+   clear), 5 its authorization is not a plain (empty) one (userWithAuth clear,
+   or a policy). Whether it is exempt from lockout is asked separately. */
+static inline int devtrust_parent_problem(const TPM2B_PUBLIC *public) {
+    const TPMT_PUBLIC *area = &public->publicArea;
+    TPMA_OBJECT attributes = area->objectAttributes;
+    if (area->type != TPM2_ALG_ECC && area->type != TPM2_ALG_RSA) return 1;
+    if (!(attributes & TPMA_OBJECT_RESTRICTED) || !(attributes & TPMA_OBJECT_DECRYPT) || (attributes & TPMA_OBJECT_SIGN_ENCRYPT)) return 2;
+    const TPMT_SYM_DEF_OBJECT *symmetric = area->type == TPM2_ALG_ECC ? &area->parameters.eccDetail.symmetric : &area->parameters.rsaDetail.symmetric;
+    if (symmetric->algorithm != TPM2_ALG_AES || symmetric->mode.aes != TPM2_ALG_CFB) return 3;
+    if (!(attributes & TPMA_OBJECT_FIXEDTPM) || !(attributes & TPMA_OBJECT_FIXEDPARENT)) return 4;
+    if (!(attributes & TPMA_OBJECT_USERWITHAUTH) || area->authPolicy.size != 0) return 5;
+    return 0;
+}
+
+/* What a tpm2-tools command needs to make a primary key from the same
+   template as `public`: -G (algorithm and size, symmetric key bits), -g (name
+   algorithm), -a (attributes), and the size of a zero-filled unique field. */
+struct devtrust_template_summary {
+    uint16_t type;              /* TPM2_ALG_ECC or TPM2_ALG_RSA */
+    uint16_t key_bits;          /* 256, 384, 521 (ECC) or the RSA modulus bits */
+    uint16_t symmetric_bits;    /* AES key bits */
+    uint16_t name_algorithm;    /* TPM2_ALG_SHA256, ... */
+    uint32_t attributes;
+    uint16_t zero_unique_size;  /* a TCG-style template's zero-filled unique: bytes per ECC coordinate, or of the RSA modulus */
+};
+
+static inline int devtrust_template_summary(const TPM2B_PUBLIC *public, struct devtrust_template_summary *summary) {
+    const TPMT_PUBLIC *area = &public->publicArea;
+    memset(summary, 0, sizeof *summary);
+    summary->type = area->type;
+    summary->name_algorithm = area->nameAlg;
+    summary->attributes = area->objectAttributes;
+    if (area->type == TPM2_ALG_ECC) {
+        switch (area->parameters.eccDetail.curveID) {
+        case TPM2_ECC_NIST_P256: summary->key_bits = 256; break;
+        case TPM2_ECC_NIST_P384: summary->key_bits = 384; break;
+        case TPM2_ECC_NIST_P521: summary->key_bits = 521; break;
+        default: return 0;
+        }
+        summary->symmetric_bits = area->parameters.eccDetail.symmetric.keyBits.aes;
+        summary->zero_unique_size = (uint16_t)((summary->key_bits + 7) / 8);
+        return 1;
+    }
+    if (area->type == TPM2_ALG_RSA) {
+        summary->key_bits = area->parameters.rsaDetail.keyBits;
+        summary->symmetric_bits = area->parameters.rsaDetail.symmetric.keyBits.aes;
+        summary->zero_unique_size = (uint16_t)(summary->key_bits / 8);
+        return 1;
+    }
+    return 0;
 }
 
 /* Copies the ECC public point; returns 0 when it is not an ECC key or too long. */

@@ -27,7 +27,7 @@ enum ResetCommand {
         // The persistent parent the key was made under, if it had one.
         let parent = outcome.previous.key?.tpmParent.flatMap(TPMParentRecord.init(serialized:))?.handle
             ?? outcome.previous.tpmPersistentHandles.first
-        if let parent, parent != TPMHandle.owner {
+        if let parent, TPMHandle.isPersistent(parent) {
             let handle = TPMHandle.format(parent)
             context.info("left the TPM's storage root key at \(handle) in place: keys of other keystores and programs (tpm2-openssl, systemd) may use it, and it holds no secret; if nothing does, `tpm2_evictcontrol -C o -c \(handle)` removes it")
         }
