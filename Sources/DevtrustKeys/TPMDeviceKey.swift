@@ -4,8 +4,9 @@ import Synchronization
 /// A P-256 key created inside a TPM 2.0. Only its wrapped blob (a
 /// `TSS2 PRIVATE KEY` file) is on disk; the private key never leaves the TPM.
 ///
-/// Each signature opens the TPM, loads the key under its parent, signs the
-/// digest and flushes every transient object again, on a password session:
+/// Each signature opens the TPM, identifies the parent by its name (one
+/// ReadPublic), loads the key under it, signs the digest and flushes every
+/// transient object again, on a password session:
 /// a forged Sign answer only yields a signature the server refuses, so
 /// `devtrust token` pays for no session. What devtrust believes about the
 /// key (its creation, its public area, the self-test) is read in an HMAC
@@ -15,9 +16,9 @@ public struct TPMDeviceKey: DeviceKey {
     public let publicKey: P256PublicKey
     public let selection: TPMSelection
     /// ESAPI's serialization of the parent as it was at `init` (its handle,
-    /// public area and name): signing needs no ReadPublic round trip, and its
-    /// name pins the storage root key (trust on first use). Without it the
-    /// parent is read from the TPM.
+    /// public area and name, `TPMParentRecord`): its name pins the storage root
+    /// key (trust on first use), its public area is the template that makes it
+    /// again. Without it (an older keystore) the parent is whatever the TPM says.
     public let parentMetadata: [UInt8]?
     /// Where the key says what it did on its own (it recreated a missing
     /// storage root key, say), for the command line to print.
