@@ -55,6 +55,17 @@ import Testing
         return right
     }
 
+    /// Runs the tpm2-tools commands a message of devtrust's gives (in the test's
+    /// directory), then expects a token with nothing to warn about.
+    static func follow(_ command: String, _ setup: Setup, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let tools = ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"]
+        let result = try ProcessRunner.run("/bin/sh", ["-c", command + " >/dev/null"], environment: tools, currentDirectory: setup.directory.path)
+        #expect(result.status == 0, "\(command): \(result)", sourceLocation: sourceLocation)
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        let after = try setup.cli.run("token", "--device-id", "x")
+        #expect(after.status == 0 && after.stderr.isEmpty, "\(after)", sourceLocation: sourceLocation)
+    }
+
     // MARK: adopted keys
 
     @Test func aKeyImportedIntoTheTPMIsRefused() throws {
@@ -114,10 +125,7 @@ import Testing
     /// makes its keys under an exempt SRK at 0x81000002 instead.
     @Test func aStorageRootKeyExposedToLockoutIsPassedOver() throws {
         let setup = try Setup()
-        let context = setup.directory.file("default.ctx")
-        #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb", "-c", context]).status == 0)
-        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", context, "0x81000001"]).status == 0)
-        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        try setup.tpm.persistPrimary(["-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb"], at: "0x81000001", in: setup.directory)
         let result = try setup.cli.run("init", "--backend", "tpm")
         #expect(result.status == 0 && result.stderr.contains("not exempt from dictionary-attack lockout")
                 && result.stderr.contains("made the storage root key persistent at 0x81000002"), "\(result)")
@@ -156,10 +164,7 @@ import Testing
         #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
         #expect(try setup.tpm.tool("tpm2_dictionarylockout", ["-s", "-n", "3", "-t", "600", "-l", "600"]).status == 0)
         #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
-        let other = setup.directory.file("pw.ctx")
-        #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-p", "pw", "-c", other]).status == 0)
-        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", other, "0x81000001"]).status == 0)
-        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        try setup.tpm.persistPrimary(["-C", "o", "-p", "pw"], at: "0x81000001", in: setup.directory)
         for _ in 0..<4 {
             let token = try setup.cli.run("token", "--device-id", "x")
             #expect(token.status == 0 && token.stderr.contains("another program replaced it"), "\(token)")
@@ -205,10 +210,7 @@ import Testing
     /// `token` then works, not "run init".
     @Test func aParentGoneBehindAnOwnerPasswordGetsTheRightCommand() throws {
         let setup = try Setup()
-        let signer = setup.directory.file("signer.ctx")
-        #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-G", "ecc256:ecdsa-sha256", "-a", "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|sign", "-c", signer]).status == 0)
-        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", signer, "0x81000001"]).status == 0)
-        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        try setup.tpm.persistPrimary(["-C", "o", "-G", "ecc256:ecdsa-sha256", "-a", "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|sign"], at: "0x81000001", in: setup.directory)
         #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
         #expect(try setup.tpm.tool("tpm2_changeauth", ["-c", "owner", "s3cret"]).status == 0)
         #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-P", "s3cret", "-c", "0x81000002"]).status == 0)
@@ -218,12 +220,7 @@ import Testing
                 && !token.stderr.contains("devtrust init"), "\(token)")
         // Doing what it says brings the key back.
         let command = try #require(token.stderr.components(separatedBy: "whoever knows the password can: ").dropFirst().first?.components(separatedBy: "; `devtrust token`").first)
-        let restored = try ProcessRunner.run("/bin/sh", ["-c", command.replacingOccurrences(of: "PASSWORD", with: "s3cret") + " >/dev/null"],
-                                             environment: ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"])
-        #expect(restored.status == 0, "\(command): \(restored)")
-        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
-        let after = try setup.cli.run("token", "--device-id", "x")
-        #expect(after.status == 0 && after.stderr.isEmpty, "\(after)")
+        try Self.follow(command.replacingOccurrences(of: "PASSWORD", with: "s3cret"), setup)
     }
 
     /// `init --force` after the SRK changed under the old key's pin: expected
@@ -280,10 +277,7 @@ import Testing
         #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
         let before = try setup.cli.run("pubkey").output
         #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
-        let other = setup.directory.file("rsa.ctx")
-        #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-g", "sha256", "-G", "rsa2048:aes128cfb", "-c", other]).status == 0)
-        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", other, "0x81000001"]).status == 0)
-        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        try setup.tpm.persistPrimary(["-C", "o", "-g", "sha256", "-G", "rsa2048:aes128cfb"], at: "0x81000001", in: setup.directory)
         let token = try setup.cli.run("token", "--device-id", "x")
         #expect(token.status == 0, "\(token)")
         #expect(token.stderr.contains("is not the storage root key the device key was made under") && token.stderr.contains("The device key is not lost")
@@ -296,12 +290,7 @@ import Testing
         // The program's key goes elsewhere, the command the warning gives puts the SRK back: no more warnings.
         let command = try #require(token.stderr.components(separatedBy: "the key is back at 0x81000001: ").dropFirst().first?.components(separatedBy: "\n").first)
         #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
-        let restored = try ProcessRunner.run("/bin/sh", ["-c", command + " >/dev/null"],
-                                             environment: ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"])
-        #expect(restored.status == 0, "\(command): \(restored)")
-        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
-        let after = try setup.cli.run("token", "--device-id", "x")
-        #expect(after.status == 0 && after.stderr.isEmpty, "\(after)")
+        try Self.follow(command, setup)
     }
 
     /// The recorded SRK need not be devtrust's own: one another program made
@@ -309,10 +298,7 @@ import Testing
     /// its recorded template, not declared lost.
     @Test func anotherProgramsStorageRootKeyIsRecreatedFromItsTemplate() throws {
         let setup = try Setup()
-        let context = setup.directory.file("rsa.ctx")
-        #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-g", "sha256", "-G", "rsa2048:aes128cfb", "-a", Swtpm.storageRootKeyAttributes, "-c", context]).status == 0)
-        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", context, "0x81000001"]).status == 0)
-        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        try setup.tpm.persistPrimary(["-C", "o", "-g", "sha256", "-G", "rsa2048:aes128cfb", "-a", Swtpm.storageRootKeyAttributes], at: "0x81000001", in: setup.directory)
         #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
         let name = try setup.tpm.tool("tpm2_readpublic", ["-c", "0x81000001"]).stdout.split(separator: "\n").first { $0.hasPrefix("name:") }
         try setup.tpm.tool("tpm2_flushcontext", ["-t"])
@@ -337,18 +323,12 @@ import Testing
         #expect(made.status == 0, "\(made)")
         #expect(try setup.status()["key"]?.objectValue?["tpmParent"] == .string("0x81000001"))
         #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
-        let other = setup.directory.file("rsa.ctx")
-        #expect(try setup.tpm.tool("tpm2_createprimary", ["-C", "o", "-G", "rsa2048", "-c", other]).status == 0)
-        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", other, "0x81000001"]).status == 0)
-        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        try setup.tpm.persistPrimary(["-C", "o", "-G", "rsa2048"], at: "0x81000001", in: setup.directory)
         let token = try setup.cli.run("token", "--device-id", "x")
         let command = try #require(token.stderr.components(separatedBy: "the key is back at 0x81000001: ").dropFirst().first?.components(separatedBy: "\n").first, "\(token)")
         #expect(command.contains("-u unique.bin"), "\(command)")
         #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
-        #expect(try ProcessRunner.run("/bin/sh", ["-c", command + " >/dev/null"], environment: tools, currentDirectory: setup.directory.path).status == 0)
-        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
-        let after = try setup.cli.run("token", "--device-id", "x")
-        #expect(after.status == 0 && after.stderr.isEmpty, "\(after)")
+        try Self.follow(command, setup)
     }
 
     // MARK: an active attacker on the TPM bus
@@ -416,6 +396,15 @@ import Testing
 }
 
 extension Swtpm {
+    /// tpm2_createprimary with `arguments` (an owner-hierarchy primary), made persistent at `handle`.
+    func persistPrimary(_ arguments: [String], at handle: String, in directory: TemporaryDirectory,
+                        sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let context = directory.file("primary-\(handle).ctx")
+        #expect(try tool("tpm2_createprimary", arguments + ["-c", context]).status == 0, sourceLocation: sourceLocation)
+        #expect(try tool("tpm2_evictcontrol", ["-C", "o", "-c", context, handle]).status == 0, sourceLocation: sourceLocation)
+        try tool("tpm2_flushcontext", ["-t"])
+    }
+
     /// TPM2_PT_LOCKOUT_COUNTER: failed authorizations counted towards lockout.
     func lockoutCounter() throws -> Int? {
         let line = try tool("tpm2_getcap", ["properties-variable"]).stdout.split(separator: "\n").first { $0.contains("TPM2_PT_LOCKOUT_COUNTER") }
