@@ -4,7 +4,6 @@
 /* See the signing path below. */
 #define OPENSSL_SUPPRESS_DEPRECATED 1
 
-#include <errno.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
@@ -27,10 +26,6 @@ static inline ssize_t devtrust_getrandom(void *buffer, size_t length) {
 }
 
 /* Swift cannot call C macros: these wrap the ones devtrust needs. */
-
-static inline long devtrust_BIO_get_mem_data(BIO *bio, char **data) {
-    return BIO_get_mem_data(bio, data);
-}
 
 static inline int devtrust_EVP_PKEY_KEYPAIR(void) {
     return EVP_PKEY_KEYPAIR;
@@ -65,15 +60,16 @@ static inline EVP_PKEY_CTX *devtrust_ec_keygen_context(void) {
    deprecated in OpenSSL 3 but present through 3.x; OPENSSL_SUPPRESS_DEPRECATED
    above keeps the warnings out of every module that imports this header. */
 
-/* A P-256 EC_KEY from its private scalar and uncompressed public point (NULL:
-   computed from the scalar); NULL when the point is not on the curve. */
-static inline EC_KEY *devtrust_p256_key(const unsigned char private_key[32], const unsigned char *public_point) {
+/* A P-256 EC_KEY from its private scalar and the SEC1 encoding of its public
+   point, uncompressed or compressed (NULL: computed from the scalar); NULL
+   when the point is not on the curve. */
+static inline EC_KEY *devtrust_p256_key(const unsigned char private_key[32], const unsigned char *public_point, size_t public_point_length) {
     EC_KEY *key = EC_KEY_new_by_curve_name(NID_X9_62_prime256v1);
     BIGNUM *scalar = BN_secure_new();
     EC_POINT *computed = NULL;
     int ok = key != NULL && scalar != NULL && BN_bin2bn(private_key, 32, scalar) != NULL && EC_KEY_set_private_key(key, scalar) == 1;
     if (ok && public_point != NULL) {
-        ok = EC_KEY_oct2key(key, public_point, 65, NULL) == 1;
+        ok = EC_KEY_oct2key(key, public_point, public_point_length, NULL) == 1;
     } else if (ok) {
         const EC_GROUP *group = EC_KEY_get0_group(key);
         BN_set_flags(scalar, BN_FLG_CONSTTIME);
@@ -92,16 +88,6 @@ static inline EC_KEY *devtrust_p256_key(const unsigned char private_key[32], con
 /* The EC_KEY inside an EVP_PKEY (a new reference), or NULL when it is not EC. */
 static inline EC_KEY *devtrust_ec_key_of(EVP_PKEY *key) {
     return EVP_PKEY_get1_EC_KEY(key);
-}
-
-/* An EVP_PKEY sharing `key`, for OpenSSL's encoders. */
-static inline EVP_PKEY *devtrust_evp_of_ec_key(EC_KEY *key) {
-    EVP_PKEY *pkey = EVP_PKEY_new();
-    if (pkey != NULL && EVP_PKEY_set1_EC_KEY(pkey, key) != 1) {
-        EVP_PKEY_free(pkey);
-        pkey = NULL;
-    }
-    return pkey;
 }
 
 /* 1 when the key is on P-256 and writes its uncompressed public point. */
