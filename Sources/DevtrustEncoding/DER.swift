@@ -217,31 +217,28 @@ public enum PEM {
     public static func block(_ bytes: [UInt8], label: String) throws(PEMError) -> [UInt8]? {
         let begin = Array("-----BEGIN \(label)-----".utf8)
         let end = Array("-----END \(label)-----".utf8)
-        var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: true).makeIterator()
-        while let line = lines.next() {
-            guard trimmed(line).elementsEqual(begin) else { continue }
-            // The body of a private key: one buffer that never moves, wiped before returning.
-            var body = [UInt8]()
-            body.reserveCapacity(bytes.count)
-            defer { body.zeroize() }
-            var lineEnds = [Int]()
-            while let line = lines.next() {
-                let content = trimmed(line)
-                if content.elementsEqual(end) {
-                    do {
-                        return try Base64.decode(bytes: body, padding: .required)
-                    } catch {
-                        // Which line, not which character: the text is a key's.
-                        let offset = if case let .invalidCharacter(_, offset) = error.reason { offset } else { body.count - 1 }
-                        throw PEMError(label: label, reason: .notBase64(line: 1 + (lineEnds.firstIndex { offset < $0 } ?? lineEnds.count - 1)))
-                    }
+        let lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: true)
+        guard let beginLine = lines.firstIndex(where: { trimmed($0).elementsEqual(begin) }) else { return nil }
+        // The body of a private key: one buffer that never moves, wiped before returning.
+        var body = [UInt8]()
+        body.reserveCapacity(bytes.count)
+        defer { body.zeroize() }
+        for line in lines[(beginLine + 1)...] {
+            let content = trimmed(line)
+            if content.elementsEqual(end) {
+                do {
+                    return try Base64.decode(bytes: body, padding: .required)
+                } catch {
+                    // Which line, not which character: the text is a key's.
+                    let offset = if case let .invalidCharacter(_, offset) = error.reason { offset } else { body.count - 1 }
+                    var lineEnd = 0
+                    let line = lines[(beginLine + 1)...].firstIndex { lineEnd += trimmed($0).count; return offset < lineEnd }
+                    throw PEMError(label: label, reason: .notBase64(line: (line ?? beginLine + 1) - beginLine))
                 }
-                body += content
-                lineEnds.append(body.count)
             }
-            throw PEMError(label: label, reason: .noEndLine)
+            body += content
         }
-        return nil
+        throw PEMError(label: label, reason: .noEndLine)
     }
 
     private static func trimmed(_ line: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
