@@ -65,7 +65,12 @@ let package = Package(
             name: "DevtrustCLI",
             dependencies: ["CQRCode", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustSystem"]
         ),
-        .executableTarget(name: "devtrust", dependencies: ["DevtrustCLI", "CProcessHardening"]),
+        // Every symbol bound at start (-z now): the first call of a lazily bound
+        // function runs the dynamic linker's resolver, which saves the vector
+        // registers on the stack, where they may hold key bytes just copied
+        // (KeyMemoryTests). Full RELRO comes with it.
+        .executableTarget(name: "devtrust", dependencies: ["DevtrustCLI", "CProcessHardening"],
+                          linkerSettings: [.unsafeFlags(["-Xlinker", "-z", "-Xlinker", "now"])]),
         // In-process measurements for `make bench` (not installed).
         .executableTarget(name: "devtrust-bench", dependencies: ["DevtrustPosture", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding", "DevtrustSystem"]),
 

@@ -4,7 +4,6 @@
 /* See the signing path below. */
 #define OPENSSL_SUPPRESS_DEPRECATED 1
 
-#include <errno.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
@@ -27,10 +26,6 @@ static inline ssize_t devtrust_getrandom(void *buffer, size_t length) {
 }
 
 /* Swift cannot call C macros: these wrap the ones devtrust needs. */
-
-static inline long devtrust_BIO_get_mem_data(BIO *bio, char **data) {
-    return BIO_get_mem_data(bio, data);
-}
 
 static inline int devtrust_EVP_PKEY_KEYPAIR(void) {
     return EVP_PKEY_KEYPAIR;
@@ -65,15 +60,16 @@ static inline EVP_PKEY_CTX *devtrust_ec_keygen_context(void) {
    deprecated in OpenSSL 3 but present through 3.x; OPENSSL_SUPPRESS_DEPRECATED
    above keeps the warnings out of every module that imports this header. */
 
-/* A P-256 EC_KEY from its private scalar and uncompressed public point (NULL:
-   computed from the scalar); NULL when the point is not on the curve. */
-static inline EC_KEY *devtrust_p256_key(const unsigned char private_key[32], const unsigned char *public_point) {
+/* A P-256 EC_KEY from its private scalar and the SEC1 encoding of its public
+   point, uncompressed or compressed (NULL: computed from the scalar); NULL
+   when the point is not on the curve. */
+static inline EC_KEY *devtrust_p256_key(const unsigned char private_key[32], const unsigned char *public_point, size_t public_point_length) {
     EC_KEY *key = EC_KEY_new_by_curve_name(NID_X9_62_prime256v1);
     BIGNUM *scalar = BN_secure_new();
     EC_POINT *computed = NULL;
     int ok = key != NULL && scalar != NULL && BN_bin2bn(private_key, 32, scalar) != NULL && EC_KEY_set_private_key(key, scalar) == 1;
     if (ok && public_point != NULL) {
-        ok = EC_KEY_oct2key(key, public_point, 65, NULL) == 1;
+        ok = EC_KEY_oct2key(key, public_point, public_point_length, NULL) == 1;
     } else if (ok) {
         const EC_GROUP *group = EC_KEY_get0_group(key);
         BN_set_flags(scalar, BN_FLG_CONSTTIME);
@@ -94,16 +90,6 @@ static inline EC_KEY *devtrust_ec_key_of(EVP_PKEY *key) {
     return EVP_PKEY_get1_EC_KEY(key);
 }
 
-/* An EVP_PKEY sharing `key`, for OpenSSL's encoders. */
-static inline EVP_PKEY *devtrust_evp_of_ec_key(EC_KEY *key) {
-    EVP_PKEY *pkey = EVP_PKEY_new();
-    if (pkey != NULL && EVP_PKEY_set1_EC_KEY(pkey, key) != 1) {
-        EVP_PKEY_free(pkey);
-        pkey = NULL;
-    }
-    return pkey;
-}
-
 /* 1 when the key is on P-256 and writes its uncompressed public point. */
 static inline int devtrust_p256_public_point(const EC_KEY *key, unsigned char point[65]) {
     const EC_GROUP *group = EC_KEY_get0_group(key);
@@ -121,6 +107,23 @@ static inline int devtrust_p256_public_point(const EC_KEY *key, unsigned char po
    fetches SHA-512 through the provider machinery, which costs more than the
    whole signature on `devtrust token`'s path (docs/performance.md). */
 
+/* Constant time is by construction (masks, no branch or index on a secret),
+   but an optimiser may turn `a & mask` back into a branch (clang -O3 made the
+   masks of devtrust_signed62_reduce conditional jumps). Every mask derived
+   from a secret goes through this barrier, which hides its value from the
+   optimiser, as libsecp256k1 and BoringSSL do. The constant-time test
+   (Tests/Interop/constant_time.c under valgrind) checks the result. */
+static inline uint64_t devtrust_value_barrier(uint64_t value) {
+    __asm__("" : "+r"(value));
+    return value;
+}
+
+/* Marks a secret-derived value public where the code branches on it on
+   purpose; the constant-time test defines it to tell valgrind. */
+#ifndef DEVTRUST_DECLASSIFY
+#define DEVTRUST_DECLASSIFY(pointer, length) ((void)(pointer), (void)(length))
+#endif
+
 /* The order n of the P-256 group, big-endian. */
 static const unsigned char devtrust_p256_order_bytes[32] = {
     0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
@@ -135,7 +138,7 @@ static inline unsigned devtrust_p256_minus_order(const unsigned char value[32], 
         difference[i] = (unsigned char)d;
         borrow = (d >> 8) & 1;
     }
-    return borrow;
+    return (unsigned)devtrust_value_barrier(borrow);
 }
 
 /* 1 when 0 < value < n (a usable nonce or private scalar). Constant time. */
@@ -144,7 +147,7 @@ static inline int devtrust_p256_scalar_in_range(const unsigned char value[32]) {
     unsigned below = devtrust_p256_minus_order(value, difference);
     for (int i = 0; i < 32; i++) any |= value[i];
     OPENSSL_cleanse(difference, sizeof difference);
-    return (int)(below & (unsigned)((any + 0xFF) >> 8));
+    return (int)(below & (unsigned)devtrust_value_barrier((any + 0xFF) >> 8));
 }
 
 typedef struct {
@@ -220,6 +223,7 @@ static inline void devtrust_rfc6979_start(devtrust_rfc6979 *drbg, const unsigned
    a candidate the caller could not use (r or s zero). */
 static inline void devtrust_rfc6979_next(devtrust_rfc6979 *drbg, unsigned char k[32]) {
     devtrust_hmac_sha256 hmac;
+    int usable;
     do {
         if (drbg->started) devtrust_rfc6979_reseed(drbg, 0x00, NULL, NULL, NULL, 0);
         drbg->started = 1;
@@ -227,7 +231,10 @@ static inline void devtrust_rfc6979_next(devtrust_rfc6979 *drbg, unsigned char k
         devtrust_hmac_sha256_add(&hmac, drbg->V, 32);
         devtrust_hmac_sha256_finish(&hmac, drbg->V);
         memcpy(k, drbg->V, 32);
-    } while (!devtrust_p256_scalar_in_range(k));
+        /* A candidate out of range (probability 2^-32) is drawn again: that it was is all this tells. */
+        usable = devtrust_p256_scalar_in_range(k);
+        DEVTRUST_DECLASSIFY(&usable, sizeof usable);
+    } while (!usable);
 }
 
 /* The first RFC 6979 nonce for a private key and digest (for the tests' vectors). */
@@ -241,7 +248,7 @@ static inline void devtrust_rfc6979_p256_nonce(const unsigned char x[32], const 
 
 /* k^-1 mod n for the nonce, in constant time: Bernstein and Yang's safegcd
    ("Fast constant-time gcd computation and modular inversion", 2019), 744
-   divsteps (the bound for 256-bit inputs is 742) in 12 batches of 62 on
+   divsteps (the bound for 256-bit inputs is 741) in 12 batches of 62 on
    signed 62-bit limbs. OpenSSL's own P-256 inversion (ecp_nistz256_inv_mod_ord)
    is internal; its public generic one, Fermat with BN_mod_exp_mont_consttime,
    costs 15 us per signature and Fermat in portable C 8 us, where this takes
@@ -269,13 +276,13 @@ typedef struct {
 static inline int64_t devtrust_divsteps_62(int64_t delta, uint64_t f, uint64_t g, devtrust_divstep_matrix *matrix) {
     uint64_t u = 1, v = 0, q = 0, r = 1;
     for (int i = 0; i < 62; i++) {
-        uint64_t positive = (uint64_t)((-delta) >> 63), odd = 0 - (g & 1);
+        uint64_t positive = devtrust_value_barrier((uint64_t)((-delta) >> 63)), odd = devtrust_value_barrier(0 - (g & 1));
         /* When g is odd: g += f, or g -= f when delta > 0 (each row of the matrix alike) ... */
         g += ((f ^ positive) - positive) & odd;
         q += ((u ^ positive) - positive) & odd;
         r += ((v ^ positive) - positive) & odd;
         /* ... and when both, f takes the old g: f += (g - f). */
-        uint64_t swap = positive & odd;
+        uint64_t swap = devtrust_value_barrier(positive & odd);
         delta = (int64_t)(((uint64_t)delta ^ swap) - swap) + 1;
         f += g & swap;
         u += q & swap;
@@ -294,7 +301,7 @@ static inline int64_t devtrust_divsteps_62(int64_t delta, uint64_t f, uint64_t g
 /* x in (-n, 2n) to [0, n). */
 static inline void devtrust_signed62_reduce(devtrust_signed62 *x) {
     const int64_t *n = devtrust_p256_order_62.limb;
-    int64_t negative = x->limb[4] >> 63, carry = 0;
+    int64_t negative = (int64_t)devtrust_value_barrier((uint64_t)(x->limb[4] >> 63)), carry = 0;
     for (int i = 0; i < 5; i++) {
         int64_t sum = x->limb[i] + (n[i] & negative) + carry;
         x->limb[i] = i < 4 ? (int64_t)((uint64_t)sum & devtrust_mask_62) : sum;
@@ -307,7 +314,7 @@ static inline void devtrust_signed62_reduce(devtrust_signed62 *x) {
         reduced[i] = i < 4 ? (int64_t)((uint64_t)difference & devtrust_mask_62) : difference;
         carry = difference >> 62;
     }
-    int64_t keep = reduced[4] >> 63;
+    int64_t keep = (int64_t)devtrust_value_barrier((uint64_t)(reduced[4] >> 63));
     for (int i = 0; i < 5; i++) x->limb[i] = (x->limb[i] & keep) | (reduced[i] & ~keep);
 }
 
@@ -366,7 +373,7 @@ static inline void devtrust_p256_invert_mod_order(const unsigned char value[32],
         devtrust_apply_divsteps(&f, &g, &matrix, 0);
     }
     /* f = -1: the inverse is -d, in (-n, 0]. */
-    int64_t negative = f.limb[4] >> 63, carry = 0;
+    int64_t negative = (int64_t)devtrust_value_barrier((uint64_t)(f.limb[4] >> 63)), carry = 0;
     for (int i = 0; i < 5; i++) {
         int64_t limb = ((d.limb[i] ^ negative) - negative) + carry;
         d.limb[i] = i < 4 ? (int64_t)((uint64_t)limb & devtrust_mask_62) : limb;

@@ -1,3 +1,4 @@
+import DevtrustEncoding
 import DevtrustKeys
 import DevtrustKeystore
 
@@ -53,27 +54,62 @@ public enum DeviceKeyFactory {
 
     /// A key file made elsewhere: a TSS2 PRIVATE KEY (TPM) or a PKCS#8 P-256 key
     /// (software), checked more than the keystore's own files: the software
-    /// key's private part must belong to its public part.
+    /// key's private part must belong to its public part. Which it is, is
+    /// decided by the BEGIN lines (a label quoted in a comment is not a block);
+    /// a file with any other private key block is never made a String.
     public static func importKey(_ contents: [UInt8], source: String, selection: TPMSelection,
                                  random: any RandomSource = SystemRandom()) throws -> NewDeviceKey {
-        if contents.includes(Array("-----BEGIN \(TSS2KeyFile.pemLabel)-----".utf8)) {
+        let labels = PEM.labels(contents)
+        if labels.contains("PRIVATE KEY") {
+            return try importPKCS8(contents, source: source, random: random)
+        }
+        if let label = labels.first(where: { $0.hasSuffix("PRIVATE KEY") && $0 != TSS2KeyFile.pemLabel }) {
+            throw KeyFileError(message: refusal(ofBlock: label, source: source))
+        }
+        if labels.contains(TSS2KeyFile.pemLabel) {
             // No secret in it (the TPM wraps the private part), so it may become a String.
             let provisioning = try TPMKeyProvisioner.adopt(try TSS2KeyFile(pem: String(decoding: contents, as: UTF8.self)), selection)
             return NewDeviceKey(key: provisioning.key, file: Array(provisioning.key.keyFile.pem.utf8), tpmParent: provisioning.key.parentMetadata,
                                 notes: provisioning.notes)
         }
-        if contents.includes(Array("-----BEGIN PRIVATE KEY-----".utf8)) {
-            let key: SoftwareDeviceKey
-            do {
-                key = try SoftwareDeviceKey(pkcs8PEM: contents, random: random)
-            } catch let error as KeyFileError {
-                throw KeyFileError(message: "\(source): \(error.message); export the key again as unencrypted PKCS#8 (a key OpenSSL reads: openssl pkcs8 -topk8 -nocrypt -in \(source) -out key.pem)")
-            }
-            guard key.isConsistent else {
-                throw KeyFileError(message: "\(source): its private key does not belong to the public key stored with it (the file is damaged or was altered); export the key again")
-            }
-            return NewDeviceKey(key: key, file: try key.pkcs8PEM(), notes: [])
-        }
         throw KeyFileError(message: "\(source) is neither a TSS2 PRIVATE KEY (TPM) nor a PKCS#8 PRIVATE KEY PEM file")
+    }
+
+    private static func importPKCS8(_ contents: [UInt8], source: String, random: any RandomSource) throws -> NewDeviceKey {
+        let key: SoftwareDeviceKey
+        do {
+            key = try SoftwareDeviceKey(pkcs8PEM: contents, random: random)
+        } catch let error as KeyFileError {
+            throw KeyFileError(message: "\(source): \(error.message); \(advice(error.cause, source: source))", cause: error.cause)
+        }
+        guard key.isConsistent else {
+            throw KeyFileError(message: "\(source): its private key does not belong to the public key stored with it (the file is damaged or was altered); export the key again")
+        }
+        return NewDeviceKey(key: key, file: try key.pkcs8PEM(), notes: [])
+    }
+
+    /// What makes a refused PKCS#8 file importable: a command only where it gives something else back.
+    private static func advice(_ cause: KeyFileError.Cause, source: String) -> String {
+        switch cause {
+        case .damaged:
+            return "the file is damaged, or its writer does not follow PKCS#8 and RFC 5915: export the key again"
+        case .notP256:
+            return "devtrust's device keys are P-256 (ES256): import a P-256 key, or let devtrust init make one"
+        case .openSSLRewrites:
+            return "OpenSSL reads it and writes it as devtrust reads it: openssl pkcs8 -topk8 -nocrypt -in \(shellQuoted(source)) -out key.pem"
+        }
+    }
+
+    /// A private key block other than PKCS#8 and TSS2, and the command that converts it where one does.
+    private static func refusal(ofBlock label: String, source: String) -> String {
+        let convert = "openssl pkcs8 -topk8 -nocrypt -in \(shellQuoted(source)) -out key.pem"
+        switch label {
+        case "ENCRYPTED PRIVATE KEY":
+            return "\(source) is an encrypted PKCS#8 key; devtrust imports it unencrypted (its keystore file is readable by you alone): \(convert) decrypts it (it asks for the passphrase)"
+        case "EC PRIVATE KEY":
+            return "\(source) is an EC PRIVATE KEY (SEC1) file; devtrust imports PKCS#8: \(convert) converts it"
+        default:
+            return "\(source) holds a -----BEGIN \(label)----- block: devtrust imports a PKCS#8 P-256 key (-----BEGIN PRIVATE KEY-----) or a TSS2 PRIVATE KEY"
+        }
     }
 }

@@ -51,9 +51,16 @@ public struct Base64DecodingError: Error, Equatable, Sendable, CustomStringConve
 
 public enum Base64 {
     public static func encode(_ bytes: some Collection<UInt8>, alphabet: Base64Alphabet = .standard, padded: Bool = true) -> String {
-        let table = alphabet.table
         var out = [UInt8]()
         out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        append(bytes, alphabet: alphabet, padded: padded, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the encoding to `out`, which the caller reserved (a PEM
+    /// private key's buffer: nothing else holds the text).
+    public static func append(_ bytes: some Collection<UInt8>, alphabet: Base64Alphabet = .standard, padded: Bool = true, to out: inout [UInt8]) {
+        let table = alphabet.table
         var iterator = bytes.makeIterator()
         while let b0 = iterator.next() {
             let b1 = iterator.next()
@@ -71,7 +78,6 @@ public enum Base64 {
                 out.append(UInt8(ascii: "="))
             }
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     public static func decode(_ text: some StringProtocol, alphabet: Base64Alphabet = .standard, padding: Base64Padding = .optional) throws(Base64DecodingError) -> [UInt8] {

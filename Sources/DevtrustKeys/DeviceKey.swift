@@ -29,9 +29,24 @@ extension DeviceKey {
 
 /// A key file that does not hold what it should.
 public struct KeyFileError: Error, Equatable, Sendable, CustomStringConvertible {
-    public let message: String
+    /// What would make a refused file importable, so that the advice given is one that works.
+    public enum Cause: Equatable, Sendable {
+        /// Damaged, or not valid for its format: only a new export can help.
+        case damaged
+        /// A valid key, but not on P-256 (RSA, P-384, ...): devtrust's keys are P-256.
+        case notP256
+        /// OpenSSL reads it and writes it again as the strict PKCS#8 devtrust reads
+        /// (bytes after an element, a scalar shorter than 32 bytes).
+        case openSSLRewrites
+    }
 
-    public init(message: String) { self.message = message }
+    public let message: String
+    public let cause: Cause
+
+    public init(message: String, cause: Cause = .damaged) {
+        self.message = message
+        self.cause = cause
+    }
 
     public var description: String { message }
 }

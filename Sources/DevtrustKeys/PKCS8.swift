@@ -12,7 +12,7 @@ enum PKCS8 {
     struct P256Parts {
         /// Secret, in [1, n-1]: zeroize after use.
         var privateKey: [UInt8]
-        /// 0x04 || x || y, when the file holds it.
+        /// The SEC1 encoding of the public point (uncompressed or compressed, as RFC 5915 allows), when the file holds it.
         let publicPoint: [UInt8]?
     }
 
@@ -20,34 +20,75 @@ enum PKCS8 {
     static let ecPublicKeyOID: [UInt8] = [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01]
     static let prime256v1OID: [UInt8] = [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]
 
-    static func p256(_ der: [UInt8]) throws(DERError) -> P256Parts {
-        var outer = DERReader(der)
-        var info = try outer.readConstructed(tag: 0x30, "PrivateKeyInfo")
-        try outer.expectEnd("PrivateKeyInfo")
-        guard try info.readUnsignedInteger("version") == 0 else { throw DERError("PrivateKeyInfo version is not 0") }
-        var algorithm = try info.readConstructed(tag: 0x30, "algorithm")
-        guard try algorithm.read(tag: 0x06, "algorithm") == ecPublicKeyOID else { throw DERError("not an EC key") }
-        guard algorithm.nextTag == 0x06, try algorithm.read(tag: 0x06, "curve") == prime256v1OID else {
-            throw DERError("not a key on the P-256 curve (prime256v1, named)")
-        }
-        try algorithm.expectEnd("algorithm")
-        var content = try info.read(tag: 0x04, "privateKey")
-        // The readers over `content` live only inside ecPrivateKey: once it
-        // returns, this wipes the one buffer rather than a copy of it.
-        defer { content.zeroize() }
-        if info.nextTag == 0xA0 { _ = try info.readConstructed(tag: 0xA0, "attributes") }
-        try info.expectEnd("PrivateKeyInfo")
-        return try ecPrivateKey(content)
+    /// Keys people try to import, named in the refusal (DER contents of their OIDs).
+    private static let otherAlgorithms: [[UInt8]: String] = [
+        [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01]: "an RSA key",
+        [0x2B, 0x65, 0x70]: "an Ed25519 key",
+        [0x2B, 0x65, 0x71]: "an Ed448 key",
+    ]
+    private static let otherCurves: [[UInt8]: String] = [
+        [0x2B, 0x81, 0x04, 0x00, 0x22]: "a key on P-384",
+        [0x2B, 0x81, 0x04, 0x00, 0x23]: "a key on P-521",
+        [0x2B, 0x81, 0x04, 0x00, 0x0A]: "a key on secp256k1",
+    ]
+
+    /// The file devtrust writes for a software key, as OpenSSL writes it (the
+    /// public key in the ECPrivateKey, no parameters there). One buffer: the
+    /// scalar is copied once, into it. Secret: the caller zeroizes it.
+    static func der(privateKey: [UInt8], uncompressedPublicPoint point: [UInt8]) -> [UInt8] {
+        DERWriter.encode(.constructed(tag: 0x30, [
+            .unsignedInteger(0),
+            .constructed(tag: 0x30, [.primitive(tag: 0x06, ecPublicKeyOID), .primitive(tag: 0x06, prime256v1OID)]),
+            .constructed(tag: 0x04, [
+                .constructed(tag: 0x30, [
+                    .unsignedInteger(1),
+                    .primitive(tag: 0x04, privateKey),
+                    .constructed(tag: 0xA1, [.primitive(tag: 0x03, [0] + point)]),
+                ]),
+            ]),
+        ]))
     }
 
-    private static func ecPrivateKey(_ der: [UInt8]) throws(DERError) -> P256Parts {
-        var outer = DERReader(der)
-        var sequence = try outer.readConstructed(tag: 0x30, "ECPrivateKey")
-        try outer.expectEnd("ECPrivateKey")
-        guard try sequence.readUnsignedInteger("ECPrivateKey version") == 1 else { throw DERError("ECPrivateKey version is not 1") }
-        var scalar = try sequence.read(tag: 0x04, "private key")
-        do throws(DERError) {
-            guard scalar.count == 32 else { throw DERError("the private key is \(scalar.count) bytes, not 32") }
+    static func p256(_ der: [UInt8]) throws(KeyFileError) -> P256Parts {
+        do {
+            var outer = DERReader(der)
+            var info = try outer.readConstructed(tag: 0x30, "PrivateKeyInfo")
+            try openSSLRewrites { () throws(DERError) in try outer.expectEnd("PrivateKeyInfo") }
+            guard try info.readUnsignedInteger("version") == 0 else { throw DERError("PrivateKeyInfo version is not 0") }
+            var algorithm = try info.readConstructed(tag: 0x30, "algorithm")
+            let algorithmOID = try algorithm.read(tag: 0x06, "algorithm")
+            guard algorithmOID == ecPublicKeyOID else {
+                throw KeyFileError(message: otherAlgorithms[algorithmOID] ?? "not an EC key", cause: .notP256)
+            }
+            let curve = algorithm.nextTag == 0x06 ? try algorithm.read(tag: 0x06, "curve") : nil
+            guard curve == prime256v1OID else {
+                throw KeyFileError(message: curve.flatMap { otherCurves[$0] } ?? "not a key on the P-256 curve (prime256v1, named)", cause: .notP256)
+            }
+            try algorithm.expectEnd("algorithm")
+            var content = try info.read(tag: 0x04, "privateKey")
+            // The readers over `content` live only inside ecPrivateKey: once it
+            // returns, this wipes the one buffer rather than a copy of it.
+            defer { content.zeroize() }
+            if info.nextTag == 0xA0 { _ = try info.readConstructed(tag: 0xA0, "attributes") }
+            try info.expectEnd("PrivateKeyInfo")
+            return try ecPrivateKey(content)
+        } catch {
+            throw damaged(error)
+        }
+    }
+
+    private static func ecPrivateKey(_ der: [UInt8]) throws(KeyFileError) -> P256Parts {
+        var scalar = [UInt8]()
+        do {
+            var outer = DERReader(der)
+            var sequence = try outer.readConstructed(tag: 0x30, "ECPrivateKey")
+            try openSSLRewrites { () throws(DERError) in try outer.expectEnd("ECPrivateKey") }
+            guard try sequence.readUnsignedInteger("ECPrivateKey version") == 1 else { throw DERError("ECPrivateKey version is not 1") }
+            scalar = try sequence.read(tag: 0x04, "private key")
+            // OpenSSL reads a shorter scalar (leading zeros left out) and writes it in 32 bytes.
+            guard scalar.count == 32 else {
+                throw KeyFileError(message: "the private key is \(scalar.count) bytes, not 32", cause: scalar.count < 32 ? .openSSLRewrites : .damaged)
+            }
             guard devtrust_p256_scalar_in_range(scalar) == 1 else {
                 throw DERError("the private key is zero or not below the order of the P-256 group")
             }
@@ -63,8 +104,9 @@ enum PKCS8 {
                 var publicKey = try sequence.readConstructed(tag: 0xA1, "publicKey")
                 let bits = try publicKey.read(tag: 0x03, "publicKey BIT STRING")
                 try publicKey.expectEnd("publicKey")
-                guard bits.count == 66, bits[0] == 0, bits[1] == 0x04 else {
-                    throw DERError("the public key is not an uncompressed P-256 point")
+                let uncompressed = bits.count == 66 && bits[1] == 0x04, compressed = bits.count == 34 && (bits[1] == 0x02 || bits[1] == 0x03)
+                guard bits.first == 0, uncompressed || compressed else {
+                    throw DERError("the public key is not a P-256 point (SEC1, uncompressed or compressed)")
                 }
                 publicPoint = Array(bits.dropFirst())
             }
@@ -72,7 +114,22 @@ enum PKCS8 {
             return P256Parts(privateKey: scalar, publicPoint: publicPoint)
         } catch {
             scalar.zeroize()
-            throw error
+            throw damaged(error)
         }
+    }
+
+    /// Trailing bytes: OpenSSL reads the key and leaves them out when it writes it again.
+    private static func openSSLRewrites(_ check: () throws(DERError) -> Void) throws(KeyFileError) {
+        do {
+            try check()
+        } catch {
+            throw KeyFileError(message: error.message, cause: .openSSLRewrites)
+        }
+    }
+
+    /// A DER error is damage; a refusal that already says why passes through.
+    private static func damaged(_ error: any Error) -> KeyFileError {
+        if let refusal = error as? KeyFileError { return refusal }
+        return KeyFileError(message: (error as? DERError)?.message ?? "\(error)", cause: .damaged)
     }
 }

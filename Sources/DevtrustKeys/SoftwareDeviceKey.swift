@@ -54,23 +54,33 @@ public struct SoftwareDeviceKey: DeviceKey {
     }
 
     private static func decode(_ pem: [UInt8]) throws(KeyFileError) -> ECKey {
-        guard var der = PEM.decode(pem, label: "PRIVATE KEY") else {
-            throw KeyFileError(message: "not a PKCS#8 PEM private key (no -----BEGIN PRIVATE KEY----- block of base64)")
+        // Bound straight from the decoder: a second reference to the buffer
+        // would make zeroize() wipe a copy of it and free the original uncleaned.
+        guard var der = try privateKeyBlock(pem) else {
+            throw KeyFileError(message: "not a PKCS#8 PEM private key (no -----BEGIN PRIVATE KEY----- block)")
         }
         defer { der.zeroize() }
         var parts: PKCS8.P256Parts
         do {
             parts = try PKCS8.p256(der)
         } catch {
-            throw KeyFileError(message: "not a PKCS#8 P-256 private key: \(error.message)")
+            throw KeyFileError(message: "not a PKCS#8 P-256 private key: \(error.message)", cause: error.cause)
         }
         defer { parts.privateKey.zeroize() }
-        let key = parts.publicPoint.map { devtrust_p256_key(parts.privateKey, $0) } ?? devtrust_p256_key(parts.privateKey, nil)
+        let key = parts.publicPoint.map { devtrust_p256_key(parts.privateKey, $0, $0.count) } ?? devtrust_p256_key(parts.privateKey, nil, 0)
         guard let key else {
             OpenSSLLibrary.clearErrors()
             throw KeyFileError(message: "the public key in the PKCS#8 file is not a point on P-256")
         }
         return ECKey(taking: key)
+    }
+
+    private static func privateKeyBlock(_ pem: [UInt8]) throws(KeyFileError) -> [UInt8]? {
+        do {
+            return try PEM.block(pem, label: "PRIVATE KEY")
+        } catch {
+            throw KeyFileError(message: error.description, cause: .damaged)
+        }
     }
 
     /// Whether the private key belongs to the public key (a point multiplication, ~0.1 ms).
@@ -81,18 +91,17 @@ public struct SoftwareDeviceKey: DeviceKey {
     }
 
     /// The private key as PKCS#8 PEM. Secret: the caller writes it and zeroizes it.
+    /// Written by devtrust, not OpenSSL's encoder, which leaves a copy of the
+    /// scalar in a freed, uncleaned buffer (i2d_ECPrivateKey's octet string).
     public func pkcs8PEM() throws -> [UInt8] {
-        guard let evp = devtrust_evp_of_ec_key(key.pointer) else { throw OpenSSLError.capture("EVP_PKEY_set1_EC_KEY") }
-        defer { EVP_PKEY_free(evp) }
-        guard let bio = BIO_new(BIO_s_secmem()) else { throw OpenSSLError.capture("BIO_new") }
-        defer { BIO_free(bio) }
-        guard PEM_write_bio_PrivateKey(bio, evp, nil, nil, 0, nil, nil) == 1 else {
-            throw OpenSSLError.capture("PEM_write_bio_PrivateKey")
+        var scalar = [UInt8](repeating: 0, count: 32)
+        defer { scalar.zeroize() }
+        guard let privateKey = EC_KEY_get0_private_key(key.pointer), BN_bn2binpad(privateKey, &scalar, 32) == 32 else {
+            throw OpenSSLError.capture("BN_bn2binpad")
         }
-        var data: UnsafeMutablePointer<CChar>?
-        let length = devtrust_BIO_get_mem_data(bio, &data)
-        guard length > 0, let data else { throw OpenSSLError.capture("BIO_get_mem_data") }
-        return data.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
+        var der = PKCS8.der(privateKey: scalar, uncompressedPublicPoint: [0x04] + publicKey.x + publicKey.y)
+        defer { der.zeroize() }
+        return PEM.encode(bytes: der, label: "PRIVATE KEY")
     }
 
     public func sign(digest: SHA256Digest) throws -> ECDSASignature {

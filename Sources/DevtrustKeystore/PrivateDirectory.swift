@@ -1,3 +1,4 @@
+import DevtrustEncoding
 import Glibc
 
 /// An open directory that only its owner may use, and the file operations the
@@ -161,18 +162,5 @@ final class PrivateDirectory {
             if name != "." && name != ".." { names.append(name) }
         }
         return names
-    }
-}
-
-func shellQuoted(_ text: String) -> String {
-    let safe = text.unicodeScalars.allSatisfy { scalar in
-        scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "/._-+:@%".unicodeScalars.contains(scalar)
-    }
-    return safe ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
-}
-
-extension String {
-    fileprivate func replacingOccurrences(of target: String, with replacement: String) -> String {
-        split(separator: Character(target), omittingEmptySubsequences: false).joined(separator: replacement)
     }
 }

@@ -185,7 +185,7 @@ import Testing
         directory.write("ks/keystore.json", manifest)
         directory.write("ks/" + keyFile, "-----BEGIN PRIVATE KEY-----\ngarbage\n-----END PRIVATE KEY-----\n")
         let badKey = try cli.run("token", "--device-id", "x")
-        #expect(badKey.status == 7 && badKey.stderr.contains("not a PKCS#8 PEM private key (no -----BEGIN PRIVATE KEY----- block of base64)"), "\(badKey)")
+        #expect(badKey.status == 7 && badKey.stderr.contains("the -----BEGIN PRIVATE KEY----- block is not base64 (line 1 of its body)"), "\(badKey)")
         let status = try cli.run("status", "--json")
         #expect(status.status == 0)
         #expect(try JSONParser.parse(status.output).objectValue?["key"]?.objectValue?["loads"] == .bool(false))

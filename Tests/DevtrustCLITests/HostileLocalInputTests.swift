@@ -71,7 +71,7 @@ import Testing
             _ = try ExternalTool.openssl.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", keystore + "/" + keyFile])
             chmod(keystore + "/" + keyFile, 0o600)
         },
-        Damage(name: "key file a P-384 key", message: "not a PKCS#8 P-256 private key: not a key on the P-256 curve") { keystore, keyFile in
+        Damage(name: "key file a P-384 key", message: "not a PKCS#8 P-256 private key: a key on P-384") { keystore, keyFile in
             _ = try ExternalTool.openssl.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384", "-out", keystore + "/" + keyFile])
             chmod(keystore + "/" + keyFile, 0o600)
         },

@@ -30,19 +30,100 @@ import Testing
         }
     }
 
+    /// Each refusal says what is wrong and what would make the file importable:
+    /// `openssl pkcs8 -topk8 -nocrypt` only where it writes something devtrust
+    /// then imports (the test runs the command it gives, path quoted for the
+    /// shell, and imports the result), not where it gives the same error back.
     @Test(arguments: PKCS8KeyFile.Damage.allCases)
     func aPKCS8FileIsCheckedToTheEndOfEveryElement(damage: PKCS8KeyFile.Damage) throws {
         let setup = Setup()
         let file = try setup.softwareKeyFile()
-        let path = setup.directory.write("import.pem", file.pem(damage))
+        let path = setup.directory.write("it's a key.pem", file.pem(damage))
         let result = try setup.cli.run("init", "--import", path)
-        if damage == .none {
+        if damage.isValid {
             #expect(result.status == 0, "\(result)")
+            #expect(try setup.cli.run("pubkey").output == (try DevtrustBinary(keystore: setup.directory.file("other")).run("pubkey").output))
             return
         }
         #expect(result.status == 2, "\(damage) was imported: \(result)")
-        #expect(result.stderr == "devtrust: error: \(path): not a PKCS#8 P-256 private key: \(damage.refusal); export the key again as unencrypted PKCS#8 (a key OpenSSL reads: openssl pkcs8 -topk8 -nocrypt -in \(path) -out key.pem)\n")
+        let refusal = "devtrust: error: \(path): not a PKCS#8 P-256 private key: \(damage.refusal); "
+        #expect(result.stderr.hasPrefix(refusal), "\(result)")
         #expect(setup.directory.read("ks/keystore.json") == nil)
+        if damage.openSSLRewritesIt {
+            try Self.expectTheAdviceWorks(result.stderr, setup)
+        } else {
+            #expect(result.stderr == refusal + "the file is damaged, or its writer does not follow PKCS#8 and RFC 5915: export the key again\n")
+        }
+    }
+
+    /// Keys of other kinds, other formats and unreadable blocks: each named,
+    /// with the command that converts it where one does (which the test runs).
+    @Test(arguments: ["rsa", "p384", "ed25519", "sec1", "encrypted", "badBase64"])
+    func otherKeysAreNamedAndConvertedWhereTheyCanBe(kind: String) throws {
+        let setup = Setup()
+        let path = setup.directory.file("it's a key.pem")
+        let p256 = setup.directory.file("p256.pem")
+        let openssl: [String]
+        switch kind {
+        case "rsa": openssl = ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024", "-out", path]
+        case "p384": openssl = ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384", "-out", path]
+        case "ed25519": openssl = ["genpkey", "-algorithm", "ED25519", "-out", path]
+        case "sec1": openssl = ["ec", "-in", p256, "-out", path]
+        case "encrypted": openssl = ["pkcs8", "-topk8", "-in", p256, "-passout", "pass:correct horse", "-out", path]
+        default: openssl = ["pkey", "-in", p256, "-out", path]
+        }
+        #expect(try ExternalTool.openssl.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", p256]).status == 0)
+        #expect(try ExternalTool.openssl.run(openssl).status == 0)
+        if kind == "badBase64" {
+            var lines = String(decoding: try #require(setup.directory.read("it's a key.pem")), as: UTF8.self).split(separator: "\n").map(String.init)
+            lines[2] = "!" + lines[2].dropFirst()
+            setup.directory.write("it's a key.pem", lines.joined(separator: "\n") + "\n")
+        }
+        let result = try setup.cli.run("init", "--import", path)
+        #expect(result.status == 2, "\(result)")
+        #expect(setup.directory.read("ks/keystore.json") == nil)
+        let notP256 = "; devtrust's device keys are P-256 (ES256): import a P-256 key, or let devtrust init make one\n"
+        switch kind {
+        case "rsa": #expect(result.stderr == "devtrust: error: \(path): not a PKCS#8 P-256 private key: an RSA key" + notP256)
+        case "p384": #expect(result.stderr == "devtrust: error: \(path): not a PKCS#8 P-256 private key: a key on P-384" + notP256)
+        case "ed25519": #expect(result.stderr == "devtrust: error: \(path): not a PKCS#8 P-256 private key: an Ed25519 key" + notP256)
+        case "sec1":
+            #expect(result.stderr.hasPrefix("devtrust: error: \(path) is an EC PRIVATE KEY (SEC1) file; devtrust imports PKCS#8: "), "\(result)")
+            try Self.expectTheAdviceWorks(result.stderr, setup)
+        case "encrypted":
+            #expect(result.stderr.hasPrefix("devtrust: error: \(path) is an encrypted PKCS#8 key; devtrust imports it unencrypted"), "\(result)")
+            try Self.expectTheAdviceWorks(result.stderr, setup, adding: " -passin 'pass:correct horse'")
+        default:
+            #expect(result.stderr == "devtrust: error: \(path): the -----BEGIN PRIVATE KEY----- block is not base64 (line 2 of its body); "
+                    + "the file is damaged, or its writer does not follow PKCS#8 and RFC 5915: export the key again\n")
+        }
+    }
+
+    /// Runs the `openssl pkcs8 ...` command a refusal gives, through the shell, then imports what it wrote.
+    static func expectTheAdviceWorks(_ stderr: String, _ setup: Setup, adding extra: String = "",
+                                     sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let start = try #require(stderr.range(of: "openssl pkcs8 -topk8 -nocrypt -in "), "no command in \(stderr)", sourceLocation: sourceLocation)
+        let end = try #require(stderr.range(of: " -out key.pem", range: start.upperBound..<stderr.endIndex), sourceLocation: sourceLocation)
+        let command = String(stderr[start.lowerBound..<end.upperBound]) + extra
+        let converted = try ProcessRunner.run("/bin/sh", ["-c", command], currentDirectory: setup.directory.path)
+        #expect(converted.status == 0, "\(command): \(converted)", sourceLocation: sourceLocation)
+        let imported = try setup.cli.run("init", "--import", setup.directory.file("key.pem"))
+        #expect(imported.status == 0, "after \(command): \(imported)", sourceLocation: sourceLocation)
+    }
+
+    /// A PKCS#8 file is a software key even when a comment mentions the TSS2
+    /// label, or it holds a TSS2 block too (the old code took either for a
+    /// TPM key, exit 6, and made a String of the file).
+    @Test(arguments: ["comment", "tss2 block"])
+    func aPKCS8FileIsASoftwareKeyWhateverElseItHolds(extra: String) throws {
+        let setup = Setup()
+        let file = try setup.softwareKeyFile()
+        let prefix = extra == "comment" ? "# exported for devtrust; not a -----BEGIN TSS2 PRIVATE KEY----- file\n"
+            : try #require(TSS2KeyFileField.named("description")).pem()
+        let path = setup.directory.write("mixed.pem", prefix + file.pem())
+        let result = try setup.cli.run("init", "--import", path)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stderr.contains("imported a software P-256 device key"), "\(result)")
     }
 
     @Test func aPrivateKeyThatIsNotThePublicKeysIsRefused() throws {

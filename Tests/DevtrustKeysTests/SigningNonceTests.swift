@@ -37,7 +37,7 @@ struct StuckRandom: RandomSource {
         #expect(Hex.encode(k).uppercased() == vector.k)
 
         let publicPoint = try #require(Hex.decode(Self.rfc6979PublicPoint))
-        let key = try #require(devtrust_p256_key(privateKey, publicPoint))
+        let key = try #require(devtrust_p256_key(privateKey, publicPoint, publicPoint.count))
         defer { EC_KEY_free(key) }
         var r = [UInt8](repeating: 0, count: 32), s = [UInt8](repeating: 0, count: 32)
         #expect(devtrust_p256_sign(key, digest, nil, 0, &r, &s) == 1)

@@ -167,12 +167,34 @@ import Testing
 
     /// Bytes after any element, parameters of another curve, a private key
     /// out of [1, n-1] or of the wrong size: refused, with what is wrong.
-    @Test(arguments: PKCS8KeyFile.Damage.allCases.filter { $0 != .none })
+    @Test(arguments: PKCS8KeyFile.Damage.allCases.filter { !$0.isValid })
     func everyElementIsCheckedToItsEnd(damage: PKCS8KeyFile.Damage) throws {
         let file = try #require(PKCS8KeyFile(pem: try SoftwareDeviceKey.generate().pkcs8PEM()))
         #expect(throws: Never.self) { try SoftwareDeviceKey(pkcs8PEM: Array(file.pem().utf8)) }
-        #expect(throws: KeyFileError(message: "not a PKCS#8 P-256 private key: " + damage.refusal)) {
-            try SoftwareDeviceKey(pkcs8PEM: Array(file.pem(damage).utf8))
+        let refusal = KeyFileError(message: "not a PKCS#8 P-256 private key: " + damage.refusal,
+                                   cause: damage.openSSLRewritesIt ? .openSSLRewrites : .damaged)
+        #expect(throws: refusal) { try SoftwareDeviceKey(pkcs8PEM: Array(file.pem(damage).utf8)) }
+    }
+
+    /// RFC 5915 lets the public key be a compressed point (the old reader took it; issue 12's refused it).
+    @Test func aCompressedPublicPointIsRead() throws {
+        let key = try SoftwareDeviceKey.generate()
+        let file = try #require(PKCS8KeyFile(pem: try key.pkcs8PEM()))
+        let loaded = try SoftwareDeviceKey(pkcs8PEM: Array(file.pem(.compressedPublicKey).utf8))
+        #expect(loaded.publicKey == key.publicKey)
+        #expect(loaded.isConsistent)
+        #expect(try loaded.pkcs8PEM() == key.pkcs8PEM())
+    }
+
+    /// devtrust writes the key file itself (OpenSSL's encoder leaves a copy of
+    /// the scalar in freed memory, KeyCommandMemoryTests): byte for byte what OpenSSL writes.
+    @Test(.enabled(if: ExternalTool.openssl.shouldRun)) func theKeyFileIsWhatOpenSSLWrites() throws {
+        let directory = TemporaryDirectory()
+        for index in 0..<8 {
+            let pem = try SoftwareDeviceKey.generate().pkcs8PEM()
+            let path = directory.write("key-\(index).pem", pem)
+            let rewritten = try ExternalTool.openssl.run(["pkcs8", "-topk8", "-nocrypt", "-in", path])
+            #expect(rewritten.status == 0 && Array(rewritten.stdout.utf8) == pem, "\(rewritten)")
         }
     }
 }

@@ -20,6 +20,34 @@ public struct DevtrustBinary: Sendable {
         return URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug/devtrust").path
     }
 
+    /// The builds to run a test against when its outcome depends on what the
+    /// compiler and linker did (which copies of a key are left in memory):
+    /// `DEVTRUST_BIN` alone when it is set; else this build and the release
+    /// build (`make build`, what users run), when that is newer than every
+    /// source file. On CI the release build is always listed: `make test`
+    /// makes it, and a missing or stale one fails the test instead of skipping it.
+    public static var builds: [String] {
+        if ProcessInfo.processInfo.environment["DEVTRUST_BIN"] != nil { return [defaultPath] }
+        let release = Repository.path(".build/release/devtrust")
+        return [defaultPath] + (ExternalTool.isCI || isNewerThanTheSources(release) ? [release] : [])
+    }
+
+    /// False for a listed release build that is missing or older than the sources.
+    public static func isCurrent(_ path: String) -> Bool {
+        path == defaultPath || isNewerThanTheSources(path)
+    }
+
+    /// Whether the file was modified after everything under Sources/ and Package.swift.
+    public static func isNewerThanTheSources(_ path: String) -> Bool {
+        func modified(_ path: String) -> Date? {
+            (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+        }
+        guard let built = modified(path) else { return false }
+        let sources = Repository.path("Sources")
+        let files = (FileManager.default.enumerator(atPath: sources)?.allObjects as? [String] ?? []).map { sources + "/" + $0 }
+        return (files + [Repository.path("Package.swift")]).allSatisfy { (modified($0) ?? .distantPast) < built }
+    }
+
     public init(keystore: String, path: String = DevtrustBinary.defaultPath) {
         self.path = path
         self.keystore = keystore

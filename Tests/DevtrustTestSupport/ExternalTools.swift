@@ -10,6 +10,7 @@ public enum ExternalTool: String, Sendable {
     case jose = "/usr/bin/jose"
     /// For the small C libraries some tests preload (Tests/Interop/*.c).
     case cc = "/usr/bin/gcc"
+    case valgrind = "/usr/bin/valgrind"
 
     public static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 

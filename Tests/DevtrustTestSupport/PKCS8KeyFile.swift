@@ -17,16 +17,25 @@ public struct PKCS8KeyFile: Sendable {
         publicPoint = Array(der[(pointAt + 3)..<(pointAt + 68)])
     }
 
-    /// One damage each; `none` is the valid file.
+    /// One damage each; `none` is the valid file, and so is `compressedPublicKey` (RFC 5915 allows it).
     public enum Damage: String, CaseIterable, Sendable {
-        case none
+        case none, compressedPublicKey
         case bytesAfterTheFile, byteInPrivateKeyInfo, byteInAlgorithm, byteAfterECPrivateKey, byteInECPrivateKey, byteInPublicKey
-        case parametersOfAnotherCurve, zeroScalar, scalarEqualToTheOrder, scalarAboveTheOrder, shortScalar
+        case parametersOfAnotherCurve, zeroScalar, scalarEqualToTheOrder, scalarAboveTheOrder, shortScalar, ecPrivateKeyVersion0
+
+        public var isValid: Bool { self == .none || self == .compressedPublicKey }
+
+        /// Whether `openssl pkcs8 -topk8 -nocrypt` writes the key again as strict
+        /// PKCS#8 (it leaves out what follows an element and pads a short scalar);
+        /// of the others it gives the same bytes back, or cannot read them.
+        public var openSSLRewritesIt: Bool {
+            self == .bytesAfterTheFile || self == .byteAfterECPrivateKey || self == .shortScalar
+        }
 
         /// What the refusal says (part of it).
         public var refusal: String {
             switch self {
-            case .none: return ""
+            case .none, .compressedPublicKey: return ""
             case .bytesAfterTheFile, .byteInPrivateKeyInfo: return "PrivateKeyInfo: 1 unexpected byte(s) at the end"
             case .byteInAlgorithm: return "algorithm: 1 unexpected byte(s) at the end"
             case .byteAfterECPrivateKey, .byteInECPrivateKey: return "ECPrivateKey: 1 unexpected byte(s) at the end"
@@ -34,6 +43,7 @@ public struct PKCS8KeyFile: Sendable {
             case .parametersOfAnotherCurve: return "the ECPrivateKey parameters name another curve than P-256"
             case .zeroScalar, .scalarEqualToTheOrder, .scalarAboveTheOrder: return "the private key is zero or not below the order of the P-256 group"
             case .shortScalar: return "the private key is 31 bytes, not 32"
+            case .ecPrivateKeyVersion0: return "ECPrivateKey version is not 1"
             }
         }
     }
@@ -54,8 +64,16 @@ public struct PKCS8KeyFile: Sendable {
         default: break
         }
         let parameters = damage == .parametersOfAnotherCurve ? DERWriter.element(tag: 0xA0, Self.secp384r1) : []
-        let publicKey = publicPoint.map { DERWriter.element(tag: 0xA1, DERWriter.element(tag: 0x03, [0] + $0) + extra(.byteInPublicKey)) } ?? []
-        let ecPrivateKey = DERWriter.element(tag: 0x30, DERWriter.unsignedInteger(1) + DERWriter.element(tag: 0x04, privateKey)
+        var point = publicPoint
+        switch damage {
+        case .compressedPublicKey: point = publicPoint.map { [0x02 | $0[64] & 1] + $0[1..<33] }
+        // As if the scalar's first byte were a zero left out: without the public key, which it would no longer match.
+        case .shortScalar: point = nil
+        default: break
+        }
+        let publicKey = point.map { DERWriter.element(tag: 0xA1, DERWriter.element(tag: 0x03, [0] + $0) + extra(.byteInPublicKey)) } ?? []
+        let version: UInt64 = damage == .ecPrivateKeyVersion0 ? 0 : 1
+        let ecPrivateKey = DERWriter.element(tag: 0x30, DERWriter.unsignedInteger(version) + DERWriter.element(tag: 0x04, privateKey)
                                             + parameters + publicKey + extra(.byteInECPrivateKey)) + extra(.byteAfterECPrivateKey)
         let algorithm = DERWriter.element(tag: 0x30, Self.ecPublicKey + Self.prime256v1 + extra(.byteInAlgorithm))
         return DERWriter.element(tag: 0x30, DERWriter.unsignedInteger(0) + algorithm + DERWriter.element(tag: 0x04, ecPrivateKey)

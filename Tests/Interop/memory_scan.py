@@ -3,15 +3,30 @@
 ending in ":" or "]"), searches the process's memory (/proc/PID/mem, every
 readable mapping) for byte strings, then answers the prompt with Enter.
 
-Usage: memory_scan.py PROMPTS COMMAND... -- NAME=HEX...
-       memory_scan.py stderr COMMAND... -- NAME=HEX...
+Usage: memory_scan.py PROMPTS COMMAND... -- NEEDLE...
+       memory_scan.py stderr COMMAND... -- NEEDLE...
 The second form is for a command that asks nothing: its stderr is a pipe
 already full, so the command stops at the first thing it reports (as behind
 a slow reader); the scan runs there, then the pipe is drained.
-Prints one JSON object: {"prompts": [{"text": "...", "found": {"NAME": ["[heap]", ...]}}, ...]};
+
+A NEEDLE is NAME=HEX (the whole byte string, reported once per mapping that
+holds it) or NAME~W=HEX: any W or more consecutive bytes of it, at any offset
+(what is left of a freed buffer whose start the allocator overwrote, a few
+bytes a register spill left on a stack), reported once per run found, with its
+length: {"mapping": "[heap]", "length": 16}.
+A NEEDLE @PATH (a glob, read when the scan runs, so that it can name a key
+devtrust has just written) is a software key's PKCS#8 PEM file, which gives
+four: "scalar" and "scalar-reversed" (the private key, and its bytes in the
+order a BIGNUM holds them on a little-endian machine), any 8 bytes of them;
+"pem-text" and "pem-base64", the base64 characters that encode the scalar in
+the file's text (with its line break) and joined as a PEM decoder joins them,
+any 12 of them. The scalar is read by python3-cryptography, not devtrust.
+Prints one JSON object: {"prompts": [{"text": "...", "found": {"NAME": [...]}}, ...]};
 "found" is null when the process's memory cannot be read at all.
 """
+import base64
 import fcntl
+import glob
 import json
 import os
 import pty
@@ -22,9 +37,65 @@ import sys
 import time
 
 
+def key_needles(pattern):
+    """The needles of a software key's PKCS#8 PEM file (see above)."""
+    from cryptography.hazmat.primitives import serialization
+    paths = glob.glob(pattern)
+    if len(paths) != 1:
+        raise SystemExit("memory_scan.py: %s names %d files" % (pattern, len(paths)))
+    text = open(paths[0], "rb").read()
+    scalar = serialization.load_pem_private_key(text, None).private_numbers().private_value.to_bytes(32, "big")
+    lines, offset, body, places = text.split(b"\n"), 0, b"", []
+    inside = False
+    for line in lines:
+        content = line.strip(b" \t\r")
+        if content == b"-----BEGIN PRIVATE KEY-----":
+            inside = True
+        elif content == b"-----END PRIVATE KEY-----":
+            inside = False
+        elif inside:
+            start = offset + line.index(content) if content else offset
+            body += content
+            places += range(start, start + len(content))
+        offset += len(line) + 1
+    der = base64.b64decode(body)
+    at = der.find(b"\x04\x20" + scalar) + 2
+    # The base64 characters holding bits of the scalar (6 bits each).
+    first, last = 8 * at // 6, (8 * (at + 32) - 1) // 6
+    return {
+        "scalar": (scalar, 8), "scalar-reversed": (scalar[::-1], 8),
+        "pem-text": (text[places[first]:places[last] + 1], 12), "pem-base64": (body[first:last + 1], 12),
+    }
+
+
+def runs(data, secret, window):
+    """{address in data: length} of every run of >= window bytes of secret.
+    Every such run holds one of the secret's blocks of ceil(window / 2) bytes
+    at a multiple of that size, so those blocks are searched, then extended."""
+    block = (window + 1) // 2
+    found = {}
+    for start in range(0, len(secret) - block + 1, block):
+        at = data.find(secret[start:start + block])
+        while at >= 0:
+            before = 0
+            while before < start and at - before > 0 and data[at - before - 1] == secret[start - before - 1]:
+                before += 1
+            after = block
+            while start + after < len(secret) and at + after < len(data) and data[at + after] == secret[start + after]:
+                after += 1
+            if before + after >= window:
+                found[at - before] = max(found.get(at - before, 0), before + after)
+            at = data.find(secret[start:start + block], at + 1)
+    return found
+
+
 def scan(pid, needles):
     """{"NAME": [mappings]}; None when this process may not read the other's memory."""
     found = {}
+    for label, (needle, window) in list(needles.items()):
+        if label.startswith("@"):
+            del needles[label]
+            needles.update(key_needles(label[1:]))
     try:
         maps, memory = open("/proc/%d/maps" % pid), open("/proc/%d/mem" % pid, "rb", 0)
         memory.seek(0)
@@ -43,9 +114,13 @@ def scan(pid, needles):
                 data = memory.read(end - start)
             except (OSError, ValueError, OverflowError):
                 continue
-            for label, needle in needles.items():
-                if needle in data:
-                    found.setdefault(label, []).append(name or "anonymous")
+            for label, (needle, window) in needles.items():
+                if window is None:
+                    if needle in data:
+                        found.setdefault(label, []).append(name or "anonymous")
+                    continue
+                for _, length in sorted(runs(data, needle, window).items()):
+                    found.setdefault(label, []).append({"mapping": name or "anonymous", "length": length})
     return found
 
 
@@ -100,8 +175,14 @@ def scan_at_stalled_stderr(command, needles):
 
 def main(arguments):
     split = arguments.index("--")
-    command, needles = arguments[1:split], dict(item.split("=", 1) for item in arguments[split + 1:])
-    needles = {label: bytes.fromhex(value) for label, value in needles.items()}
+    command, needles = arguments[1:split], {}
+    for item in arguments[split + 1:]:
+        if item.startswith("@"):
+            needles[item] = (None, None)
+            continue
+        label, value = item.split("=", 1)
+        label, _, window = label.partition("~")
+        needles[label] = (bytes.fromhex(value), int(window) if window else None)
     if arguments[0] == "stderr":
         print(json.dumps({"prompts": scan_at_stalled_stderr(command, needles)}))
         return
