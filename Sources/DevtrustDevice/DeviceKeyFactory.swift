@@ -90,24 +90,34 @@ public enum DeviceKeyFactory {
 
     /// What makes a refused PKCS#8 file importable: a command only where it gives something else back.
     private static func advice(_ cause: KeyFileError.Cause, source: String) -> String {
+        let converted = convertedName(source)
         switch cause {
         case .damaged:
             return "the file is damaged, or its writer does not follow PKCS#8 and RFC 5915: export the key again"
         case .notP256:
             return "devtrust's device keys are P-256 (ES256): import a P-256 key, or let devtrust init make one"
         case .openSSLRewrites:
-            return "OpenSSL reads it and writes it as devtrust reads it: openssl pkcs8 -topk8 -nocrypt -in \(shellQuoted(source)) -out key.pem"
+            return "OpenSSL reads it and writes it as devtrust reads it: openssl pkcs8 -topk8 -nocrypt -in \(shellQuoted(source)) -out \(shellQuoted(converted)), then import \(shellQuoted(converted))"
+        case .explicitCurve:
+            return "for a P-256 key, OpenSSL names the curve: openssl ec -in \(shellQuoted(source)) -param_enc named_curve | openssl pkcs8 -topk8 -nocrypt -out \(shellQuoted(converted)), then import \(shellQuoted(converted))"
         }
+    }
+
+    /// Where the advice's command writes the converted key: beside the source,
+    /// never the source itself (openssl opens its output before it reads its input).
+    static func convertedName(_ source: String) -> String {
+        (source.hasSuffix(".pem") ? String(source.dropLast(4)) : source) + ".pkcs8.pem"
     }
 
     /// A private key block other than PKCS#8 and TSS2, and the command that converts it where one does.
     private static func refusal(ofBlock label: String, source: String) -> String {
-        let convert = "openssl pkcs8 -topk8 -nocrypt -in \(shellQuoted(source)) -out key.pem"
+        let converted = convertedName(source)
+        let convert = "openssl pkcs8 -topk8 -nocrypt -in \(shellQuoted(source)) -out \(shellQuoted(converted))"
         switch label {
         case "ENCRYPTED PRIVATE KEY":
-            return "\(source) is an encrypted PKCS#8 key; devtrust imports it unencrypted (its keystore file is readable by you alone): \(convert) decrypts it (it asks for the passphrase)"
+            return "\(source) is an encrypted PKCS#8 key; devtrust imports it unencrypted (its keystore file is readable by you alone): \(convert) decrypts it (it asks for the passphrase); then import \(shellQuoted(converted))"
         case "EC PRIVATE KEY":
-            return "\(source) is an EC PRIVATE KEY (SEC1) file; devtrust imports PKCS#8: \(convert) converts it"
+            return "\(source) is an EC PRIVATE KEY (SEC1) file; devtrust imports PKCS#8: \(convert) converts it; then import \(shellQuoted(converted))"
         default:
             return "\(source) holds a -----BEGIN \(label)----- block: devtrust imports a PKCS#8 P-256 key (-----BEGIN PRIVATE KEY-----) or a TSS2 PRIVATE KEY"
         }

@@ -232,8 +232,10 @@ public enum PEM {
                     // Which line, not which character: the text is a key's.
                     let offset = if case let .invalidCharacter(_, offset) = error.reason { offset } else { body.count - 1 }
                     var lineEnd = 0
-                    let line = lines[(beginLine + 1)...].firstIndex { lineEnd += trimmed($0).count; return offset < lineEnd }
-                    throw PEMError(label: label, reason: .notBase64(line: (line ?? beginLine + 1) - beginLine))
+                    let line = lines[(beginLine + 1)...].firstIndex { lineEnd += trimmed($0).count; return offset < lineEnd } ?? beginLine + 1
+                    // Counted in the file's lines, blank ones too.
+                    let newlines = { (slice: ArraySlice<UInt8>) in bytes[..<slice.startIndex].reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) } }
+                    throw PEMError(label: label, reason: .notBase64(line: newlines(lines[line]) - newlines(lines[beginLine])))
                 }
             }
             body += content

@@ -38,6 +38,8 @@ public struct KeyFileError: Error, Equatable, Sendable, CustomStringConvertible 
         /// OpenSSL reads it and writes it again as the strict PKCS#8 devtrust reads
         /// (bytes after an element, a scalar shorter than 32 bytes).
         case openSSLRewrites
+        /// A P-256 key whose curve is spelled out as parameters rather than named.
+        case explicitCurve
     }
 
     public let message: String

@@ -60,6 +60,9 @@ enum PKCS8 {
             guard algorithmOID == ecPublicKeyOID else {
                 throw KeyFileError(message: otherAlgorithms[algorithmOID] ?? "not an EC key", cause: .notP256)
             }
+            if algorithm.nextTag == 0x30 {
+                throw KeyFileError(message: "its curve is given by explicit parameters, not named", cause: .explicitCurve)
+            }
             let curve = algorithm.nextTag == 0x06 ? try algorithm.read(tag: 0x06, "curve") : nil
             guard curve == prime256v1OID else {
                 throw KeyFileError(message: curve.flatMap { otherCurves[$0] } ?? "not a key on the P-256 curve (prime256v1, named)", cause: .notP256)
@@ -85,9 +88,11 @@ enum PKCS8 {
             try openSSLRewrites { () throws(DERError) in try outer.expectEnd("ECPrivateKey") }
             guard try sequence.readUnsignedInteger("ECPrivateKey version") == 1 else { throw DERError("ECPrivateKey version is not 1") }
             scalar = try sequence.read(tag: 0x04, "private key")
-            // OpenSSL reads a shorter scalar (leading zeros left out) and writes it in 32 bytes.
+            // OpenSSL reads a shorter scalar (leading zeros left out), or one with a
+            // leading zero byte more, and writes it in 32 bytes.
             guard scalar.count == 32 else {
-                throw KeyFileError(message: "the private key is \(scalar.count) bytes, not 32", cause: scalar.count < 32 ? .openSSLRewrites : .damaged)
+                let rewritable = scalar.count < 32 || (scalar.count == 33 && scalar[0] == 0)
+                throw KeyFileError(message: "the private key is \(scalar.count) bytes, not 32", cause: rewritable ? .openSSLRewrites : .damaged)
             }
             guard devtrust_p256_scalar_in_range(scalar) == 1 else {
                 throw DERError("the private key is zero or not below the order of the P-256 group")
@@ -104,9 +109,10 @@ enum PKCS8 {
                 var publicKey = try sequence.readConstructed(tag: 0xA1, "publicKey")
                 let bits = try publicKey.read(tag: 0x03, "publicKey BIT STRING")
                 try publicKey.expectEnd("publicKey")
-                let uncompressed = bits.count == 66 && bits[1] == 0x04, compressed = bits.count == 34 && (bits[1] == 0x02 || bits[1] == 0x03)
-                guard bits.first == 0, uncompressed || compressed else {
-                    throw DERError("the public key is not a P-256 point (SEC1, uncompressed or compressed)")
+                // SEC1 allows the point uncompressed (04), compressed (02, 03) or hybrid (06, 07): OpenSSL reads each.
+                let full = bits.count == 66 && [0x04, 0x06, 0x07].contains(bits[1]), compressed = bits.count == 34 && (bits[1] == 0x02 || bits[1] == 0x03)
+                guard bits.first == 0, full || compressed else {
+                    throw DERError("the public key is not a P-256 point (SEC1: uncompressed, compressed or hybrid)")
                 }
                 publicPoint = Array(bits.dropFirst())
             }

@@ -58,22 +58,29 @@ import Testing
 
     /// Keys of other kinds, other formats and unreadable blocks: each named,
     /// with the command that converts it where one does (which the test runs).
-    @Test(arguments: ["rsa", "p384", "ed25519", "sec1", "encrypted", "badBase64"])
+    @Test(arguments: ["rsa", "p384", "ed25519", "sec1", "sec1 in key.pem", "encrypted", "explicit", "badBase64"])
     func otherKeysAreNamedAndConvertedWhereTheyCanBe(kind: String) throws {
         let setup = Setup()
-        let path = setup.directory.file("it's a key.pem")
+        // key.pem: the advice must not write over the file it converts (openssl opens its output first).
+        let name = kind == "sec1 in key.pem" ? "key.pem" : "it's a key.pem"
+        let path = setup.directory.file(name)
         let p256 = setup.directory.file("p256.pem")
         let openssl: [String]
         switch kind {
         case "rsa": openssl = ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024", "-out", path]
         case "p384": openssl = ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384", "-out", path]
         case "ed25519": openssl = ["genpkey", "-algorithm", "ED25519", "-out", path]
-        case "sec1": openssl = ["ec", "-in", p256, "-out", path]
+        case "sec1", "sec1 in key.pem": openssl = ["ec", "-in", p256, "-out", path]
         case "encrypted": openssl = ["pkcs8", "-topk8", "-in", p256, "-passout", "pass:correct horse", "-out", path]
         default: openssl = ["pkey", "-in", p256, "-out", path]
         }
         #expect(try ExternalTool.openssl.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", p256]).status == 0)
-        #expect(try ExternalTool.openssl.run(openssl).status == 0)
+        if kind == "explicit" {
+            #expect(try ProcessRunner.run("/bin/sh", ["-c", "openssl ec -in p256.pem -param_enc explicit | openssl pkcs8 -topk8 -nocrypt -out \"$1\"", "sh", path],
+                                          currentDirectory: setup.directory.path).status == 0)
+        } else {
+            #expect(try ExternalTool.openssl.run(openssl).status == 0)
+        }
         if kind == "badBase64" {
             var lines = String(decoding: try #require(setup.directory.read("it's a key.pem")), as: UTF8.self).split(separator: "\n").map(String.init)
             lines[2] = "!" + lines[2].dropFirst()
@@ -87,9 +94,14 @@ import Testing
         case "rsa": #expect(result.stderr == "devtrust: error: \(path): not a PKCS#8 P-256 private key: an RSA key" + notP256)
         case "p384": #expect(result.stderr == "devtrust: error: \(path): not a PKCS#8 P-256 private key: a key on P-384" + notP256)
         case "ed25519": #expect(result.stderr == "devtrust: error: \(path): not a PKCS#8 P-256 private key: an Ed25519 key" + notP256)
-        case "sec1":
+        case "sec1", "sec1 in key.pem":
             #expect(result.stderr.hasPrefix("devtrust: error: \(path) is an EC PRIVATE KEY (SEC1) file; devtrust imports PKCS#8: "), "\(result)")
-            try Self.expectTheAdviceWorks(result.stderr, setup)
+            let original = setup.directory.read(name)
+            try Self.expectTheAdviceWorks(result.stderr, setup, converting: name)
+            #expect(setup.directory.read(name) == original, "the advice wrote over the key it converts")
+        case "explicit":
+            #expect(result.stderr.hasPrefix("devtrust: error: \(path): not a PKCS#8 P-256 private key: its curve is given by explicit parameters"), "\(result)")
+            try Self.expectTheAdviceWorks(result.stderr, setup, from: "openssl ec -in ")
         case "encrypted":
             #expect(result.stderr.hasPrefix("devtrust: error: \(path) is an encrypted PKCS#8 key; devtrust imports it unencrypted"), "\(result)")
             try Self.expectTheAdviceWorks(result.stderr, setup, adding: " -passin 'pass:correct horse'")
@@ -99,15 +111,20 @@ import Testing
         }
     }
 
-    /// Runs the `openssl pkcs8 ...` command a refusal gives, through the shell, then imports what it wrote.
-    static func expectTheAdviceWorks(_ stderr: String, _ setup: Setup, adding extra: String = "",
+    /// Runs the command a refusal gives, through the shell, then imports
+    /// what it wrote: the file it names after "then import", beside the source.
+    static func expectTheAdviceWorks(_ stderr: String, _ setup: Setup, converting source: String = "it's a key.pem",
+                                     from commandStart: String = "openssl pkcs8 -topk8 -nocrypt -in ", adding extra: String = "",
                                      sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let start = try #require(stderr.range(of: "openssl pkcs8 -topk8 -nocrypt -in "), "no command in \(stderr)", sourceLocation: sourceLocation)
-        let end = try #require(stderr.range(of: " -out key.pem", range: start.upperBound..<stderr.endIndex), sourceLocation: sourceLocation)
+        let start = try #require(stderr.range(of: commandStart), "no command in \(stderr)", sourceLocation: sourceLocation)
+        let converted = source.dropLast(4) + ".pkcs8.pem"
+        let outName = shellQuoted(setup.directory.file(String(converted)))
+        let end = try #require(stderr.range(of: "-out " + outName, range: start.upperBound..<stderr.endIndex), "\(outName) not in \(stderr)", sourceLocation: sourceLocation)
         let command = String(stderr[start.lowerBound..<end.upperBound]) + extra
-        let converted = try ProcessRunner.run("/bin/sh", ["-c", command], currentDirectory: setup.directory.path)
-        #expect(converted.status == 0, "\(command): \(converted)", sourceLocation: sourceLocation)
-        let imported = try setup.cli.run("init", "--import", setup.directory.file("key.pem"))
+        let result = try ProcessRunner.run("/bin/sh", ["-c", command], currentDirectory: setup.directory.path)
+        #expect(result.status == 0, "\(command): \(result)", sourceLocation: sourceLocation)
+        #expect(stderr.contains("then import " + outName), "\(stderr)", sourceLocation: sourceLocation)
+        let imported = try setup.cli.run("init", "--import", setup.directory.file(String(converted)))
         #expect(imported.status == 0, "after \(command): \(imported)", sourceLocation: sourceLocation)
     }
 

@@ -30,6 +30,12 @@ import Testing
         #expect(throws: PEMError(label: "PRIVATE KEY", reason: .notBase64(line: 2))) {
             try PEM.block(Array(lines.joined(separator: "\n").utf8), label: "PRIVATE KEY")
         }
+        // Blank lines count: the bad line is the third of the file's lines after BEGIN.
+        var spaced = lines
+        spaced.insert("", at: 1)
+        #expect(throws: PEMError(label: "PRIVATE KEY", reason: .notBase64(line: 3))) {
+            try PEM.block(Array(spaced.joined(separator: "\n").utf8), label: "PRIVATE KEY")
+        }
         lines[2] = String(lines[2].dropFirst())
         #expect(throws: PEMError(label: "PRIVATE KEY", reason: .notBase64(line: 3))) {
             try PEM.block(Array(lines.joined(separator: "\n").utf8), label: "PRIVATE KEY")

@@ -19,23 +19,24 @@ public struct PKCS8KeyFile: Sendable {
 
     /// One damage each; `none` is the valid file, and so is `compressedPublicKey` (RFC 5915 allows it).
     public enum Damage: String, CaseIterable, Sendable {
-        case none, compressedPublicKey
+        case none, compressedPublicKey, hybridPublicKey, leadingZeroScalar
         case bytesAfterTheFile, byteInPrivateKeyInfo, byteInAlgorithm, byteAfterECPrivateKey, byteInECPrivateKey, byteInPublicKey
         case parametersOfAnotherCurve, zeroScalar, scalarEqualToTheOrder, scalarAboveTheOrder, shortScalar, ecPrivateKeyVersion0
 
-        public var isValid: Bool { self == .none || self == .compressedPublicKey }
+        public var isValid: Bool { self == .none || self == .compressedPublicKey || self == .hybridPublicKey }
 
         /// Whether `openssl pkcs8 -topk8 -nocrypt` writes the key again as strict
         /// PKCS#8 (it leaves out what follows an element and pads a short scalar);
         /// of the others it gives the same bytes back, or cannot read them.
         public var openSSLRewritesIt: Bool {
-            self == .bytesAfterTheFile || self == .byteAfterECPrivateKey || self == .shortScalar
+            self == .bytesAfterTheFile || self == .byteAfterECPrivateKey || self == .shortScalar || self == .leadingZeroScalar
         }
 
         /// What the refusal says (part of it).
         public var refusal: String {
             switch self {
-            case .none, .compressedPublicKey: return ""
+            case .none, .compressedPublicKey, .hybridPublicKey: return ""
+            case .leadingZeroScalar: return "the private key is 33 bytes, not 32"
             case .bytesAfterTheFile, .byteInPrivateKeyInfo: return "PrivateKeyInfo: 1 unexpected byte(s) at the end"
             case .byteInAlgorithm: return "algorithm: 1 unexpected byte(s) at the end"
             case .byteAfterECPrivateKey, .byteInECPrivateKey: return "ECPrivateKey: 1 unexpected byte(s) at the end"
@@ -61,12 +62,14 @@ public struct PKCS8KeyFile: Sendable {
         case .scalarEqualToTheOrder: privateKey = Self.order
         case .scalarAboveTheOrder: privateKey = Self.order; privateKey[31] += 1
         case .shortScalar: privateKey = Array(scalar.dropFirst())
+        case .leadingZeroScalar: privateKey = [0] + scalar
         default: break
         }
         let parameters = damage == .parametersOfAnotherCurve ? DERWriter.element(tag: 0xA0, Self.secp384r1) : []
         var point = publicPoint
         switch damage {
         case .compressedPublicKey: point = publicPoint.map { [0x02 | $0[64] & 1] + $0[1..<33] }
+        case .hybridPublicKey: point = publicPoint.map { [0x06 | $0[64] & 1] + $0[1...] }
         // As if the scalar's first byte were a zero left out: without the public key, which it would no longer match.
         case .shortScalar: point = nil
         default: break
