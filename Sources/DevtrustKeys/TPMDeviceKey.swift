@@ -129,7 +129,8 @@ public struct TPMDeviceKey: DeviceKey {
             do {
                 recreated = try context.recreate(record)
             } catch .ownerAuthorizationRequired {
-                throw .parentNeedsOwner(handle: handle, commands: record.recreationCommands(ownerPassword: true), replaced: false)
+                throw .parentNeedsOwner(handle: handle, command: record.recreationCommand(zeroUnique: nil, ownerPassword: true)
+                    ?? TPMHandle.standardStorageRootKeyCommand(handle, ownerPassword: true), replaced: false)
             }
             guard let recreated else { throw .storageRootKeyChanged(standardTemplate: record.isStandardStorageRootKey) }
             primary = recreated.object
@@ -167,7 +168,8 @@ public struct TPMDeviceKey: DeviceKey {
         do {
             copy = try context.recreate(record)
         } catch .ownerAuthorizationRequired {
-            throw .parentNeedsOwner(handle: keyFile.parent, commands: record.recreationCommands(ownerPassword: true), replaced: true)
+            throw .parentNeedsOwner(handle: keyFile.parent, command: record.recreationCommand(zeroUnique: nil, ownerPassword: true)
+                ?? TPMHandle.standardStorageRootKeyCommand(keyFile.parent, ownerPassword: true), replaced: true)
         }
         guard let copy else { throw .storageRootKeyChanged(standardTemplate: record.isStandardStorageRootKey) }
         let handle = TPMHandle.format(keyFile.parent)

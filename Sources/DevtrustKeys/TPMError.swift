@@ -68,7 +68,7 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The parent is gone from its handle (or another object sits there) and
     /// the owner hierarchy has a password, so devtrust cannot make it again;
     /// `command` does, with the password.
-    case parentNeedsOwner(handle: UInt32, commands: [String], replaced: Bool)
+    case parentNeedsOwner(handle: UInt32, command: String, replaced: Bool)
     /// The TPM refused an authorization in a salted session: the key (or its
     /// parent) has a password, or the TPM cannot derive the session's key.
     case authorizationRefused(operation: String)
@@ -104,11 +104,10 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .storageRootKeyChanged(standardTemplate):
             let unusual = standardTemplate ? "" : " (or, since it was not devtrust's template, the parent was made in a way devtrust cannot repeat: then making it again at its handle brings the key back)"
             return "the TPM cannot make again the storage root key the device key was made under (from the recorded template it derives a key with another name than the one recorded at `devtrust init`): the TPM was cleared, which destroys every key made in it, or this keystore comes from another machine\(unusual). The key is lost: run `devtrust init --force` and register this device again."
-        case let .parentNeedsOwner(handle, commands, replaced):
-            let what = replaced ? "another program's key sits at \(TPMHandle.format(handle)), where the storage root key the device key was made under was" : "the storage root key the device key was made under is gone from \(TPMHandle.format(handle))"
-            let first = commands.first ?? TPMHandle.standardStorageRootKeyCommand(handle, ownerPassword: true)
-            let second = commands.dropFirst().first.map { " (if it does not, the key was made from a template with a zero-filled unique field, as TCG-style ones are: \($0))" } ?? ""
-            return "\(what), and the owner hierarchy has a password, so devtrust cannot make it again. The device key is not lost: whoever knows the password can\(replaced ? ", once that program's key is moved elsewhere," : ""): \(first); `devtrust token` then works again\(second)."
+        case let .parentNeedsOwner(handle, command, replaced):
+            let what = replaced ? "another key sits at \(TPMHandle.format(handle)), where the storage root key the device key was made under was" : "the storage root key the device key was made under is gone from \(TPMHandle.format(handle))"
+            let who = replaced ? "whoever knows the password can, once that other key is moved elsewhere, run" : "whoever knows the password can run"
+            return "\(what), and the owner hierarchy has a password, so devtrust cannot make it again. The device key is not lost: \(who): \(command); `devtrust token` then works again."
         case let .authorizationRefused(operation):
             return "the TPM refused the authorization for \(operation): the key or its parent has a password (devtrust uses none), or the TPM cannot verify devtrust's session, salted to the storage root key (it is not the TPM that key belongs to, or something between them interferes). For keys without noDA, each refusal counts towards the TPM's dictionary-attack lockout: find the cause before trying again."
         case let .responseNotAuthentic(operation):

@@ -54,35 +54,43 @@ public struct TPMParentRecord: Equatable, Sendable {
 
     /// The tpm2-tools commands that make this parent again, from the same
     /// template, at its handle. `zeroUnique`: whether its template's unique
-    /// field was zero-filled (TCG style) rather than empty.
-    public func recreationCommand(zeroUnique: Bool, ownerPassword: Bool) -> String? {
+    /// field was zero-filled (TCG style) rather than empty; nil when devtrust
+    /// could not try (an owner password): then the command makes the empty one,
+    /// checks its name against the recorded one, and makes the other if needed.
+    public func recreationCommand(zeroUnique: Bool?, ownerPassword: Bool) -> String? {
         guard var value = try? unmarshalledPublic() else { return nil }
         var summary = devtrust_template_summary()
         guard devtrust_template_summary(&value, &summary) == 1 else { return nil }
-        let algorithm = (summary.type == 0x0023 ? "ecc" : "rsa") + "\(summary.key_bits):aes\(summary.symmetric_bits)cfb"
+        let isECC = summary.type == 0x0023
+        let algorithm = (isECC ? "ecc" : "rsa") + "\(summary.key_bits):aes\(summary.symmetric_bits)cfb"
         let hashes: [UInt16: String] = [0x0004: "sha1", 0x000B: "sha256", 0x000C: "sha384", 0x000D: "sha512"]
         let names: [(UInt32, String)] = [(0x2, "fixedtpm"), (0x4, "stclear"), (0x10, "fixedparent"), (0x20, "sensitivedataorigin"),
                                          (0x40, "userwithauth"), (0x80, "adminwithpolicy"), (0x400, "noda"), (0x800, "encryptedduplication"),
                                          (0x10000, "restricted"), (0x20000, "decrypt"), (0x40000, "sign")]
         let attributes = names.filter { summary.attributes & $0.0 != 0 }.map(\.1).joined(separator: "|")
         let password = ownerPassword ? " -P PASSWORD" : ""
-        // tpm2-tools reads -u into the TPMU_PUBLIC_ID structure as it lies in
-        // memory: a little-endian size, then the whole buffer (128 bytes per ECC
-        // coordinate, 512 for an RSA modulus), zeros here.
+        // tpm2-tools reads -u into the TPMU_PUBLIC_ID structure: a little-endian
+        // size, then the bytes (an ECC coordinate's whole 128-byte buffer; for
+        // RSA, at most the modulus), zeros here.
         let size = summary.zero_unique_size
-        let buffer = summary.type == 0x0023 ? 128 : 512
-        let field = "printf '" + octal(UInt8(size & 0xFF)) + octal(UInt8(size >> 8)) + "'; head -c \(buffer) /dev/zero"
-        let unique = "{ " + (summary.type == 0x0023 ? field + "; " + field : field) + "; } > unique.bin && "
+        let field = "printf '" + octal(UInt8(size & 0xFF)) + octal(UInt8(size >> 8)) + "'; head -c \(isECC ? 128 : Int(size)) /dev/zero"
+        let unique = "{ " + (isECC ? field + "; " + field : field) + "; } > unique.bin && "
         let create = "tpm2_createprimary -C o\(password) -g \(hashes[summary.name_algorithm] ?? "sha256") -G \(algorithm) -a '\(attributes)'"
-        let evict = " -c parent.ctx && tpm2_evictcontrol -C o\(password) -c parent.ctx \(TPMHandle.format(handle))"
-        return zeroUnique ? unique + create + " -u unique.bin" + evict : create + evict
+        let evict = "tpm2_evictcontrol -C o\(password) -c parent.ctx \(TPMHandle.format(handle))"
+        switch zeroUnique {
+        case true?: return unique + create + " -u unique.bin -c parent.ctx && " + evict
+        case false?: return create + " -c parent.ctx && " + evict
+        case nil:
+            let recorded = name.map(hexDigits).joined()
+            return create + " -c parent.ctx >/dev/null && tpm2_readpublic -c parent.ctx -n parent.name >/dev/null && "
+                + "if [ \"$(od -An -v -tx1 parent.name | tr -d ' \\n')\" != \(recorded) ]; then tpm2_flushcontext -t; "
+                + unique + create + " -u unique.bin -c parent.ctx >/dev/null; fi && " + evict
+        }
     }
 
-    /// The commands that make this parent again when devtrust cannot tell how
-    /// its template's unique field was filled: the empty one (tpm2-tools',
-    /// devtrust's), then the zero-filled one (TCG style).
-    public func recreationCommands(ownerPassword: Bool) -> [String] {
-        [false, true].compactMap { recreationCommand(zeroUnique: $0, ownerPassword: ownerPassword) }
+    private func hexDigits(_ byte: UInt8) -> String {
+        let digits = Array("0123456789abcdef")
+        return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
     }
 
     /// A byte as printf's octal escape (POSIX sh's printf has no \x).

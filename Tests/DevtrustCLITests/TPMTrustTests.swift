@@ -207,20 +207,39 @@ import Testing
 
     /// The parent is gone and the owner hierarchy has a password: devtrust
     /// says where the key must go back (its own handle) and how, and that
-    /// `token` then works, not "run init".
-    @Test func aParentGoneBehindAnOwnerPasswordGetsTheRightCommand() throws {
+    /// `token` then works, not "run init". Its own SRK (made at 0x81000002
+    /// here), and a TCG-style one (unique zero-filled) whose template devtrust
+    /// could not tell apart from the empty one without trying.
+    @Test(arguments: ["devtrust", "tcg"])
+    func aParentGoneBehindAnOwnerPasswordGetsTheRightCommand(srk: String) throws {
         let setup = try Setup()
-        try setup.tpm.persistPrimary(["-C", "o", "-G", "ecc256:ecdsa-sha256", "-a", "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|sign"], at: "0x81000001", in: setup.directory)
+        let handle: String
+        if srk == "devtrust" {
+            try setup.tpm.persistPrimary(["-C", "o", "-G", "ecc256:ecdsa-sha256", "-a", "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|sign"], at: "0x81000001", in: setup.directory)
+            handle = "0x81000002"
+        } else {
+            try Self.persistTCGStorageRootKey(setup)
+            handle = "0x81000001"
+        }
         #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
+        #expect(try setup.status()["key"]?.objectValue?["tpmParent"] == .string(handle))
         #expect(try setup.tpm.tool("tpm2_changeauth", ["-c", "owner", "s3cret"]).status == 0)
-        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-P", "s3cret", "-c", "0x81000002"]).status == 0)
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-P", "s3cret", "-c", handle]).status == 0)
         let token = try setup.cli.run("token", "--device-id", "x")
-        #expect(token.status == 6 && token.stderr.contains("is gone from 0x81000002") && token.stderr.contains("-P PASSWORD")
-                && token.stderr.contains("srk.ctx 0x81000002") == false && token.stderr.contains("parent.ctx 0x81000002")
-                && !token.stderr.contains("devtrust init"), "\(token)")
+        #expect(token.status == 6 && token.stderr.contains("is gone from \(handle)") && token.stderr.contains("-P PASSWORD")
+                && token.stderr.contains("parent.ctx \(handle)") && !token.stderr.contains("devtrust init"), "\(token)")
         // Doing what it says brings the key back.
-        let command = try #require(token.stderr.components(separatedBy: "whoever knows the password can: ").dropFirst().first?.components(separatedBy: "; `devtrust token`").first)
+        let command = try #require(token.stderr.components(separatedBy: "whoever knows the password can run: ").dropFirst().first?.components(separatedBy: "; `devtrust token`").first)
         try Self.follow(command.replacingOccurrences(of: "PASSWORD", with: "s3cret"), setup)
+    }
+
+    /// An SRK from a TCG-style template (unique zero-filled, not empty) at 0x81000001, ECC P-256 or RSA 2048.
+    static func persistTCGStorageRootKey(_ setup: Setup, rsa: Bool = false) throws {
+        let tools = ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"]
+        let unique = rsa ? "printf '\\000\\001'; head -c 256 /dev/zero" : "printf '\\040\\000'; head -c 128 /dev/zero; printf '\\040\\000'; head -c 128 /dev/zero"
+        let zeroUnique = "{ \(unique); } > tcg.bin && tpm2_createprimary -C o -g sha256 -G \(rsa ? "rsa2048" : "ecc256"):aes128cfb -a '\(Swtpm.storageRootKeyAttributes)' -u tcg.bin -c tcg.ctx && tpm2_evictcontrol -C o -c tcg.ctx 0x81000001"
+        #expect(try ProcessRunner.run("/bin/sh", ["-c", zeroUnique + " >/dev/null"], environment: tools, currentDirectory: setup.directory.path).status == 0)
+        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
     }
 
     /// `init --force` after the SRK changed under the old key's pin: expected
@@ -313,12 +332,10 @@ import Testing
     /// An SRK made from a TCG-style template (its unique field zero-filled, not
     /// empty) that another program replaced: the command devtrust gives makes
     /// that same key again, not devtrust's own.
-    @Test func aTCGStyleStorageRootKeyIsPutBackByTheGivenCommand() throws {
+    @Test(arguments: ["ecc", "rsa"])
+    func aTCGStyleStorageRootKeyIsPutBackByTheGivenCommand(algorithm: String) throws {
         let setup = try Setup()
-        let tools = ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"]
-        let zeroUnique = "{ printf '\\040\\000'; head -c 128 /dev/zero; printf '\\040\\000'; head -c 128 /dev/zero; } > tcg.bin && tpm2_createprimary -C o -g sha256 -G ecc256:aes128cfb -a '\(Swtpm.storageRootKeyAttributes)' -u tcg.bin -c tcg.ctx && tpm2_evictcontrol -C o -c tcg.ctx 0x81000001"
-        #expect(try ProcessRunner.run("/bin/sh", ["-c", zeroUnique + " >/dev/null"], environment: tools, currentDirectory: setup.directory.path).status == 0)
-        try setup.tpm.tool("tpm2_flushcontext", ["-t"])
+        try Self.persistTCGStorageRootKey(setup, rsa: algorithm == "rsa")
         let made = try setup.cli.run("init", "--backend", "tpm")
         #expect(made.status == 0, "\(made)")
         #expect(try setup.status()["key"]?.objectValue?["tpmParent"] == .string("0x81000001"))
