@@ -46,8 +46,8 @@ public enum DeviceKeyFactory {
         return NewDeviceKey(key: key, file: try key.pkcs8PEM(), notes: [])
     }
 
-    public static func createTPMKey(_ selection: TPMSelection) throws -> NewDeviceKey {
-        let provisioning = try TPMKeyProvisioner.create(selection)
+    public static func createTPMKey(_ selection: TPMSelection, previousParent: TPMParentRecord? = nil) throws -> NewDeviceKey {
+        let provisioning = try TPMKeyProvisioner.create(selection, previousParent: previousParent)
         return NewDeviceKey(key: provisioning.key, file: Array(provisioning.key.keyFile.pem.utf8), tpmParent: provisioning.key.parentMetadata,
                             createdPersistentHandle: provisioning.createdPersistentHandle, notes: provisioning.notes)
     }

@@ -87,7 +87,7 @@ public struct DeviceStore: Sendable {
                 }
                 return .kept(existing)
             }
-            var created = try makeKey(choice, importing: importing)
+            var created = try makeKey(choice, importing: importing, previousParent: state.key?.tpmParent.flatMap(TPMParentRecord.init(serialized:)))
             defer { created.file.zeroize() }
             if choice != .auto && choice.rawValue != created.key.backend.rawValue {
                 throw DeviceError.importedKeyBackend(requested: choice.rawValue, found: created.key.backend.rawValue)
@@ -96,7 +96,7 @@ public struct DeviceStore: Sendable {
             let record = KeyRecord(backend: created.key.backend, file: KeyRecord.fileName(fingerprint: fingerprint), fingerprint: fingerprint,
                                    createdAt: Timestamp.format(secondsSinceEpoch: clock.secondsSinceEpoch()), tpmParent: created.tpmParent)
             try staging.writeKeyFile(named: record.file, contents: created.file)
-            let notes = created.notes + Self.parentChange(from: state.key?.tpmParent, to: created.tpmParent)
+            let notes = created.notes
             let dropped = state.registrations
             state.key = record
             state.registrations = []
@@ -107,16 +107,8 @@ public struct DeviceStore: Sendable {
         }
     }
 
-    /// A warning when `init --force` makes the new key under another storage
-    /// root key at the handle the old key's was pinned at: expected after the
-    /// TPM was cleared, suspicious otherwise (the pin is trust on first use).
-    private static func parentChange(from old: [UInt8]?, to new: [UInt8]?) -> [String] {
-        guard let old = old.flatMap(TPMParentRecord.init(serialized:)), let new = new.flatMap(TPMParentRecord.init(serialized:)),
-              TPMHandle.isPersistent(old.handle), old.handle == new.handle, old.name != new.name else { return [] }
-        return ["the storage root key at \(TPMHandle.format(new.handle)) is not the one the previous key was made under: the TPM was cleared, or something between devtrust and the TPM answers for it; if the TPM was not cleared, find out which before registering this key"]
-    }
-
-    private func makeKey(_ choice: BackendChoice, importing: (contents: [UInt8], source: String)?) throws -> NewDeviceKey {
+    /// `previousParent`: the TPM parent of the key being replaced, if any.
+    private func makeKey(_ choice: BackendChoice, importing: (contents: [UInt8], source: String)?, previousParent: TPMParentRecord?) throws -> NewDeviceKey {
         if let importing {
             return try DeviceKeyFactory.importKey(importing.contents, source: importing.source, selection: tpm, random: random)
         }
@@ -124,10 +116,10 @@ public struct DeviceStore: Sendable {
         case .software:
             return try DeviceKeyFactory.createSoftwareKey(random: random)
         case .tpm:
-            return try DeviceKeyFactory.createTPMKey(tpm)
+            return try DeviceKeyFactory.createTPMKey(tpm, previousParent: previousParent)
         case .auto:
             do {
-                return try DeviceKeyFactory.createTPMKey(tpm)
+                return try DeviceKeyFactory.createTPMKey(tpm, previousParent: previousParent)
             } catch let error as TPMError where !error.isEvidenceOfTampering {
                 // A TPM that is not there or cannot be used; never one whose answers may be forged.
                 var key = try DeviceKeyFactory.createSoftwareKey(random: random)

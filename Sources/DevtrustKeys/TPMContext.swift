@@ -220,7 +220,12 @@ final class TPMContext {
         case TPMResponseCode.integrity?, TPMResponseCode.value?:
             throw .keyDoesNotLoad(code: TPMResponseCode(rc))
         default:
-            try check(rc, "loading the device key (Load)", session: session)
+            do {
+                try check(rc, "loading the device key (Load)", session: session)
+            } catch .ownerAuthorizationRequired {
+                // Load authorizes the parent, not the owner: a parent with a password, or not the key's.
+                throw .authorizationRefused(operation: "loading the device key under its parent (Load)")
+            }
         }
         track(object)
         return object

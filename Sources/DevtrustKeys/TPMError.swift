@@ -69,6 +69,12 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
     /// the owner hierarchy has a password, so devtrust cannot make it again;
     /// `command` does, with the password.
     case parentNeedsOwner(handle: UInt32, command: String, replaced: Bool)
+    /// The only storage key devtrust could make its key under (the owner
+    /// hierarchy has a password, so it cannot make its own) has a password.
+    case storageKeyHasPassword(handle: UInt32, freeHandle: UInt32?)
+    /// devtrust found no storage key it can use, and cannot make one: the
+    /// owner hierarchy has a password. `passedOver` says why each was not used.
+    case noStorageRootKey(freeHandle: UInt32?, passedOver: [String])
     /// The TPM refused an authorization in a salted session: the key (or its
     /// parent) has a password, or the TPM cannot derive the session's key.
     case authorizationRefused(operation: String)
@@ -102,12 +108,16 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .parentMissing(handle):
             return "the TPM has no storage key at \(TPMHandle.format(handle)) any more, the parent the device key was made under: another program removed it, or the TPM was cleared. If it was the standard storage root key, `\(TPMHandle.standardStorageRootKeyCommand(handle))` brings the device key back; if the TPM was cleared, the key is lost: run `devtrust init --force` and register this device again."
         case let .storageRootKeyChanged(standardTemplate):
-            let unusual = standardTemplate ? "" : " (or, since it was not devtrust's template, the parent was made in a way devtrust cannot repeat: then making it again at its handle brings the key back)"
-            return "the TPM cannot make again the storage root key the device key was made under (from the recorded template it derives a key with another name than the one recorded at `devtrust init`): the TPM was cleared, which destroys every key made in it, or this keystore comes from another machine\(unusual). The key is lost: run `devtrust init --force` and register this device again."
+            let unusual = standardTemplate ? "" : " The parent was not made from devtrust's template, so it may also have been made in a way devtrust cannot repeat: if you know how, making it again at its handle brings the key back."
+            return "the TPM cannot make again the storage root key the device key was made under (from the recorded template it derives a key with another name than the one recorded at `devtrust init`): when the TPM was cleared, which destroys every key made in it, or this keystore comes from another machine, the key is lost: run `devtrust init --force` and register this device again.\(unusual)"
         case let .parentNeedsOwner(handle, command, replaced):
             let what = replaced ? "another key sits at \(TPMHandle.format(handle)), where the storage root key the device key was made under was" : "the storage root key the device key was made under is gone from \(TPMHandle.format(handle))"
             let who = replaced ? "whoever knows the password can, once that other key is moved elsewhere, run" : "whoever knows the password can run"
             return "\(what), and the owner hierarchy has a password, so devtrust cannot make it again. The device key is not lost: \(who): \(command); `devtrust token` then works again."
+        case let .storageKeyHasPassword(handle, freeHandle):
+            return "the storage key at \(TPMHandle.format(handle)) has a password (devtrust uses none), and it is the only one devtrust could make its key under: the owner hierarchy has a password, so devtrust cannot make its own. Whoever knows the owner password can make devtrust's standard storage root key \(Self.where(freeHandle)): \(TPMHandle.standardStorageRootKeyCommand(freeHandle ?? TPMHandle.eccStorageRootKey, ownerPassword: true)); then run `devtrust init` again."
+        case let .noStorageRootKey(freeHandle, passedOver):
+            return "devtrust found no storage root key it can make its key under (\(passedOver.joined(separator: "; "))). Whoever knows the owner password can make devtrust's standard one \(Self.where(freeHandle)): \(TPMHandle.standardStorageRootKeyCommand(freeHandle ?? TPMHandle.eccStorageRootKey, ownerPassword: true)); then run `devtrust init` again."
         case let .authorizationRefused(operation):
             return "the TPM refused the authorization for \(operation): the key or its parent has a password (devtrust uses none), or the TPM cannot verify devtrust's session, salted to the storage root key (it is not the TPM that key belongs to, or something between them interferes). For keys without noDA, each refusal counts towards the TPM's dictionary-attack lockout: find the cause before trying again."
         case let .responseNotAuthentic(operation):
@@ -170,6 +180,11 @@ public enum TPMHandle {
 }
 
 extension TPMError {
+    /// Where the standard SRK can go: the free handle, or one that has to be freed first.
+    fileprivate static func `where`(_ freeHandle: UInt32?) -> String {
+        freeHandle.map { "at \(TPMHandle.format($0))" } ?? "at 0x81000001 or 0x81000002, once the key there is moved"
+    }
+
     /// An answer that may have been forged, or an authorization the TPM refused
     /// in an authenticated session: never a reason to quietly fall back to a
     /// software key.

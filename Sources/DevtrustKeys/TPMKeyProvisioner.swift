@@ -29,23 +29,47 @@ public enum TPMKeyProvisioner {
     /// persistent at the first free one, else a transient primary from the same
     /// template; a storage key exposed to lockout only when devtrust cannot
     /// make one at all (an owner password).
-    public static func create(_ selection: TPMSelection) throws(TPMError) -> TPMProvisioning {
+    ///
+    /// `previousParent`: the parent the key being replaced (`init --force`) was
+    /// pinned to; devtrust says so when the TPM now shows another object there.
+    public static func create(_ selection: TPMSelection, previousParent: TPMParentRecord? = nil) throws(TPMError) -> TPMProvisioning {
         let context = try TPMContext.open(selection)
         let pinned = TPMSelection(tcti: context.tctiConfiguration)
+        let changed = try parentChanged(since: previousParent, context)
+        func warning(_ key: TPMDeviceKey) -> [String] {
+            // At the old handle now, or in the new key's own parent there.
+            guard let previousParent, changed || (key.parentRecord.map { $0.handle == previousParent.handle && $0.name != previousParent.name } ?? false) else { return [] }
+            return ["the storage root key at \(TPMHandle.format(previousParent.handle)) is not the one the previous key was made under: the TPM was cleared, another program replaced it, or something between devtrust and the TPM answers for it; if none of the first two, find out which before registering this key"]
+        }
         var search = ParentSearch()
         for handle in parentHandles {
             guard let candidate = try search.candidate(at: handle, context) else { continue }
             do {
                 let key = try makeKey(under: candidate, context, selection: pinned)
-                return TPMProvisioning(key: key, createdPersistentHandle: candidate.created ? handle : nil, notes: search.notes(using: candidate))
+                return TPMProvisioning(key: key, createdPersistentHandle: candidate.created ? handle : nil, notes: search.notes(using: candidate) + warning(key))
             } catch .authorizationRefused where !candidate.created {
                 // A password on it (the refusal did not count: the candidate is exempt from lockout).
                 search.passedOver.append("the storage key at \(TPMHandle.format(handle)) has a password")
             }
         }
         let fallback = try search.fallback(context)
-        let key = try makeKey(under: fallback, context, selection: pinned)
-        return TPMProvisioning(key: key, createdPersistentHandle: nil, notes: search.notes(using: fallback))
+        do {
+            let key = try makeKey(under: fallback, context, selection: pinned)
+            return TPMProvisioning(key: key, createdPersistentHandle: nil, notes: search.notes(using: fallback) + warning(key))
+        } catch .authorizationRefused where fallback.exposed {
+            // Not exempt from lockout: that one try counted; say what it is, so nobody loops on it.
+            throw .storageKeyHasPassword(handle: fallback.handle, freeHandle: search.firstFreeHandle)
+        }
+    }
+
+    /// Whether the object at the previous key's persistent parent handle is
+    /// not the one it was pinned to: expected after the TPM was cleared,
+    /// suspicious otherwise (the pin is trust on first use).
+    private static func parentChanged(since previous: TPMParentRecord?, _ context: TPMContext) throws(TPMError) -> Bool {
+        guard let previous, TPMHandle.isPersistent(previous.handle), let current = try context.persistentObject(previous.handle) else { return false }
+        let name = try? context.name(of: current)
+        context.close(current)
+        return name != previous.name
     }
 
     /// A parent the key may be made under, and how it came to be chosen.
@@ -59,6 +83,8 @@ public enum TPMKeyProvisioner {
     /// Walks `parentHandles`, remembering what it passed over and why.
     private struct ParentSearch {
         var passedOver = [String]()
+        /// The first handle that held nothing, where devtrust could not make its SRK (an owner password).
+        private(set) var firstFreeHandle: UInt32?
         private var exposed: (object: ESYS_TR, handle: UInt32)?
         private var couldNotPersist: ESYS_TR?
 
@@ -100,18 +126,24 @@ public enum TPMKeyProvisioner {
                     if exposed == nil { exposed = (existing, handle) } else { context.close(existing) }
                     return nil
                 }
+                releaseExposed(context)
                 return Candidate(parent: .init(object: existing, isTransient: false), handle: handle)
             }
             let primary: ESYS_TR
             do {
                 primary = try context.createStorageRootKey()
-            } catch .ownerAuthorizationRequired where exposed != nil {
-                passedOver.append("the owner hierarchy has a password, so devtrust cannot make a storage root key exempt from lockout")
+            } catch .ownerAuthorizationRequired {
+                // Go on: a later handle may hold a storage key devtrust can use.
+                if firstFreeHandle == nil {
+                    firstFreeHandle = handle
+                    passedOver.append("the owner hierarchy has a password, so devtrust cannot make its own storage root key")
+                }
                 return nil
             }
             do {
                 let persistent = try context.persist(primary, at: handle)
                 context.flush(primary)
+                releaseExposed(context)
                 return Candidate(parent: .init(object: persistent, isTransient: false), handle: handle, created: true)
             } catch let error where !error.isConnectionLost {
                 // Another handle would fail the same way (an owner password, a full NV).
@@ -121,6 +153,12 @@ public enum TPMKeyProvisioner {
             }
         }
 
+        /// A better parent was found: the exposed one is not needed.
+        private mutating func releaseExposed(_ context: TPMContext) {
+            if let exposed { context.close(exposed.object) }
+            exposed = nil
+        }
+
         /// No handle would do: a transient primary from devtrust's template,
         /// or, when devtrust cannot make one, the exposed storage key it found.
         mutating func fallback(_ context: TPMContext) throws(TPMError) -> Candidate {
@@ -128,12 +166,18 @@ public enum TPMKeyProvisioner {
                 if let exposed { context.close(exposed.object) }
                 return Candidate(parent: .init(object: couldNotPersist, isTransient: true), handle: TPMHandle.owner)
             }
+            if let exposed, firstFreeHandle != nil {
+                return Candidate(parent: .init(object: exposed.object, isTransient: false), handle: exposed.handle, exposed: true)
+            }
             do {
                 let primary = try context.createStorageRootKey()
                 if let exposed { context.close(exposed.object) }
                 return Candidate(parent: .init(object: primary, isTransient: true), handle: TPMHandle.owner)
-            } catch .ownerAuthorizationRequired where exposed != nil {
-                return Candidate(parent: .init(object: exposed!.object, isTransient: false), handle: exposed!.handle, exposed: true)
+            } catch .ownerAuthorizationRequired {
+                if let exposed {
+                    return Candidate(parent: .init(object: exposed.object, isTransient: false), handle: exposed.handle, exposed: true)
+                }
+                throw .noStorageRootKey(freeHandle: firstFreeHandle, passedOver: passedOver)
             }
         }
 

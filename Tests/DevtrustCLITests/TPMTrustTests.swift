@@ -242,6 +242,41 @@ import Testing
         try setup.tpm.tool("tpm2_flushcontext", ["-t"])
     }
 
+    /// With an owner password devtrust cannot make its own SRK: it goes on
+    /// looking (a usable SRK at 0x81000002 is used); when nothing usable is
+    /// left it names the free handle and the exact command; a password on the
+    /// one storage key left is said as such (and plain `init` falls back to a
+    /// software key, as for any TPM it cannot use), not as tampering.
+    @Test(arguments: ["usable at 0x81000002", "noDA with a password", "exposed with a password"])
+    func anOwnerPasswordLeavesDevtrustLookingAndThenSaysWhatToDo(layout: String) throws {
+        let setup = try Setup()
+        switch layout {
+        case "usable at 0x81000002":
+            try setup.tpm.persistPrimary(["-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb", "-a", Swtpm.storageRootKeyAttributes], at: "0x81000002", in: setup.directory)
+        case "noDA with a password":
+            try setup.tpm.persistPrimary(["-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb", "-a", Swtpm.storageRootKeyAttributes, "-p", "pw"], at: "0x81000001", in: setup.directory)
+        default:
+            try setup.tpm.persistPrimary(["-C", "o", "-p", "pw"], at: "0x81000001", in: setup.directory)
+        }
+        try setup.tpm.tool("tpm2_flushcontext", ["-l"])
+        #expect(try setup.tpm.tool("tpm2_changeauth", ["-c", "owner", "s3cret"]).status == 0)
+        let result = try setup.cli.run("init", "--backend", "tpm")
+        switch layout {
+        case "usable at 0x81000002":
+            #expect(result.status == 0, "\(result)")
+            #expect(try setup.status()["key"]?.objectValue?["tpmParent"] == .string("0x81000002"))
+        case "noDA with a password":
+            #expect(result.status == 6 && result.stderr.contains("the storage key at 0x81000001 has a password")
+                    && result.stderr.contains("-P PASSWORD") && result.stderr.contains("srk.ctx 0x81000002"), "\(result)")
+        default:
+            #expect(result.status == 6 && result.stderr.contains("the storage key at 0x81000001 has a password (devtrust uses none)")
+                    && result.stderr.contains("srk.ctx 0x81000002") && !result.stderr.contains("interferes"), "\(result)")
+            let auto = try setup.cli.run("init")
+            #expect(auto.status == 0 && auto.stderr.contains("using a software key"), "\(auto)")
+        }
+        #expect(try setup.tpm.transientHandles().isEmpty && setup.tpm.loadedSessions().isEmpty)
+    }
+
     /// `init --force` after the SRK changed under the old key's pin: expected
     /// when the TPM was cleared, suspicious otherwise; devtrust says so.
     @Test func aNewKeyUnderAnotherStorageRootKeyIsPointedOut() throws {
@@ -250,6 +285,12 @@ import Testing
         #expect(try setup.tpm.tool("tpm2_clear", ["-c", "p"]).status == 0)
         let again = try setup.cli.run("init", "--backend", "tpm", "--force")
         #expect(again.status == 0 && again.stderr.contains("is not the one the previous key was made under"), "\(again)")
+        // An interposer answering for the pinned SRK: the new key goes elsewhere, and devtrust says why.
+        let attacker = try TPMInterposer(setup.tpm, mode: "swap-srk")
+        var cli = setup.cli
+        cli.extraEnvironment["DEVTRUST_TCTI"] = attacker.tcti
+        let forced = try cli.run("init", "--backend", "tpm", "--force")
+        #expect(forced.status == 0 && forced.stderr.contains("is not the one the previous key was made under"), "\(forced)")
     }
 
     // MARK: the shared storage root key

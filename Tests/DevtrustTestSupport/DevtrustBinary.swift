@@ -29,7 +29,10 @@ public struct DevtrustBinary: Sendable {
     public static var builds: [String] {
         if ProcessInfo.processInfo.environment["DEVTRUST_BIN"] != nil { return [defaultPath] }
         let release = Repository.path(".build/release/devtrust")
-        return [defaultPath] + (ExternalTool.isCI || isNewerThanTheSources(release) ? [release] : [])
+        if ExternalTool.isCI || isNewerThanTheSources(release) { return [defaultPath, release] }
+        // Said, not silent: the release build can keep what the debug build does not (a compiler's copies).
+        print("note: \(release) is missing or older than the sources: these tests ran against the debug build only (`make build`, or `make test`, builds it)")
+        return [defaultPath]
     }
 
     /// False for a listed release build that is missing or older than the sources.
@@ -37,7 +40,7 @@ public struct DevtrustBinary: Sendable {
         path == defaultPath || isNewerThanTheSources(path)
     }
 
-    /// Whether the file was modified after everything under Sources/ and Package.swift.
+    /// Whether the file was modified after everything under Sources/, Package.swift and the Makefile.
     public static func isNewerThanTheSources(_ path: String) -> Bool {
         func modified(_ path: String) -> Date? {
             (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
@@ -45,7 +48,8 @@ public struct DevtrustBinary: Sendable {
         guard let built = modified(path) else { return false }
         let sources = Repository.path("Sources")
         let files = (FileManager.default.enumerator(atPath: sources)?.allObjects as? [String] ?? []).map { sources + "/" + $0 }
-        return (files + [Repository.path("Package.swift")]).allSatisfy { (modified($0) ?? .distantPast) < built }
+        // The Makefile holds the release build's flags (static OpenSSL, -z now, link order).
+        return (files + [Repository.path("Package.swift"), Repository.path("Makefile")]).allSatisfy { (modified($0) ?? .distantPast) < built }
     }
 
     public init(keystore: String, path: String = DevtrustBinary.defaultPath) {
