@@ -1,5 +1,6 @@
 import DevtrustEncoding
 import DevtrustKeys
+import Glibc
 import DevtrustKeystore
 
 /// A key file, read and checked, before it goes into the keystore.
@@ -104,9 +105,19 @@ public enum DeviceKeyFactory {
     }
 
     /// Where the advice's command writes the converted key: beside the source,
-    /// never the source itself (openssl opens its output before it reads its input).
+    /// never the source itself (openssl opens its output before it reads its
+    /// input), nor a file that exists; in the current directory for a source
+    /// like /dev/stdin.
     static func convertedName(_ source: String) -> String {
-        (source.hasSuffix(".pem") ? String(source.dropLast(4)) : source) + ".pkcs8.pem"
+        var base = source.hasSuffix(".pem") ? String(source.dropLast(4)) : source
+        if base.hasPrefix("/dev/") || base.hasPrefix("/proc/") { base = "devtrust-key" }
+        var name = base + ".pkcs8.pem"
+        var number = 2
+        while access(name, F_OK) == 0 {
+            name = base + ".pkcs8-\(number).pem"
+            number += 1
+        }
+        return name
     }
 
     /// A private key block other than PKCS#8 and TSS2, and the command that converts it where one does.

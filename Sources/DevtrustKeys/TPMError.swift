@@ -69,9 +69,11 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
     /// the owner hierarchy has a password, so devtrust cannot make it again;
     /// `command` does, with the password.
     case parentNeedsOwner(handle: UInt32, command: String, replaced: Bool)
-    /// The only storage key devtrust could make its key under (the owner
-    /// hierarchy has a password, so it cannot make its own) has a password.
-    case storageKeyHasPassword(handle: UInt32, freeHandle: UInt32?)
+    /// devtrust cannot make its own storage root key (an owner password) and
+    /// the storage keys it found are exposed to lockout: `refused` had a
+    /// password (that try counted towards lockout), `untried` were not tried
+    /// because the lockout counter was `failedTries`, above zero.
+    case exposedParentsNotTried(refused: UInt32?, untried: [UInt32], failedTries: UInt32, freeHandle: UInt32?)
     /// devtrust found no storage key it can use, and cannot make one: the
     /// owner hierarchy has a password. `passedOver` says why each was not used.
     case noStorageRootKey(freeHandle: UInt32?, passedOver: [String])
@@ -113,9 +115,12 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .parentNeedsOwner(handle, command, replaced):
             let what = replaced ? "another key sits at \(TPMHandle.format(handle)), where the storage root key the device key was made under was" : "the storage root key the device key was made under is gone from \(TPMHandle.format(handle))"
             let who = replaced ? "whoever knows the password can, once that other key is moved elsewhere, run" : "whoever knows the password can run"
-            return "\(what), and the owner hierarchy has a password, so devtrust cannot make it again. The device key is not lost: \(who): \(command); `devtrust token` then works again."
-        case let .storageKeyHasPassword(handle, freeHandle):
-            return "the storage key at \(TPMHandle.format(handle)) has a password (devtrust uses none), and it is the only one devtrust could make its key under: the owner hierarchy has a password, so devtrust cannot make its own. Whoever knows the owner password can make devtrust's standard storage root key \(Self.where(freeHandle)): \(TPMHandle.standardStorageRootKeyCommand(freeHandle ?? TPMHandle.eccStorageRootKey, ownerPassword: true)); then run `devtrust init` again."
+            return "\(what), and the owner hierarchy has a password, so devtrust cannot make it again. Unless the TPM was cleared, the device key is not lost: \(who): \(command); `devtrust token` then works again (the command says so when the TPM cannot make that key any more)."
+        case let .exposedParentsNotTried(refused, untried, failedTries, freeHandle):
+            var what = [String]()
+            if let refused { what.append("the storage key at \(TPMHandle.format(refused)) has a password (devtrust uses none), and devtrust's try counted towards the TPM's dictionary-attack lockout, since that key is not exempt") }
+            if !untried.isEmpty { what.append("devtrust did not try \(untried.map(TPMHandle.format).joined(separator: ", ")), also exposed to lockout, because the TPM's lockout counter is \(failedTries): each refused try adds one, for every user of the TPM") }
+            return "devtrust cannot make its own storage root key (the owner hierarchy has a password), and \(what.joined(separator: "; ")). Whoever knows the owner password can make devtrust's standard storage root key \(Self.where(freeHandle)): \(TPMHandle.standardStorageRootKeyCommand(freeHandle ?? TPMHandle.eccStorageRootKey, ownerPassword: true)); then run `devtrust init` again."
         case let .noStorageRootKey(freeHandle, passedOver):
             return "devtrust found no storage root key it can make its key under (\(passedOver.joined(separator: "; "))). Whoever knows the owner password can make devtrust's standard one \(Self.where(freeHandle)): \(TPMHandle.standardStorageRootKeyCommand(freeHandle ?? TPMHandle.eccStorageRootKey, ownerPassword: true)); then run `devtrust init` again."
         case let .authorizationRefused(operation):
@@ -182,7 +187,7 @@ public enum TPMHandle {
 extension TPMError {
     /// Where the standard SRK can go: the free handle, or one that has to be freed first.
     fileprivate static func `where`(_ freeHandle: UInt32?) -> String {
-        freeHandle.map { "at \(TPMHandle.format($0))" } ?? "at 0x81000001 or 0x81000002, once the key there is moved"
+        freeHandle.map { "at \(TPMHandle.format($0))" } ?? "at 0x81000002, once the key there is moved elsewhere"
     }
 
     /// An answer that may have been forged, or an authorization the TPM refused

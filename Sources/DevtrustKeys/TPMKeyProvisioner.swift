@@ -52,14 +52,34 @@ public enum TPMKeyProvisioner {
                 search.passedOver.append("the storage key at \(TPMHandle.format(handle)) has a password")
             }
         }
-        let fallback = try search.fallback(context)
-        do {
-            let key = try makeKey(under: fallback, context, selection: pinned)
-            return TPMProvisioning(key: key, createdPersistentHandle: nil, notes: search.notes(using: fallback) + warning(key))
-        } catch .authorizationRefused where fallback.exposed {
-            // Not exempt from lockout: that one try counted; say what it is, so nobody loops on it.
-            throw .storageKeyHasPassword(handle: fallback.handle, freeHandle: search.firstFreeHandle)
+        var fallbacks = try search.fallbacks(context)
+        var refused: UInt32?
+        while !fallbacks.isEmpty {
+            let fallback = fallbacks.removeFirst()
+            // A storage key exposed to lockout: a refused try counts towards the TPM's
+            // lockout for every user. devtrust risks at most one, and none while the
+            // counter is above zero (its own earlier try, or someone else's).
+            if fallback.exposed {
+                let failedTries = try context.property(devtrust_TPM2_PT_LOCKOUT_COUNTER())
+                guard failedTries == 0 else {
+                    fallback.parent.release(context)
+                    fallbacks.forEach { $0.parent.release(context) }
+                    throw .exposedParentsNotTried(refused: refused, untried: [fallback.handle] + fallbacks.map(\.handle),
+                                                  failedTries: failedTries, freeHandle: search.firstFreeHandle)
+                }
+            }
+            do {
+                let key = try makeKey(under: fallback, context, selection: pinned)
+                fallbacks.forEach { $0.parent.release(context) }
+                return TPMProvisioning(key: key, createdPersistentHandle: nil, notes: search.notes(using: fallback) + warning(key))
+            } catch .authorizationRefused where fallback.exposed {
+                refused = fallback.handle
+            } catch {
+                fallbacks.forEach { $0.parent.release(context) }
+                throw error
+            }
         }
+        throw .exposedParentsNotTried(refused: refused, untried: [], failedTries: 1, freeHandle: search.firstFreeHandle)
     }
 
     /// Whether the object at the previous key's persistent parent handle is
@@ -85,7 +105,8 @@ public enum TPMKeyProvisioner {
         var passedOver = [String]()
         /// The first handle that held nothing, where devtrust could not make its SRK (an owner password).
         private(set) var firstFreeHandle: UInt32?
-        private var exposed: (object: ESYS_TR, handle: UInt32)?
+        /// Storage keys exposed to lockout, kept open in case nothing better turns up.
+        private var exposed = [(object: ESYS_TR, handle: UInt32)]()
         private var couldNotPersist: ESYS_TR?
 
         /// A usable parent at `handle`, existing or made persistent there; nil to go on.
@@ -123,7 +144,7 @@ public enum TPMKeyProvisioner {
                 if case let .some(made?) = copy { context.flush(made.object) }
                 guard record.isLockoutExempt else {
                     passedOver.append("the storage key at \(TPMHandle.format(handle)) is not exempt from dictionary-attack lockout (no noDA), which would let any program stop devtrust's signatures")
-                    if exposed == nil { exposed = (existing, handle) } else { context.close(existing) }
+                    exposed.append((existing, handle))
                     return nil
                 }
                 releaseExposed(context)
@@ -153,32 +174,32 @@ public enum TPMKeyProvisioner {
             }
         }
 
-        /// A better parent was found: the exposed one is not needed.
+        /// A better parent was found: the exposed ones are not needed.
         private mutating func releaseExposed(_ context: TPMContext) {
-            if let exposed { context.close(exposed.object) }
-            exposed = nil
+            exposed.forEach { context.close($0.object) }
+            exposed = []
         }
 
         /// No handle would do: a transient primary from devtrust's template,
-        /// or, when devtrust cannot make one, the exposed storage key it found.
-        mutating func fallback(_ context: TPMContext) throws(TPMError) -> Candidate {
+        /// or, when devtrust cannot make one (an owner password), the storage
+        /// keys exposed to lockout it found, in order.
+        mutating func fallbacks(_ context: TPMContext) throws(TPMError) -> [Candidate] {
             if let couldNotPersist {
-                if let exposed { context.close(exposed.object) }
-                return Candidate(parent: .init(object: couldNotPersist, isTransient: true), handle: TPMHandle.owner)
+                releaseExposed(context)
+                return [Candidate(parent: .init(object: couldNotPersist, isTransient: true), handle: TPMHandle.owner)]
             }
-            if let exposed, firstFreeHandle != nil {
-                return Candidate(parent: .init(object: exposed.object, isTransient: false), handle: exposed.handle, exposed: true)
-            }
-            do {
-                let primary = try context.createStorageRootKey()
-                if let exposed { context.close(exposed.object) }
-                return Candidate(parent: .init(object: primary, isTransient: true), handle: TPMHandle.owner)
-            } catch .ownerAuthorizationRequired {
-                if let exposed {
-                    return Candidate(parent: .init(object: exposed.object, isTransient: false), handle: exposed.handle, exposed: true)
+            if firstFreeHandle == nil {
+                do {
+                    let primary = try context.createStorageRootKey()
+                    releaseExposed(context)
+                    return [Candidate(parent: .init(object: primary, isTransient: true), handle: TPMHandle.owner)]
+                } catch .ownerAuthorizationRequired {
+                    passedOver.append("the owner hierarchy has a password, so devtrust cannot make its own storage root key")
                 }
-                throw .noStorageRootKey(freeHandle: firstFreeHandle, passedOver: passedOver)
             }
+            guard !exposed.isEmpty else { throw .noStorageRootKey(freeHandle: firstFreeHandle, passedOver: passedOver) }
+            defer { exposed = [] }
+            return exposed.map { Candidate(parent: .init(object: $0.object, isTransient: false), handle: $0.handle, exposed: true) }
         }
 
         /// What `init` says about the choice.

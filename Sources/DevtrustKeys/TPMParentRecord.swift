@@ -76,15 +76,19 @@ public struct TPMParentRecord: Equatable, Sendable {
         let field = "printf '" + octal(UInt8(size & 0xFF)) + octal(UInt8(size >> 8)) + "'; head -c \(isECC ? 128 : Int(size)) /dev/zero"
         let unique = "{ " + (isECC ? field + "; " + field : field) + "; } > unique.bin && "
         let create = "tpm2_createprimary -C o\(password) -g \(hashes[summary.name_algorithm] ?? "sha256") -G \(algorithm) -a '\(attributes)'"
-        let evict = "tpm2_evictcontrol -C o\(password) -c parent.ctx \(TPMHandle.format(handle))"
+        // Without a resource manager the tools leave what they load in the TPM's
+        // few slots: flush them (with one, as usual, this changes nothing).
+        let evict = "tpm2_evictcontrol -C o\(password) -c parent.ctx \(TPMHandle.format(handle)) >/dev/null && tpm2_flushcontext -t"
         switch zeroUnique {
-        case true?: return unique + create + " -u unique.bin -c parent.ctx && " + evict
-        case false?: return create + " -c parent.ctx && " + evict
+        case true?: return unique + create + " -u unique.bin -c parent.ctx >/dev/null && " + evict
+        case false?: return create + " -c parent.ctx >/dev/null && " + evict
         case nil:
+            // Either template, whichever gives the recorded name; neither: nothing is made persistent.
             let recorded = name.map(hexDigits).joined()
-            return create + " -c parent.ctx >/dev/null && tpm2_readpublic -c parent.ctx -n parent.name >/dev/null && "
-                + "if [ \"$(od -An -v -tx1 parent.name | tr -d ' \\n')\" != \(recorded) ]; then tpm2_flushcontext -t; "
-                + unique + create + " -u unique.bin -c parent.ctx >/dev/null; fi && " + evict
+            let isRecorded = "tpm2_readpublic -c parent.ctx -n parent.name >/dev/null && tpm2_flushcontext -t && [ \"$(od -An -v -tx1 parent.name | tr -d ' \\n')\" = \(recorded) ]"
+            let neither = "echo 'neither template gives the recorded storage root key: the TPM was cleared, or the keystore is from another machine; the device key is lost: devtrust init --force' >&2; false"
+            return create + " -c parent.ctx >/dev/null && if " + isRecorded + "; then true; else "
+                + unique + create + " -u unique.bin -c parent.ctx >/dev/null && if " + isRecorded + "; then true; else " + neither + "; fi; fi && " + evict
         }
     }
 

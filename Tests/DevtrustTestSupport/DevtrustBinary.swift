@@ -26,14 +26,14 @@ public struct DevtrustBinary: Sendable {
     /// build (`make build`, what users run), when that is newer than every
     /// source file. On CI the release build is always listed: `make test`
     /// makes it, and a missing or stale one fails the test instead of skipping it.
-    public static var builds: [String] {
+    public static let builds: [String] = {
         if ProcessInfo.processInfo.environment["DEVTRUST_BIN"] != nil { return [defaultPath] }
         let release = Repository.path(".build/release/devtrust")
         if ExternalTool.isCI || isNewerThanTheSources(release) { return [defaultPath, release] }
         // Said, not silent: the release build can keep what the debug build does not (a compiler's copies).
         print("note: \(release) is missing or older than the sources: these tests ran against the debug build only (`make build`, or `make test`, builds it)")
         return [defaultPath]
-    }
+    }()
 
     /// False for a listed release build that is missing or older than the sources.
     public static func isCurrent(_ path: String) -> Bool {

@@ -26,6 +26,7 @@ static inline uint32_t devtrust_TPM2_CAP_TPM_PROPERTIES(void) { return TPM2_CAP_
 static inline uint32_t devtrust_TPM2_PT_MANUFACTURER(void) { return TPM2_PT_MANUFACTURER; }
 static inline uint32_t devtrust_TPM2_PT_FIRMWARE_VERSION_1(void) { return TPM2_PT_FIRMWARE_VERSION_1; }
 static inline uint32_t devtrust_TPM2_PT_FIRMWARE_VERSION_2(void) { return TPM2_PT_FIRMWARE_VERSION_2; }
+static inline uint32_t devtrust_TPM2_PT_LOCKOUT_COUNTER(void) { return TPM2_PT_LOCKOUT_COUNTER; }
 
 /* The ECC P-256 storage root key template of tpm2-openssl (and so of any key
    file with parent 0x40000001): restricted decrypt, AES-128-CFB, noDA, empty unique. */
