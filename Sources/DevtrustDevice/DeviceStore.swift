@@ -63,14 +63,13 @@ public struct DeviceStore: Sendable {
         return LoadedDevice(state: snapshot.state, record: record, key: key)
     }
 
-    /// Loads the key and, for a TPM key, has the TPM load it and sign a test digest.
-    public func checkKey() throws -> LoadedDevice {
-        let device = try loadKey()
+    /// Has a loaded TPM key's TPM load it and sign a test digest; checks that a
+    /// software key's private part belongs to its public part.
+    public func check(_ device: LoadedDevice) throws {
         if let key = device.key as? TPMDeviceKey { try TPMKeyProvisioner.checkKeyLoads(key) }
         if let key = device.key as? SoftwareDeviceKey, !key.isConsistent {
             throw KeystoreError.corrupt(path: keystore.path + "/" + device.record.file, detail: "its private key does not belong to its public key")
         }
-        return device
     }
 
     /// Creates (or imports) the device key unless one exists; `force` replaces

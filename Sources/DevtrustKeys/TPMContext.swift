@@ -89,8 +89,8 @@ final class TPMContext {
         }
     }
 
-    func check(_ rc: TSS2_RC, _ operation: String) throws(TPMError) {
-        if rc != 0 { throw TPMError.from(rc, operation: operation) }
+    func check(_ rc: TSS2_RC, _ operation: String, ownerAuthorized: Bool = false) throws(TPMError) {
+        if rc != 0 { throw TPMError.from(rc, operation: operation, ownerAuthorized: ownerAuthorized) }
     }
 
     func flush(_ object: ESYS_TR) {
@@ -115,7 +115,7 @@ final class TPMContext {
         var object: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
         try check(tss.Esys_CreatePrimary(esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
                                      &sensitive, &template, &outsideInfo, &creationPCR, &object, nil, nil, nil, nil),
-                  "creating the storage root key (CreatePrimary)")
+                  "creating the storage root key (CreatePrimary)", ownerAuthorized: true)
         track(object)
         return object
     }
@@ -132,7 +132,7 @@ final class TPMContext {
             }
             guard rc == 0 else {
                 // A template this TPM refuses is not the one; losing the TPM, or an owner password, is an answer.
-                let error = TPMError.from(rc, operation: "recreating the storage root key (CreatePrimary)")
+                let error = TPMError.from(rc, operation: "recreating the storage root key (CreatePrimary)", ownerAuthorized: true)
                 if case .commandFailed = error { continue }
                 throw error
             }
@@ -148,7 +148,7 @@ final class TPMContext {
         var persistent: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
         try check(tss.Esys_EvictControl(esys, ESYS_TR(ESYS_TR_RH_OWNER), object, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
                                     handle, &persistent),
-                  "making the storage root key persistent at \(TPMHandle.format(handle)) (EvictControl)")
+                  "making the storage root key persistent at \(TPMHandle.format(handle)) (EvictControl)", ownerAuthorized: true)
         return persistent
     }
 
@@ -169,23 +169,22 @@ final class TPMContext {
         return Array(name.prefix(Int(size)))
     }
 
+    /// The name of `object`, releasing `parent` (which holds it) when it cannot be read.
+    func name(of object: ESYS_TR, releasingOnError parent: TPMDeviceKey.ParentObject) throws(TPMError) -> [UInt8] {
+        do {
+            return try name(of: object)
+        } catch {
+            parent.release(self)
+            throw error
+        }
+    }
+
     /// The marshalled TPM2B_PUBLIC of a loaded object, read inside `session` so that the answer is authenticated.
     func readPublic(_ object: ESYS_TR, session: ESYS_TR) throws(TPMError) -> [UInt8] {
         var area = [UInt8](repeating: 0, count: 1024)
         var size = 0
-        try check(devtrust_read_public_in_session(functions, esys, object, session, &area, &size), "reading the device key's public area (ReadPublic)", session: session)
+        try check(devtrust_read_public_in_session(functions, esys, object, session, &area, &size), "reading the device key's public area (ReadPublic)")
         return Array(area.prefix(size))
-    }
-
-    /// Like `check`, for a command run in `session`: in a salted session an
-    /// authorization failure is not about the owner's password (the key's own
-    /// password, or a TPM that cannot derive the session key).
-    func check(_ rc: TSS2_RC, _ operation: String, session: ESYS_TR) throws(TPMError) {
-        do {
-            try check(rc, operation)
-        } catch .ownerAuthorizationRequired where session != ESYS_TR(ESYS_TR_PASSWORD) {
-            throw .authorizationRefused(operation: operation)
-        }
     }
 
     /// Creates the device key under `parent`, authorized by `session` (an HMAC
@@ -200,7 +199,7 @@ final class TPMContext {
         var publicPart: UnsafeMutablePointer<TPM2B_PUBLIC>?
         try check(tss.Esys_Create(esys, parent, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
                                   &sensitive, &template, &outsideInfo, &creationPCR, &privatePart, &publicPart, nil, nil, nil),
-                  "creating the device key (Create)", session: session)
+                  "creating the device key (Create)")
         defer {
             tss.Esys_Free(privatePart)
             tss.Esys_Free(publicPart)
@@ -220,12 +219,7 @@ final class TPMContext {
         case TPMResponseCode.integrity?, TPMResponseCode.value?:
             throw .keyDoesNotLoad(code: TPMResponseCode(rc))
         default:
-            do {
-                try check(rc, "loading the device key (Load)", session: session)
-            } catch .ownerAuthorizationRequired {
-                // Load authorizes the parent, not the owner: a parent with a password, or not the key's.
-                throw .authorizationRefused(operation: "loading the device key under its parent (Load)")
-            }
+            try check(rc, "loading the device key under its parent (Load)")
         }
         track(object)
         return object
@@ -235,7 +229,7 @@ final class TPMContext {
     func sign(_ key: ESYS_TR, digest: SHA256Digest, session: ESYS_TR = ESYS_TR(ESYS_TR_PASSWORD)) throws(TPMError) -> ECDSASignature {
         var r = [UInt8](repeating: 0, count: 66), s = [UInt8](repeating: 0, count: 66)
         var rSize: UInt16 = 0, sSize: UInt16 = 0
-        try check(devtrust_sign_digest(functions, esys, key, session, digest.bytes, &r, &rSize, &s, &sSize), "signing (Sign)", session: session)
+        try check(devtrust_sign_digest(functions, esys, key, session, digest.bytes, &r, &rSize, &s, &sSize), "signing (Sign)")
         do {
             return try ECDSASignature(r: Array(r.prefix(Int(rSize))), s: Array(s.prefix(Int(sSize))))
         } catch {
@@ -243,7 +237,7 @@ final class TPMContext {
         }
     }
 
-    /// ESAPI's description of an object, to recreate it later without asking the TPM.
+    /// ESAPI's description of an object (handle, name, public area): the parent record.
     func serialize(_ object: ESYS_TR) throws(TPMError) -> [UInt8] {
         var buffer: UnsafeMutablePointer<UInt8>?
         var size = 0
@@ -251,12 +245,6 @@ final class TPMContext {
         defer { free(buffer) }
         guard let buffer else { return [] }
         return Array(UnsafeBufferPointer(start: buffer, count: size))
-    }
-
-    func deserialize(_ metadata: [UInt8]) throws(TPMError) -> ESYS_TR {
-        var object: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
-        try check(metadata.withUnsafeBufferPointer { tss.Esys_TR_Deserialize(esys, $0.baseAddress, $0.count, &object) }, "Esys_TR_Deserialize")
-        return object
     }
 
     /// Releases ESAPI's record of a persistent object (no TPM command).

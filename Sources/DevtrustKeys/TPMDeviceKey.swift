@@ -95,24 +95,34 @@ public struct TPMDeviceKey: DeviceKey {
     /// recorded parent made from its template. Without a record (an older
     /// keystore), whatever the TPM says is there.
     func identifiedParent(_ context: TPMContext) throws(TPMError) -> ParentObject {
-        let record = parentRecord
         if keyFile.parent == TPMHandle.owner {
-            let primary = try context.createStorageRootKey()
-            let derived = Result { () throws(TPMError) in try context.name(of: primary) }
-            if let record, (try? derived.get()) != record.name {
-                context.flush(primary)
-                _ = try derived.get()
-                throw .storageRootKeyChanged(standardTemplate: true)
-            }
-            return ParentObject(object: primary, isTransient: true)
+            let primary = ParentObject(object: try context.createStorageRootKey(), isTransient: true)
+            guard let record = parentRecord, try context.name(of: primary.object, releasingOnError: primary) != record.name else { return primary }
+            primary.release(context)
+            throw .storageRootKeyChanged(standardTemplate: true)
         }
-        guard let current = try context.persistentObject(keyFile.parent) else { return try restoredParent(context) }
-        guard let record else { return ParentObject(object: current, isTransient: false) }
-        let currentName = Result { () throws(TPMError) in try context.name(of: current) }
-        if (try? currentName.get()) == record.name { return ParentObject(object: current, isTransient: false) }
-        context.close(current)
-        _ = try currentName.get()
-        return try replacedParentCopy(context, record)
+        switch try objectAtParentHandle(context) {
+        case let .recorded(object)?: return object
+        case let .other(record)?: return try replacedParentCopy(context, record)
+        case nil: return try restoredParent(context)
+        }
+    }
+
+    private enum HandleContent {
+        /// The recorded parent (or, without a record, whatever is there).
+        case recorded(ParentObject)
+        /// Another object than the recorded parent.
+        case other(TPMParentRecord)
+    }
+
+    /// What sits at the parent's persistent handle; nil when nothing does.
+    private func objectAtParentHandle(_ context: TPMContext) throws(TPMError) -> HandleContent? {
+        guard let current = try context.persistentObject(keyFile.parent) else { return nil }
+        let object = ParentObject(object: current, isTransient: false)
+        guard let record = parentRecord else { return .recorded(object) }
+        if try context.name(of: current, releasingOnError: object) == record.name { return .recorded(object) }
+        object.release(context)
+        return .other(record)
     }
 
     /// The parent is gone from its handle (another program, or an older
@@ -129,8 +139,7 @@ public struct TPMDeviceKey: DeviceKey {
             do {
                 recreated = try context.recreate(record)
             } catch .ownerAuthorizationRequired {
-                throw .parentNeedsOwner(handle: handle, command: record.recreationCommand(zeroUnique: nil, ownerPassword: true)
-                    ?? TPMHandle.standardStorageRootKeyCommand(handle, ownerPassword: true), replaced: false)
+                throw .parentNeedsOwner(handle: handle, command: record.recreationCommand(zeroUnique: nil, ownerPassword: true), replaced: false)
             }
             guard let recreated else { throw .storageRootKeyChanged(standardTemplate: record.isStandardStorageRootKey) }
             primary = recreated.object
@@ -147,12 +156,8 @@ public struct TPMDeviceKey: DeviceKey {
         } catch let error where error.nvIndexTaken {
             // Another devtrust put it back first: use it if it is the one.
             context.flush(primary)
-            guard let current = try context.persistentObject(handle) else { throw error }
-            if let record = parentRecord, (try? context.name(of: current)) != record.name {
-                context.close(current)
-                throw error
-            }
-            return ParentObject(object: current, isTransient: false)
+            guard case let .recorded(object)? = try objectAtParentHandle(context) else { throw error }
+            return object
         } catch let error where !error.isConnectionLost {
             notices?.add("the TPM has no storage root key at \(TPMHandle.format(handle)) any more, and devtrust cannot make it persistent again (\(error)); it signs through a copy it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs) until the key is back at \(TPMHandle.format(handle))")
             return ParentObject(object: primary, isTransient: true)
@@ -168,12 +173,11 @@ public struct TPMDeviceKey: DeviceKey {
         do {
             copy = try context.recreate(record)
         } catch .ownerAuthorizationRequired {
-            throw .parentNeedsOwner(handle: keyFile.parent, command: record.recreationCommand(zeroUnique: nil, ownerPassword: true)
-                ?? TPMHandle.standardStorageRootKeyCommand(keyFile.parent, ownerPassword: true), replaced: true)
+            throw .parentNeedsOwner(handle: keyFile.parent, command: record.recreationCommand(zeroUnique: nil, ownerPassword: true), replaced: true)
         }
         guard let copy else { throw .storageRootKeyChanged(standardTemplate: record.isStandardStorageRootKey) }
         let handle = TPMHandle.format(keyFile.parent)
-        let command = record.recreationCommand(zeroUnique: copy.zeroUnique, ownerPassword: false) ?? TPMHandle.standardStorageRootKeyCommand(keyFile.parent)
+        let command = record.recreationCommand(zeroUnique: copy.zeroUnique, ownerPassword: false)
         notices?.add("the object at \(handle) is not the storage root key the device key was made under (its name differs from the one recorded at `devtrust init`): another program replaced it. The device key is not lost: devtrust signs through a copy of its storage root key that it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs) until, once that program's key is moved elsewhere, the key is back at \(handle): \(command)")
         return ParentObject(object: copy.object, isTransient: true)
     }

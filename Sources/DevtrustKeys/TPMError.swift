@@ -142,8 +142,11 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Translates a failed command's response code into the error a user should see.
-    static func from(_ raw: TSS2_RC, operation: String) -> TPMError {
+    /// Translates a failed command's response code into the error a user should
+    /// see. `ownerAuthorized`: the command authorizes the owner hierarchy
+    /// (CreatePrimary, EvictControl), so a refused authorization is the owner's
+    /// password; any other refusal is the object's (or the session's).
+    static func from(_ raw: TSS2_RC, operation: String, ownerAuthorized: Bool = false) -> TPMError {
         let code = TPMResponseCode(raw)
         if let base = code.tssBaseCode, [TPMResponseCode.ioError, TPMResponseCode.noConnection, TPMResponseCode.tryAgain].contains(base) {
             return .connectionLost(operation: operation, code: code)
@@ -153,7 +156,8 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         case TPMResponseCode.lockout?: return .lockout
         case TPMResponseCode.objectMemory?: return .outOfObjectMemory(operation: operation)
         case TPMResponseCode.sessionMemory?: return .outOfSessionMemory(operation: operation)
-        case TPMResponseCode.badAuth?, TPMResponseCode.authFail?: return .ownerAuthorizationRequired(operation: operation)
+        case TPMResponseCode.badAuth?, TPMResponseCode.authFail?:
+            return ownerAuthorized ? .ownerAuthorizationRequired(operation: operation) : .authorizationRefused(operation: operation)
         default: return .commandFailed(operation: operation, code: code)
         }
     }

@@ -1,4 +1,5 @@
 import CTPM2
+import DevtrustEncoding
 
 /// The parent a TPM device key was made under, as `init` recorded it: ESAPI's
 /// serialization of that object (`Esys_TR_Serialize`: handle, name, resource
@@ -57,10 +58,13 @@ public struct TPMParentRecord: Equatable, Sendable {
     /// field was zero-filled (TCG style) rather than empty; nil when devtrust
     /// could not try (an owner password): then the command makes the empty one,
     /// checks its name against the recorded one, and makes the other if needed.
-    public func recreationCommand(zeroUnique: Bool?, ownerPassword: Bool) -> String? {
-        guard var value = try? unmarshalledPublic() else { return nil }
+    /// A template devtrust cannot spell as tpm2-tools arguments gets the
+    /// command for its standard SRK.
+    public func recreationCommand(zeroUnique: Bool?, ownerPassword: Bool) -> String {
         var summary = devtrust_template_summary()
-        guard devtrust_template_summary(&value, &summary) == 1 else { return nil }
+        guard var value = try? unmarshalledPublic(), devtrust_template_summary(&value, &summary) == 1 else {
+            return TPMHandle.standardStorageRootKeyCommand(handle, ownerPassword: ownerPassword)
+        }
         let isECC = summary.type == 0x0023
         let algorithm = (isECC ? "ecc" : "rsa") + "\(summary.key_bits):aes\(summary.symmetric_bits)cfb"
         let hashes: [UInt16: String] = [0x0004: "sha1", 0x000B: "sha256", 0x000C: "sha384", 0x000D: "sha512"]
@@ -84,17 +88,12 @@ public struct TPMParentRecord: Equatable, Sendable {
         case false?: return create + " -c parent.ctx >/dev/null && " + evict
         case nil:
             // Either template, whichever gives the recorded name; neither: nothing is made persistent.
-            let recorded = name.map(hexDigits).joined()
+            let recorded = Hex.encode(name)
             let isRecorded = "tpm2_readpublic -c parent.ctx -n parent.name >/dev/null && tpm2_flushcontext -t && [ \"$(od -An -v -tx1 parent.name | tr -d ' \\n')\" = \(recorded) ]"
             let neither = "echo 'neither template gives the recorded storage root key: the TPM was cleared, or the keystore is from another machine; the device key is lost: devtrust init --force' >&2; false"
             return create + " -c parent.ctx >/dev/null && if " + isRecorded + "; then true; else "
                 + unique + create + " -u unique.bin -c parent.ctx >/dev/null && if " + isRecorded + "; then true; else " + neither + "; fi; fi && " + evict
         }
-    }
-
-    private func hexDigits(_ byte: UInt8) -> String {
-        let digits = Array("0123456789abcdef")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
     }
 
     /// A byte as printf's octal escape (POSIX sh's printf has no \x).

@@ -408,6 +408,12 @@ import Testing
         #expect(try setup.tpm.tool("tpm2_readpublic", ["-c", "0x81000001"]).stdout.split(separator: "\n").first { $0.hasPrefix("name:") } == name)
         try setup.tpm.tool("tpm2_flushcontext", ["-t"])
         #expect(try setup.tpm.transientHandles().isEmpty)
+        // Cleared: the template gives another key now. Lost, said with the doubt a template not devtrust's leaves.
+        #expect(try setup.tpm.tool("tpm2_clear", ["-c", "p"]).status == 0)
+        let lost = try setup.cli.run("token", "--device-id", "x")
+        #expect(lost.status == 6 && lost.stderr.contains("the key is lost: run `devtrust init --force`")
+                && lost.stderr.contains("was not made from devtrust's template"), "\(lost)")
+        #expect(try setup.tpm.transientHandles().isEmpty)
     }
 
     /// An SRK made from a TCG-style template (its unique field zero-filled, not
@@ -427,6 +433,30 @@ import Testing
         #expect(command.contains("-u unique.bin"), "\(command)")
         #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
         try Self.follow(command, setup)
+    }
+
+    /// Another program leaves the TPM's three session slots loaded (a TPM
+    /// without a resource manager): the message says sessions, and how to free
+    /// them (`-l`), not objects (`-t`, which would not help); following it works.
+    @Test func sessionSlotsLeftFullAreNamedAsSuch() throws {
+        let setup = try Setup()
+        #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
+        // Three unsalted HMAC sessions started by another program and never flushed (raw TPM2_StartAuthSession).
+        let fill = """
+            import os, socket, struct, sys
+            body = struct.pack(">II", 0x40000007, 0x40000007) + struct.pack(">H", 16) + os.urandom(16) + struct.pack(">H", 0) + bytes([0]) + struct.pack(">HH", 0x0010, 0x000B)
+            for _ in range(3):
+                with socket.create_connection(("127.0.0.1", int(sys.argv[1]))) as connection:
+                    connection.sendall(struct.pack(">HII", 0x8001, 10 + len(body), 0x176) + body)
+                    assert struct.unpack(">I", connection.recv(4096)[6:10])[0] == 0
+            """
+        #expect(try ExternalTool.python.run(["-c", fill, "\(setup.tpm.port)"]).status == 0)
+        #expect(try setup.tpm.loadedSessions().count == 3)
+        let key = try setup.status()["key"]?.objectValue
+        let problem = key?["problem"]?.stringValue ?? ""
+        #expect(key?["loads"] == .bool(false) && problem.contains("no free session slot") && problem.contains("tpm2_flushcontext -l"), "\(String(describing: key))")
+        try setup.tpm.tool("tpm2_flushcontext", ["-l"])
+        #expect(try setup.status()["key"]?.objectValue?["loads"] == .bool(true))
     }
 
     // MARK: an active attacker on the TPM bus

@@ -65,17 +65,16 @@ public final class Swtpm: @unchecked Sendable {
     }
 
     /// Handles of transient objects in the TPM: must be empty after every devtrust command.
-    public func transientHandles() throws -> [String] {
-        try tool("tpm2_getcap", ["handles-transient"]).stdout.split(separator: "\n").map { String($0.drop(while: { $0 == "-" || $0 == " " })) }
-    }
+    public func transientHandles() throws -> [String] { try handles("handles-transient") }
 
     /// Sessions loaded in the TPM: must be empty after every devtrust command.
-    public func loadedSessions() throws -> [String] {
-        try tool("tpm2_getcap", ["handles-loaded-session"]).stdout.split(separator: "\n").map { String($0.drop(while: { $0 == "-" || $0 == " " })) }
-    }
+    public func loadedSessions() throws -> [String] { try handles("handles-loaded-session") }
 
-    public func persistentHandles() throws -> [String] {
-        try tool("tpm2_getcap", ["handles-persistent"]).stdout.split(separator: "\n").map { String($0.drop(while: { $0 == "-" || $0 == " " })) }
+    public func persistentHandles() throws -> [String] { try handles("handles-persistent") }
+
+    /// The handles tpm2_getcap lists for `capability`.
+    private func handles(_ capability: String) throws -> [String] {
+        try tool("tpm2_getcap", [capability]).stdout.split(separator: "\n").map { String($0.drop(while: { $0 == "-" || $0 == " " })) }
     }
 
     private static func start(port: Int, state: String) throws -> Process {

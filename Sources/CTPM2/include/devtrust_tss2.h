@@ -10,7 +10,7 @@
 /* The TSS functions devtrust calls. */
 #define DEVTRUST_TSS2_FUNCTIONS(F) \
     F(Esys_Initialize) F(Esys_Finalize) F(Esys_Free) F(Esys_FlushContext) \
-    F(Esys_TR_FromTPMPublic) F(Esys_TR_Serialize) F(Esys_TR_Deserialize) F(Esys_TR_Close) \
+    F(Esys_TR_FromTPMPublic) F(Esys_TR_Serialize) F(Esys_TR_Close) \
     F(Esys_ReadPublic) F(Esys_CreatePrimary) F(Esys_EvictControl) F(Esys_Create) F(Esys_Load) \
     F(Esys_Sign) F(Esys_GetCapability) F(Esys_StartAuthSession) F(Esys_TRSess_SetAttributes) F(Esys_TR_GetName) F(Esys_TR_GetTpmHandle) \
     F(Tss2_TctiLdr_Initialize) F(Tss2_TctiLdr_Finalize) F(Tss2_RC_Decode) \

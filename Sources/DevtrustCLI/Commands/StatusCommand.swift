@@ -34,13 +34,16 @@ enum StatusCommand {
         if state.key != nil {
             var result = KeyHealth()
             do {
-                let device = try store.checkKey()
+                // Loaded once: what lockout could stop it through is read from its files, even when the TPM then fails.
+                let device = try store.loadKey()
+                let tpmKey = device.key as? TPMDeviceKey
+                result.lockoutExposure = tpmKey?.lockoutExposure
+                try store.check(device)
                 result.loads = true
-                result.parentHandle = (device.key as? TPMDeviceKey)?.keyFile.parent
+                result.parentHandle = tpmKey?.keyFile.parent
             } catch {
                 result.problem = ErrorReport.from(error).message
             }
-            if let key = try? store.loadKey().key as? TPMDeviceKey { result.lockoutExposure = key.lockoutExposure }
             result.notices = store.tpmNotices.drain()
             health = result
         }
