@@ -131,13 +131,14 @@ final class TPMContext {
                 devtrust_create_primary_from(functions, esys, $0.baseAddress!, $0.count, zeroUnique, &object)
             }
             guard rc == 0 else {
-                // A template this TPM refuses is not the one; losing the TPM, or an owner password, is an answer.
+                // A template this TPM refuses (an error about a parameter: the template) is not the one;
+                // anything else (the TPM lost, an owner password, a disabled hierarchy) is an answer.
                 let error = TPMError.from(rc, operation: "recreating the storage root key (CreatePrimary)", ownerAuthorized: true)
-                if case .commandFailed = error { continue }
+                if case let .commandFailed(_, code) = error, code.isParameterError { continue }
                 throw error
             }
             track(object)
-            if try name(of: object) == record.name { return (object, zeroUnique == 1) }
+            if try name(of: object, releasingOnError: .init(object: object, isTransient: true)) == record.name { return (object, zeroUnique == 1) }
             flush(object)
         }
         return nil
@@ -171,10 +172,15 @@ final class TPMContext {
 
     /// The name of `object`, releasing `parent` (which holds it) when it cannot be read.
     func name(of object: ESYS_TR, releasingOnError parent: TPMDeviceKey.ParentObject) throws(TPMError) -> [UInt8] {
+        try releasing(parent) { () throws(TPMError) in try name(of: object) }
+    }
+
+    /// `body`'s result; `object` released when it throws.
+    func releasing<Value>(_ object: TPMDeviceKey.ParentObject, onError body: () throws(TPMError) -> Value) throws(TPMError) -> Value {
         do {
-            return try name(of: object)
+            return try body()
         } catch {
-            parent.release(self)
+            object.release(self)
             throw error
         }
     }

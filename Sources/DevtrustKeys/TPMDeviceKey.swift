@@ -96,7 +96,7 @@ public struct TPMDeviceKey: DeviceKey {
     /// keystore), whatever the TPM says is there.
     func identifiedParent(_ context: TPMContext) throws(TPMError) -> ParentObject {
         if keyFile.parent == TPMHandle.owner {
-            let primary = ParentObject(object: try context.createStorageRootKey(), isTransient: true)
+            let primary = try Self.ownerPrimary(context, recordedName: parentRecord?.name)
             guard let record = parentRecord, try context.name(of: primary.object, releasingOnError: primary) != record.name else { return primary }
             primary.release(context)
             throw .storageRootKeyChanged(standardTemplate: true)
@@ -105,6 +105,33 @@ public struct TPMDeviceKey: DeviceKey {
         case let .recorded(object)?: return object
         case let .other(record)?: return try replacedParentCopy(context, record)
         case nil: return try restoredParent(context)
+        }
+    }
+
+    /// The primary a key file naming the owner hierarchy (0x40000001) is made
+    /// under: made from the SRK template; or, when the owner hierarchy has a
+    /// password, a persistent copy of it at one of devtrust's handles,
+    /// recognised by `recordedName` (before anything is pinned, by its template).
+    static func ownerPrimary(_ context: TPMContext, recordedName: [UInt8]?) throws(TPMError) -> ParentObject {
+        do {
+            return ParentObject(object: try context.createStorageRootKey(), isTransient: true)
+        } catch .ownerAuthorizationRequired {
+            var freeHandle: UInt32?
+            for handle in TPMKeyProvisioner.parentHandles {
+                guard let object = try context.persistentObject(handle) else {
+                    freeHandle = freeHandle ?? handle
+                    continue
+                }
+                let candidate = ParentObject(object: object, isTransient: false)
+                let isCopy = if let recordedName {
+                    try context.name(of: object, releasingOnError: candidate) == recordedName
+                } else {
+                    try TPMParentRecord(serialized: context.releasing(candidate) { () throws(TPMError) in try context.serialize(object) })?.isStandardStorageRootKey == true
+                }
+                if isCopy { return candidate }
+                candidate.release(context)
+            }
+            throw .primaryNeedsOwner(freeHandle: freeHandle)
         }
     }
 
@@ -154,10 +181,13 @@ public struct TPMDeviceKey: DeviceKey {
             notices?.add("the TPM had no storage root key at \(TPMHandle.format(handle)) any more (another program removed it); devtrust recreated it (the TPM derives the same key from its seed) and made it persistent again")
             return ParentObject(object: persistent, isTransient: false)
         } catch let error where error.nvIndexTaken {
-            // Another devtrust put it back first: use it if it is the one.
+            // Another devtrust put it back first (use it), or another program put its own key there.
             context.flush(primary)
-            guard case let .recorded(object)? = try objectAtParentHandle(context) else { throw error }
-            return object
+            switch try objectAtParentHandle(context) {
+            case let .recorded(object)?: return object
+            case let .other(record)?: return try replacedParentCopy(context, record)
+            case nil: throw error
+            }
         } catch let error where !error.isConnectionLost {
             notices?.add("the TPM has no storage root key at \(TPMHandle.format(handle)) any more, and devtrust cannot make it persistent again (\(error)); it signs through a copy it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs) until the key is back at \(TPMHandle.format(handle))")
             return ParentObject(object: primary, isTransient: true)
@@ -177,8 +207,9 @@ public struct TPMDeviceKey: DeviceKey {
         }
         guard let copy else { throw .storageRootKeyChanged(standardTemplate: record.isStandardStorageRootKey) }
         let handle = TPMHandle.format(keyFile.parent)
-        let command = record.recreationCommand(zeroUnique: copy.zeroUnique, ownerPassword: false)
-        notices?.add("the object at \(handle) is not the storage root key the device key was made under (its name differs from the one recorded at `devtrust init`): another program replaced it. The device key is not lost: devtrust signs through a copy of its storage root key that it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs) until, once that program's key is moved elsewhere, the key is back at \(handle): \(command)")
+        let putBack = record.recreationCommand(zeroUnique: copy.zeroUnique, ownerPassword: false).map { ": " + $0 }
+            ?? " (made again from the template it was made with; tpm2-tools cannot: it is an unusual one)"
+        notices?.add("the object at \(handle) is not the storage root key the device key was made under (its name differs from the one recorded at `devtrust init`): another program replaced it. The device key is not lost: devtrust signs through a copy of its storage root key that it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs) until, once that program's key is moved elsewhere, the key is back at \(handle)\(putBack)")
         return ParentObject(object: copy.object, isTransient: true)
     }
 }

@@ -17,6 +17,10 @@ public struct TPMResponseCode: Equatable, Sendable, CustomStringConvertible {
         return code & 0x80 != 0 ? (code & 0x3F) | 0x80 : code & 0xFFF
     }
 
+    /// Whether the TPM refused a parameter (a format-one code with its P bit),
+    /// not a handle, a session or the TPM's state.
+    public var isParameterError: Bool { tpmCode != nil && raw & 0xC0 == 0xC0 }
+
     /// The TSS's base code (IO error, no connection, ...) for the other layers.
     public var tssBaseCode: UInt32? { tpmCode == nil ? raw & 0xFFFF : nil }
 
@@ -67,8 +71,14 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
     case storageRootKeyChanged(standardTemplate: Bool)
     /// The parent is gone from its handle (or another object sits there) and
     /// the owner hierarchy has a password, so devtrust cannot make it again;
-    /// `command` does, with the password.
-    case parentNeedsOwner(handle: UInt32, command: String, replaced: Bool)
+    /// `command` does, with the password (nil: tpm2-tools cannot make its template).
+    case parentNeedsOwner(handle: UInt32, command: String?, replaced: Bool)
+    /// The key file names the owner hierarchy (a primary devtrust makes from
+    /// the SRK template for each use), the owner hierarchy has a password, and
+    /// no persistent copy of that primary sits at devtrust's handles.
+    case primaryNeedsOwner(freeHandle: UInt32?)
+    /// The storage (owner) hierarchy is disabled: no key under it can be used.
+    case hierarchyDisabled(operation: String)
     /// devtrust cannot make its own storage root key (an owner password) and
     /// the storage keys it found are exposed to lockout: `refused` had a
     /// password (that try counted towards lockout), `untried` were not tried
@@ -115,7 +125,14 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .parentNeedsOwner(handle, command, replaced):
             let what = replaced ? "another key sits at \(TPMHandle.format(handle)), where the storage root key the device key was made under was" : "the storage root key the device key was made under is gone from \(TPMHandle.format(handle))"
             let who = replaced ? "whoever knows the password can, once that other key is moved elsewhere, run" : "whoever knows the password can run"
+            guard let command else {
+                return "\(what), and the owner hierarchy has a password, so devtrust cannot make it again. Unless the TPM was cleared, the device key is not lost: whoever knows the password can make that key again at \(TPMHandle.format(handle)) from the template it was made with (tpm2-tools cannot: it is an unusual one); `devtrust token` then works again."
+            }
             return "\(what), and the owner hierarchy has a password, so devtrust cannot make it again. Unless the TPM was cleared, the device key is not lost: \(who): \(command); `devtrust token` then works again (the command says so when the TPM cannot make that key any more)."
+        case let .primaryNeedsOwner(freeHandle):
+            return "the device key is made under the TPM's standard storage root key, which devtrust makes for each use (the key file names the owner hierarchy, 0x40000001), and the owner hierarchy has a password, so devtrust cannot make it. The device key is not lost: whoever knows the password can make that storage root key persistent \(Self.where(freeHandle)): \(TPMHandle.standardStorageRootKeyCommand(freeHandle ?? TPMHandle.eccStorageRootKey, ownerPassword: true)); devtrust then finds it there (by its name), and `devtrust token` works again."
+        case let .hierarchyDisabled(operation):
+            return "the TPM refused \(operation): its storage (owner) hierarchy is disabled (shEnable cleared, by the firmware or with tpm2_hierarchycontrol), so no key made under it can be used until it is enabled again. The device key is not lost: restarting the machine (a TPM reset) enables it again, as does `tpm2_hierarchycontrol -C p shEnable set` where the platform hierarchy is open."
         case let .exposedParentsNotTried(refused, untried, failedTries, freeHandle):
             var what = [String]()
             if let refused { what.append("the storage key at \(TPMHandle.format(refused)) has a password (devtrust uses none), and devtrust's try counted towards the TPM's dictionary-attack lockout, since that key is not exempt") }
@@ -124,7 +141,7 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .noStorageRootKey(freeHandle, passedOver):
             return "devtrust found no storage root key it can make its key under (\(passedOver.joined(separator: "; "))). Whoever knows the owner password can make devtrust's standard one \(Self.where(freeHandle)): \(TPMHandle.standardStorageRootKeyCommand(freeHandle ?? TPMHandle.eccStorageRootKey, ownerPassword: true)); then run `devtrust init` again."
         case let .authorizationRefused(operation):
-            return "the TPM refused the authorization for \(operation): the key or its parent has a password (devtrust uses none), or the TPM cannot verify devtrust's session, salted to the storage root key (it is not the TPM that key belongs to, or something between them interferes). For keys without noDA, each refusal counts towards the TPM's dictionary-attack lockout: find the cause before trying again."
+            return "the TPM refused the authorization for \(operation): the key or its parent has a password (devtrust uses none), or something between devtrust and the TPM interferes (where devtrust authorizes in a session salted to the storage root key, that the TPM cannot verify the session also means this is not the TPM that key belongs to). For keys without noDA, each refusal counts towards the TPM's dictionary-attack lockout: find the cause before trying again."
         case let .responseNotAuthentic(operation):
             return "the TPM's answer to \(operation) failed its integrity check (the response HMAC of a session salted to the storage root key does not verify): something between devtrust and the TPM changed or forged it. Nothing was recorded. Check the TCTI (--tcti) and what runs between devtrust and the TPM."
         case .lockout:
@@ -156,6 +173,7 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         case TPMResponseCode.lockout?: return .lockout
         case TPMResponseCode.objectMemory?: return .outOfObjectMemory(operation: operation)
         case TPMResponseCode.sessionMemory?: return .outOfSessionMemory(operation: operation)
+        case TPMResponseCode.hierarchy?: return .hierarchyDisabled(operation: operation)
         case TPMResponseCode.badAuth?, TPMResponseCode.authFail?:
             return ownerAuthorized ? .ownerAuthorizationRequired(operation: operation) : .authorizationRefused(operation: operation)
         default: return .commandFailed(operation: operation, code: code)
@@ -174,9 +192,11 @@ public enum TPMHandle {
 
     /// The tpm2-tools commands that make devtrust's standard storage root key
     /// persistent at `handle`: the same template, so the same key, every time.
+    /// Without a resource manager the tools leave what they load in the TPM's
+    /// few slots: the last step flushes them.
     public static func standardStorageRootKeyCommand(_ handle: UInt32, ownerPassword: Bool = false) -> String {
         let password = ownerPassword ? " -P PASSWORD" : ""
-        return "tpm2_createprimary -C o\(password) -g sha256 -G ecc256:aes128cfb -a 'fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda|restricted|decrypt' -c srk.ctx && tpm2_evictcontrol -C o\(password) -c srk.ctx \(format(handle))"
+        return "tpm2_createprimary -C o\(password) -g sha256 -G ecc256:aes128cfb -a 'fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda|restricted|decrypt' -c srk.ctx && tpm2_evictcontrol -C o\(password) -c srk.ctx \(format(handle)) && tpm2_flushcontext -t"
     }
 
     /// Whether `handle` is a persistent object's (0x81xxxxxx), not a transient one's.

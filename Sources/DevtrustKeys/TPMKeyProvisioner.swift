@@ -87,7 +87,7 @@ public enum TPMKeyProvisioner {
     /// suspicious otherwise (the pin is trust on first use).
     private static func parentChanged(since previous: TPMParentRecord?, _ context: TPMContext) throws(TPMError) -> Bool {
         guard let previous, TPMHandle.isPersistent(previous.handle), let current = try context.persistentObject(previous.handle) else { return false }
-        let name = try? context.name(of: current)
+        let name = try context.name(of: current, releasingOnError: .init(object: current, isTransient: false))
         context.close(current)
         return name != previous.name
     }
@@ -247,7 +247,7 @@ public enum TPMKeyProvisioner {
         let pinned = TPMSelection(tcti: context.tctiConfiguration)
         let parent: TPMDeviceKey.ParentObject
         if keyFile.parent == TPMHandle.owner {
-            parent = TPMDeviceKey.ParentObject(object: try context.createStorageRootKey(), isTransient: true)
+            parent = try TPMDeviceKey.ownerPrimary(context, recordedName: nil)
         } else {
             guard let object = try context.persistentObject(keyFile.parent) else { throw .parentMissing(handle: keyFile.parent) }
             parent = TPMDeviceKey.ParentObject(object: object, isTransient: false)

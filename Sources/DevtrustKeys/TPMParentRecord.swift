@@ -49,7 +49,8 @@ public struct TPMParentRecord: Equatable, Sendable {
         case 2: return "it is not a storage key"
         case 3: return "its symmetric algorithm is not AES-CFB"
         case 4: return "it can leave the TPM (fixedTPM or fixedParent is clear)"
-        default: return "its authorization is not a plain one (a policy, or userWithAuth clear)"
+        case 5: return "its authorization is not a plain one (a policy, or userWithAuth clear)"
+        default: return "its template (curve, key size, scheme or name algorithm) is one tpm2-tools cannot make again, so devtrust could not say how to put it back if it were evicted"
         }
     }
 
@@ -58,13 +59,11 @@ public struct TPMParentRecord: Equatable, Sendable {
     /// field was zero-filled (TCG style) rather than empty; nil when devtrust
     /// could not try (an owner password): then the command makes the empty one,
     /// checks its name against the recorded one, and makes the other if needed.
-    /// A template devtrust cannot spell as tpm2-tools arguments gets the
-    /// command for its standard SRK.
-    public func recreationCommand(zeroUnique: Bool?, ownerPassword: Bool) -> String {
+    /// nil when tpm2-tools cannot make that template (`init` never records
+    /// such a parent: only a hand-edited keystore has one).
+    public func recreationCommand(zeroUnique: Bool?, ownerPassword: Bool) -> String? {
         var summary = devtrust_template_summary()
-        guard var value = try? unmarshalledPublic(), devtrust_template_summary(&value, &summary) == 1 else {
-            return TPMHandle.standardStorageRootKeyCommand(handle, ownerPassword: ownerPassword)
-        }
+        guard var value = try? unmarshalledPublic(), devtrust_template_summary(&value, &summary) == 1 else { return nil }
         let isECC = summary.type == 0x0023
         let algorithm = (isECC ? "ecc" : "rsa") + "\(summary.key_bits):aes\(summary.symmetric_bits)cfb"
         let hashes: [UInt16: String] = [0x0004: "sha1", 0x000B: "sha256", 0x000C: "sha384", 0x000D: "sha512"]

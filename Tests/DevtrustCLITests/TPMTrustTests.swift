@@ -435,10 +435,116 @@ import Testing
         try Self.follow(command, setup)
     }
 
+    /// A storage key on a curve besides devtrust's (P-224, made with
+    /// tpm2-tools) is a parent like any other: when another program replaces
+    /// it, the command devtrust gives makes that same key again, not devtrust's
+    /// P-256 one.
+    @Test func aStorageRootKeyOnAnotherCurveIsPutBackByTheGivenCommand() throws {
+        let setup = try Setup()
+        try setup.tpm.persistPrimary(["-C", "o", "-g", "sha256", "-G", "ecc224:aes128cfb", "-a", Swtpm.storageRootKeyAttributes], at: "0x81000001", in: setup.directory)
+        #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
+        #expect(try setup.status()["key"]?.objectValue?["tpmParent"] == .string("0x81000001"))
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
+        try setup.tpm.persistPrimary(["-C", "o", "-G", "rsa2048"], at: "0x81000001", in: setup.directory)
+        let token = try setup.cli.run("token", "--device-id", "x")
+        let command = try #require(token.stderr.components(separatedBy: "the key is back at 0x81000001: ").dropFirst().first?.components(separatedBy: "\n").first, "\(token)")
+        #expect(command.contains("-G ecc224:aes128cfb"), "\(command)")
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
+        try Self.follow(command, setup)
+    }
+
+    /// An RSA storage key whose template spells out the exponent (65537, where
+    /// tpm2-tools writes 0 for the default), made with a raw CreatePrimary:
+    /// tpm2-tools cannot make that template again, so `init` does not choose it
+    /// (devtrust could not say how to put it back), and for a key adopted under
+    /// it devtrust gives no command that would make another key.
+    @Test(.enabled(if: ExternalTool.python.shouldRun)) func aStorageKeyTpm2ToolsCannotMakeAgainGetsNoWrongCommand() throws {
+        let setup = try Setup()
+        let make = """
+            import socket, struct, sys
+            def command(code, handles, params, sessions=True):
+                password = struct.pack(">IHBH", 0x40000009, 0, 0, 0)
+                body = b"".join(struct.pack(">I", h) for h in handles) + (struct.pack(">I", len(password)) + password if sessions else b"") + params
+                with socket.create_connection(("127.0.0.1", int(sys.argv[1]))) as connection:
+                    connection.sendall(struct.pack(">HII", 0x8002 if sessions else 0x8001, 10 + len(body), code) + body)
+                    answer = b""
+                    while len(answer) < 10 or len(answer) < struct.unpack(">I", answer[2:6])[0]:
+                        answer += connection.recv(4096)
+                assert struct.unpack(">I", answer[6:10])[0] == 0, hex(struct.unpack(">I", answer[6:10])[0])
+                return answer
+            template = struct.pack(">HHIH", 0x0001, 0x000B, 0x30472, 0) + struct.pack(">HHHHHIH", 0x0006, 128, 0x0043, 0x0010, 2048, 65537, 0)
+            made = command(0x131, [0x40000001], struct.pack(">HHH", 4, 0, 0) + struct.pack(">H", len(template)) + template + struct.pack(">HI", 0, 0))
+            primary = struct.unpack(">I", made[10:14])[0]
+            command(0x120, [0x40000001, primary], struct.pack(">I", 0x81000001))
+            command(0x165, [], struct.pack(">I", primary), sessions=False)
+            """
+        let made = try ExternalTool.python.run(["-c", make, "\(setup.tpm.port)"])
+        #expect(made.status == 0, "\(made)")
+        let created = try setup.cli.run("init", "--backend", "tpm")
+        #expect(created.status == 0 && created.stderr.contains("one tpm2-tools cannot make again")
+                && created.stderr.contains("made the storage root key persistent at 0x81000002"), "\(created)")
+        let file = try Self.foreignKey(setup, attributes: "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|sign|noda")
+        #expect(try setup.cli.run("init", "--force", "--import", file).status == 0)
+        #expect(try setup.status()["key"]?.objectValue?["tpmParent"] == .string("0x81000001"))
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
+        try setup.tpm.persistPrimary(["-C", "o", "-G", "rsa2048"], at: "0x81000001", in: setup.directory)
+        let replaced = try setup.cli.run("token", "--device-id", "x")
+        #expect(replaced.status == 0 && replaced.stderr.contains("another program replaced it") && replaced.stderr.contains("tpm2-tools cannot: it is an unusual one")
+                && !replaced.stderr.contains("tpm2_createprimary"), "\(replaced)")
+        #expect(try setup.tpm.tool("tpm2_changeauth", ["-c", "owner", "s3cret"]).status == 0)
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-P", "s3cret", "-c", "0x81000001"]).status == 0)
+        let gone = try setup.cli.run("token", "--device-id", "x")
+        #expect(gone.status == 6 && gone.stderr.contains("is gone from 0x81000001") && gone.stderr.contains("tpm2-tools cannot: it is an unusual one")
+                && !gone.stderr.contains("tpm2_createprimary"), "\(gone)")
+        #expect(try setup.tpm.transientHandles().isEmpty)
+    }
+
+    /// A key whose file names the owner hierarchy (tpm2-openssl's default:
+    /// its parent is made from the SRK template for each use), and then the
+    /// owner hierarchy gets a password: devtrust cannot make the parent any
+    /// more, says how to make it persistent, and then finds it there (by its
+    /// name), for `token` and for importing the key again.
+    @Test(.enabled(if: ExternalTool.openssl.shouldRun)) func aKeyUnderTheOwnerHierarchyOutlivesAnOwnerPassword() throws {
+        let setup = try Setup()
+        let environment = ["PATH": "/usr/bin:/bin", "TPM2OPENSSL_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"]
+        let file = setup.directory.file("openssl-tpm.pem")
+        let generate = ["genpkey", "-provider", "tpm2", "-provider", "default", "-algorithm", "EC", "-pkeyopt", "group:P-256", "-out", file]
+        #expect(try ProcessRunner.run("/usr/bin/openssl", generate, environment: environment).status == 0)
+        #expect(try setup.cli.run("init", "--import", file).status == 0)
+        #expect(try setup.tpm.tool("tpm2_changeauth", ["-c", "owner", "s3cret"]).status == 0)
+        let token = try setup.cli.run("token", "--device-id", "x")
+        #expect(token.status == 6 && token.stderr.contains("the key file names the owner hierarchy") && token.stderr.contains("srk.ctx 0x81000001")
+                && !token.stderr.contains("devtrust init"), "\(token)")
+        #expect(try setup.tpm.transientHandles().isEmpty)
+        let command = try #require(token.stderr.components(separatedBy: "persistent at 0x81000001: ").dropFirst().first?.components(separatedBy: "; devtrust then finds").first)
+        try Self.follow(command.replacingOccurrences(of: "PASSWORD", with: "s3cret"), setup)
+        let again = try setup.cli.run("init", "--force", "--import", file)
+        #expect(again.status == 0, "\(again)")
+        #expect(try setup.cli.run("token", "--device-id", "x").status == 0)
+        #expect(try setup.tpm.transientHandles().isEmpty)
+    }
+
+    /// The storage hierarchy is disabled (firmware, or tpm2_hierarchycontrol):
+    /// its keys cannot be used until it is enabled again, but nothing is lost,
+    /// and "run init --force" would destroy a key that works after a reboot.
+    @Test(arguments: ["in place", "evicted"])
+    func aDisabledStorageHierarchyIsNotALostKey(parent: String) throws {
+        let setup = try Setup()
+        #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
+        if parent == "evicted" { #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0) }
+        #expect(try setup.tpm.tool("tpm2_hierarchycontrol", ["-C", "p", "shEnable", "clear"]).status == 0)
+        let token = try setup.cli.run("token", "--device-id", "x")
+        #expect(token.status == 6 && token.stderr.contains("storage (owner) hierarchy is disabled") && !token.stderr.contains("init --force"), "\(token)")
+        #expect(try setup.tpm.transientHandles().isEmpty)
+        #expect(try setup.tpm.tool("tpm2_hierarchycontrol", ["-C", "p", "shEnable", "set"]).status == 0)
+        let enabled = try setup.cli.run("token", "--device-id", "x")
+        #expect(enabled.status == 0, "\(enabled)")
+    }
+
     /// Another program leaves the TPM's three session slots loaded (a TPM
     /// without a resource manager): the message says sessions, and how to free
     /// them (`-l`), not objects (`-t`, which would not help); following it works.
-    @Test func sessionSlotsLeftFullAreNamedAsSuch() throws {
+    @Test(.enabled(if: ExternalTool.python.shouldRun)) func sessionSlotsLeftFullAreNamedAsSuch() throws {
         let setup = try Setup()
         #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
         // Three unsalted HMAC sessions started by another program and never flushed (raw TPM2_StartAuthSession).
@@ -460,6 +566,50 @@ import Testing
     }
 
     // MARK: an active attacker on the TPM bus
+
+    /// A refused authorization is the owner password's only for commands the
+    /// owner hierarchy authorizes: a refused Sign (the key's own, on
+    /// `token`'s password session) is not, a refused EvictControl is. The
+    /// refusals come from an interposer (error answers carry no HMAC).
+    @Test(.enabled(if: ExternalTool.python.shouldRun)) func aRefusedAuthorizationIsTheOwnersOnlyForOwnerCommands() throws {
+        let setup = try Setup()
+        #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
+        let signing = try TPMInterposer(setup.tpm, mode: "refuse", arguments: ["--refuse", "0x15d:0x9a2"])
+        var cli = setup.cli
+        cli.extraEnvironment["DEVTRUST_TCTI"] = signing.tcti
+        let token = try cli.run("token", "--device-id", "x")
+        #expect(!signing.events(named: "refused").isEmpty, "the interposer refused nothing: \(signing.events())")
+        #expect(token.status == 6 && token.stderr.contains("refused the authorization for signing (Sign)")
+                && !token.stderr.contains("owner hierarchy has a password"), "\(token)")
+        #expect(try setup.tpm.transientHandles().isEmpty)
+
+        let fresh = try Setup()
+        let persisting = try TPMInterposer(fresh.tpm, mode: "refuse", arguments: ["--refuse", "0x120:0x9a2"])
+        var freshCLI = fresh.cli
+        freshCLI.extraEnvironment["DEVTRUST_TCTI"] = persisting.tcti
+        let created = try freshCLI.run("init", "--backend", "tpm")
+        #expect(!persisting.events(named: "refused").isEmpty, "the interposer refused nothing: \(persisting.events())")
+        #expect(created.status == 0 && created.stderr.contains("no persistent storage root key: the TPM refused making the storage root key persistent at 0x81000001 (EvictControl): the owner hierarchy has a password")
+                && created.stderr.contains("transient storage root key"), "\(created)")
+        #expect(try fresh.tpm.transientHandles().isEmpty && fresh.tpm.persistentHandles().isEmpty)
+    }
+
+    /// devtrust puts an evicted SRK back, and another program persists its
+    /// own key at that handle first: devtrust signs through a copy of its SRK
+    /// and says so, instead of failing with the TPM's raw refusal.
+    @Test(.enabled(if: ExternalTool.python.shouldRun)) func losingTheRaceToPutTheParentBackIsNotAFailure() throws {
+        let setup = try Setup()
+        #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
+        let racer = try TPMInterposer(setup.tpm, mode: "persist-first")
+        var cli = setup.cli
+        cli.extraEnvironment["DEVTRUST_TCTI"] = racer.tcti
+        let token = try cli.run("token", "--device-id", "x")
+        let race = racer.events(named: "persisted-first")
+        #expect(race.count == 1 && race.first?["evict_rc"] == .string("0x0"), "the other program did not win: \(racer.events())")
+        #expect(token.status == 0 && token.stderr.contains("another program replaced it"), "\(token)")
+        #expect(try setup.tpm.transientHandles().isEmpty)
+    }
 
     /// An interposer (or a rogue TCTI) answers `init`'s Create with its own
     /// public key and later signs with the matching private key: the device

@@ -74,7 +74,10 @@ public final class Swtpm: @unchecked Sendable {
 
     /// The handles tpm2_getcap lists for `capability`.
     private func handles(_ capability: String) throws -> [String] {
-        try tool("tpm2_getcap", [capability]).stdout.split(separator: "\n").map { String($0.drop(while: { $0 == "-" || $0 == " " })) }
+        let listed = try tool("tpm2_getcap", [capability])
+        // An empty list must mean an empty TPM, not a tool that could not ask.
+        guard listed.status == 0 else { throw SwtpmError("tpm2_getcap \(capability) failed: \(listed)") }
+        return listed.stdout.split(separator: "\n").map { String($0.drop(while: { $0 == "-" || $0 == " " })) }
     }
 
     private static func start(port: Int, state: String) throws -> Process {

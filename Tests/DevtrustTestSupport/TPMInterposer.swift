@@ -4,7 +4,9 @@ import Foundation
 /// An active attacker on the TPM bus (Tests/Interop/tpm_interposer.py) between
 /// a client and a swtpm: `swap-key` replaces a created key's public point with
 /// the attacker's and forges its signatures, `swap-srk` answers for the storage
-/// root key with the attacker's own. Every change it makes is a JSON line in its log.
+/// root key with the attacker's own, `refuse` answers given commands with an
+/// error itself, `persist-first` wins a race to a persistent handle. Every
+/// change it makes is a JSON line in its log.
 public final class TPMInterposer: @unchecked Sendable {
     public let port: Int
     public let log: TemporaryDirectory
@@ -13,12 +15,13 @@ public final class TPMInterposer: @unchecked Sendable {
     /// The TCTI configuration that goes through the interposer.
     public var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
 
-    public init(_ tpm: Swtpm, mode: String, attackerKey: String? = nil) throws {
+    /// `arguments`: the mode's own options (`--refuse CC:RC`).
+    public init(_ tpm: Swtpm, mode: String, attackerKey: String? = nil, arguments: [String] = []) throws {
         log = TemporaryDirectory("interposer")
         process = Process()
         process.executableURL = URL(fileURLWithPath: ExternalTool.python.rawValue)
         process.arguments = [Repository.path("Tests/Interop/tpm_interposer.py"), "--tpm-port", "\(tpm.port)", "--listen-port", "0",
-                             "--mode", mode, "--log", log.file("events.jsonl")] + (attackerKey.map { ["--attacker-key", $0] } ?? [])
+                             "--mode", mode, "--log", log.file("events.jsonl")] + (attackerKey.map { ["--attacker-key", $0] } ?? []) + arguments
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

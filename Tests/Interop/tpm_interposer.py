@@ -69,6 +69,19 @@ swap-srk  TPM2_ReadPublic response for the persistent handle ``--srk-handle``
           the attacker's session key (handles' names as the client sees
           them)                                -> "session-hmac-checked"
 
+refuse    answers each command named by ``--refuse CC:RC`` (hex codes, e.g.
+          0x15d:0x9a2 for Sign refused with TPM_RC_BAD_AUTH) with that
+          response code itself, without forwarding it: a TPM (or something
+          in between) refusing a command (error answers carry no HMAC)
+                                                      -> "refused"
+persist-first
+          another program winning a race: before forwarding the first
+          TPM2_EvictControl that makes a transient object persistent, it
+          makes a storage key of its own (ECC P-256, not devtrust's template:
+          no noDA) persistent at that handle over the same connection, so
+          the client's EvictControl then fails with TPM_RC_NV_DEFINED
+                                                      -> "persisted-first"
+
 Every change is one JSON line in ``--log`` ({"event": ..., "time": ...});
 "started" gives the mode and the attacker's public key (SPKI, base64);
 "command" lines record each command code, its sessions (handle/attributes,
@@ -109,7 +122,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -218,7 +231,7 @@ HASHES = {  # TPM_ALG_ID -> (hashlib name, cryptography hash class)
     TPM_ALG_SHA512: ("sha512", hashes.SHA512),
 }
 
-MODES = ("pass", "swap-key", "swap-srk")
+MODES = ("pass", "swap-key", "swap-srk", "refuse", "persist-first")
 
 
 # --------------------------------------------------------------------------
@@ -535,6 +548,14 @@ class PassInterposer:
                  else "hook-error")
         self.log.emit(event, conn=ex.conn, cc=hx(ex.code), where=where,
                       error=repr(exc))
+
+    def intercept(self, ex: Exchange, raw: bytes,
+                  transact: Callable[[bytes], bytes]) -> Optional[bytes]:
+        """Called before a command is forwarded: a response to give the
+        client instead (the command is then not forwarded), or None.
+        ``transact`` sends a command of the proxy's own to the TPM on the
+        client's connection and returns the TPM's response."""
+        return None
 
     def command_hooks(self):
         return {}
@@ -992,6 +1013,78 @@ class SwapSrkInterposer(PassInterposer):
         return raw
 
 
+class RefuseInterposer(PassInterposer):
+    """Answers the commands in ``refusals`` (code -> response code) itself."""
+
+    def __init__(self, log: EventLog, refusals: Dict[int, int]):
+        super().__init__(log)
+        self.refusals = refusals
+
+    def intercept(self, ex, raw, transact):
+        rc = self.refusals.get(ex.code)
+        if rc is None:
+            return None
+        self.log.emit("refused", conn=ex.conn, cc=hx(ex.code), rc=hx(rc))
+        return struct.pack(">HII", TPM_ST_NO_SESSIONS, TPM_HEADER_SIZE, rc)
+
+
+def password_session() -> bytes:
+    """A command auth area with one empty password session (TPM_RS_PW)."""
+    auth = struct.pack(">I", 0x40000009) + tpm2b(b"") + bytes([0]) + tpm2b(b"")
+    return struct.pack(">I", len(auth)) + auth
+
+
+class PersistFirstInterposer(PassInterposer):
+    """Another program persists its own storage key at the handle a client's
+    first EvictControl (of a transient object) is about to use."""
+
+    def __init__(self, log: EventLog):
+        super().__init__(log)
+        self.lock = threading.Lock()
+        self.done = False
+
+    def intercept(self, ex, raw, transact):
+        if ex.code != CC_EVICT_CONTROL:
+            return None
+        cmd = Command.parse(raw, 2)
+        if cmd.handles[1] >> 24 != 0x80:   # evicting a persistent object
+            return None
+        with self.lock:
+            if self.done:
+                return None
+            self.done = True
+        handle = struct.unpack(">I", cmd.params[:4])[0]
+        template = (struct.pack(">HHI", TPM_ALG_ECC, TPM_ALG_SHA256,
+                                SRK_ATTRIBUTES & ~TPMA_OBJECT_NO_DA)
+                    + tpm2b(b"")
+                    + struct.pack(">HHH", TPM_ALG_AES, 128, TPM_ALG_CFB)
+                    + struct.pack(">HHH", TPM_ALG_NULL, TPM_ECC_NIST_P256,
+                                  TPM_ALG_NULL)
+                    + tpm2b(b"") + tpm2b(b""))
+        params = (tpm2b(struct.pack(">H", 0) + struct.pack(">H", 0))  # inSensitive
+                  + tpm2b(template) + tpm2b(b"") + struct.pack(">I", 0))
+        body = struct.pack(">I", TPM_RH_OWNER) + password_session() + params
+        made = transact(struct.pack(">HII", TPM_ST_SESSIONS,
+                                    TPM_HEADER_SIZE + len(body),
+                                    CC_CREATE_PRIMARY) + body)
+        made_rc = response_code(made)
+        evict_rc = None
+        if made_rc == TPM_RC_SUCCESS:
+            primary = struct.unpack(">I", made[10:14])[0]
+            body = (struct.pack(">II", TPM_RH_OWNER, primary)
+                    + password_session() + struct.pack(">I", handle))
+            evict_rc = response_code(transact(struct.pack(
+                ">HII", TPM_ST_SESSIONS, TPM_HEADER_SIZE + len(body),
+                CC_EVICT_CONTROL) + body))
+            body = struct.pack(">I", primary)
+            transact(struct.pack(">HII", TPM_ST_NO_SESSIONS,
+                                 TPM_HEADER_SIZE + len(body),
+                                 CC_FLUSH_CONTEXT) + body)
+        self.log.emit("persisted-first", conn=ex.conn, handle=hx(handle),
+                      create_rc=hx(made_rc), evict_rc=hx(evict_rc))
+        return None
+
+
 # --------------------------------------------------------------------------
 # Connections
 # --------------------------------------------------------------------------
@@ -1158,6 +1251,10 @@ class CommandConnection:
             return False
         command = header + self.client.read_exact(size - TPM_HEADER_SIZE)
         ex, command = self.exchange(command)
+        instead = self.interposer.intercept(ex, command, self.raw_transact)
+        if instead is not None:
+            self.client.sendall(instead)
+            return True
         self.tpm().sendall(command)
         response, seen = self.read_tpm_response()
         if response is None:
@@ -1165,6 +1262,25 @@ class CommandConnection:
             return False
         self.client.sendall(self.interposer.response(ex, response))
         return True
+
+    def raw_transact(self, command: bytes) -> bytes:
+        """The proxy's own command, raw framing, on this connection."""
+        self.tpm().sendall(command)
+        response, _ = self.read_tpm_response()
+        if response is None:
+            raise ParseError("garbled TPM response to the proxy's command")
+        return response
+
+    def mssim_transact(self, command: bytes) -> bytes:
+        """The proxy's own command, mssim framing, on this connection."""
+        self.tpm().sendall(struct.pack(">IBI", MSSIM_SEND_COMMAND, 0,
+                                       len(command)) + command)
+        size = struct.unpack(">I", self.tpm().read_exact(4))[0]
+        if size > MAX_FRAME:
+            raise ParseError("garbled mssim response to the proxy's command")
+        response = self.tpm().read_exact(size)
+        self.tpm().read_exact(4)
+        return response
 
     def mssim_exchange(self, head: bytes) -> bool:
         locality = self.client.read_exact(1)
@@ -1174,6 +1290,11 @@ class CommandConnection:
                              f"mssim command size {size}")
             return False
         ex, command = self.exchange(self.client.read_exact(size))
+        instead = self.interposer.intercept(ex, command, self.mssim_transact)
+        if instead is not None:
+            self.client.sendall(struct.pack(">I", len(instead)) + instead
+                                + struct.pack(">I", 0))
+            return True
         self.tpm().sendall(head + locality + struct.pack(">I", len(command))
                            + command)
         size_bytes = self.tpm().read_exact(4)
@@ -1312,6 +1433,15 @@ def spki_b64(key: ec.EllipticCurvePrivateKey) -> str:
     return base64.b64encode(der).decode()
 
 
+def parse_refusal(text: str) -> Tuple[int, int]:
+    code, _, rc = text.partition(":")
+    try:
+        return int(code, 16), int(rc, 16)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected CC:RC in hex, e.g. 0x15d:0x9a2") from None
+
+
 def parse_args(argv: List[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description="Active TPM bus interposer between a swtpm TCTI client "
@@ -1329,6 +1459,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                    help="write the attacker key (PKCS#8 PEM) here")
     p.add_argument("--srk-handle", type=lambda s: int(s, 0),
                    default=DEFAULT_SRK_HANDLE)
+    p.add_argument("--refuse", action="append", default=[], metavar="CC:RC",
+                   type=parse_refusal,
+                   help="(refuse) answer command code CC with response "
+                        "code RC, both hex; repeatable")
     p.add_argument("--log", help="JSON-lines event log")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="also print every event on stderr")
@@ -1341,6 +1475,12 @@ def main(argv: List[str]) -> int:
     attacker = None
     if args.mode == "pass":
         interposer = PassInterposer(log)
+    elif args.mode == "refuse":
+        if not args.refuse:
+            raise SystemExit("--mode refuse needs --refuse CC:RC")
+        interposer = RefuseInterposer(log, dict(args.refuse))
+    elif args.mode == "persist-first":
+        interposer = PersistFirstInterposer(log)
     else:
         attacker = load_attacker_key(args.attacker_key,
                                      args.save_attacker_key)

@@ -106,30 +106,15 @@ static inline int devtrust_key_is_lockout_exempt(const TPM2B_PUBLIC *public) {
     return (public->publicArea.objectAttributes & TPMA_OBJECT_NODA) != 0;
 }
 
-/* 0 when `public` is a parent devtrust can make its key under; otherwise why
-   not: 1 not an ECC or RSA key (an asymmetric key salts devtrust's sessions),
-   2 not a storage key (restricted, decrypt, not sign), 3 its symmetric
-   algorithm is not AES-CFB, 4 it can leave the TPM (fixedTPM or fixedParent
-   clear), 5 its authorization is not a plain (empty) one (userWithAuth clear,
-   or a policy). Whether it is exempt from lockout is asked separately. */
-static inline int devtrust_parent_problem(const TPM2B_PUBLIC *public) {
-    const TPMT_PUBLIC *area = &public->publicArea;
-    TPMA_OBJECT attributes = area->objectAttributes;
-    if (area->type != TPM2_ALG_ECC && area->type != TPM2_ALG_RSA) return 1;
-    if (!(attributes & TPMA_OBJECT_RESTRICTED) || !(attributes & TPMA_OBJECT_DECRYPT) || (attributes & TPMA_OBJECT_SIGN_ENCRYPT)) return 2;
-    const TPMT_SYM_DEF_OBJECT *symmetric = area->type == TPM2_ALG_ECC ? &area->parameters.eccDetail.symmetric : &area->parameters.rsaDetail.symmetric;
-    if (symmetric->algorithm != TPM2_ALG_AES || symmetric->mode.aes != TPM2_ALG_CFB) return 3;
-    if (!(attributes & TPMA_OBJECT_FIXEDTPM) || !(attributes & TPMA_OBJECT_FIXEDPARENT)) return 4;
-    if (!(attributes & TPMA_OBJECT_USERWITHAUTH) || area->authPolicy.size != 0) return 5;
-    return 0;
-}
-
 /* What a tpm2-tools command needs to make a primary key from the same
    template as `public`: -G (algorithm and size, symmetric key bits), -g (name
-   algorithm), -a (attributes), and the size of a zero-filled unique field. */
+   algorithm), -a (attributes), and the size of a zero-filled unique field.
+   0 when tpm2_createprimary cannot make that template: a curve, key size,
+   scheme, KDF, exponent, symmetric key size or name algorithm its arguments
+   cannot express (it writes NULL schemes and the default exponent). */
 struct devtrust_template_summary {
     uint16_t type;              /* TPM2_ALG_ECC or TPM2_ALG_RSA */
-    uint16_t key_bits;          /* 256, 384, 521 (ECC) or the RSA modulus bits */
+    uint16_t key_bits;          /* 192, 224, 256, 384, 521 (NIST curves) or the RSA modulus bits */
     uint16_t symmetric_bits;    /* AES key bits */
     uint16_t name_algorithm;    /* TPM2_ALG_SHA256, ... */
     uint32_t attributes;
@@ -142,23 +127,65 @@ static inline int devtrust_template_summary(const TPM2B_PUBLIC *public, struct d
     summary->type = area->type;
     summary->name_algorithm = area->nameAlg;
     summary->attributes = area->objectAttributes;
+    switch (area->nameAlg) {
+    case TPM2_ALG_SHA1: case TPM2_ALG_SHA256: case TPM2_ALG_SHA384: case TPM2_ALG_SHA512: break;
+    default: return 0;
+    }
+    const TPMT_SYM_DEF_OBJECT *symmetric;
     if (area->type == TPM2_ALG_ECC) {
-        switch (area->parameters.eccDetail.curveID) {
+        const TPMS_ECC_PARMS *ecc = &area->parameters.eccDetail;
+        switch (ecc->curveID) {
+        case TPM2_ECC_NIST_P192: summary->key_bits = 192; break;
+        case TPM2_ECC_NIST_P224: summary->key_bits = 224; break;
         case TPM2_ECC_NIST_P256: summary->key_bits = 256; break;
         case TPM2_ECC_NIST_P384: summary->key_bits = 384; break;
         case TPM2_ECC_NIST_P521: summary->key_bits = 521; break;
         default: return 0;
         }
-        summary->symmetric_bits = area->parameters.eccDetail.symmetric.keyBits.aes;
+        if (ecc->scheme.scheme != TPM2_ALG_NULL || ecc->kdf.scheme != TPM2_ALG_NULL) return 0;
+        symmetric = &ecc->symmetric;
         summary->zero_unique_size = (uint16_t)((summary->key_bits + 7) / 8);
-        return 1;
-    }
-    if (area->type == TPM2_ALG_RSA) {
-        summary->key_bits = area->parameters.rsaDetail.keyBits;
-        summary->symmetric_bits = area->parameters.rsaDetail.symmetric.keyBits.aes;
+    } else if (area->type == TPM2_ALG_RSA) {
+        const TPMS_RSA_PARMS *rsa = &area->parameters.rsaDetail;
+        switch (rsa->keyBits) {
+        case 1024: case 2048: case 3072: case 4096: break;
+        default: return 0;
+        }
+        if (rsa->scheme.scheme != TPM2_ALG_NULL || rsa->exponent != 0) return 0;
+        summary->key_bits = rsa->keyBits;
+        symmetric = &rsa->symmetric;
         summary->zero_unique_size = (uint16_t)(summary->key_bits / 8);
-        return 1;
+    } else {
+        return 0;
     }
+    if (symmetric->algorithm != TPM2_ALG_AES || symmetric->mode.aes != TPM2_ALG_CFB) return 0;
+    switch (symmetric->keyBits.aes) {
+    case 128: case 192: case 256: break;
+    default: return 0;
+    }
+    summary->symmetric_bits = symmetric->keyBits.aes;
+    return 1;
+}
+
+/* 0 when `public` is a parent devtrust can make its key under; otherwise why
+   not: 1 not an ECC or RSA key (an asymmetric key salts devtrust's sessions),
+   2 not a storage key (restricted, decrypt, not sign), 3 its symmetric
+   algorithm is not AES-CFB, 4 it can leave the TPM (fixedTPM or fixedParent
+   clear), 5 its authorization is not a plain (empty) one (userWithAuth clear,
+   or a policy), 6 a template tpm2-tools cannot make again (so devtrust could
+   not give the command that puts it back if it were evicted). Whether it is
+   exempt from lockout is asked separately. */
+static inline int devtrust_parent_problem(const TPM2B_PUBLIC *public) {
+    const TPMT_PUBLIC *area = &public->publicArea;
+    TPMA_OBJECT attributes = area->objectAttributes;
+    if (area->type != TPM2_ALG_ECC && area->type != TPM2_ALG_RSA) return 1;
+    if (!(attributes & TPMA_OBJECT_RESTRICTED) || !(attributes & TPMA_OBJECT_DECRYPT) || (attributes & TPMA_OBJECT_SIGN_ENCRYPT)) return 2;
+    const TPMT_SYM_DEF_OBJECT *symmetric = area->type == TPM2_ALG_ECC ? &area->parameters.eccDetail.symmetric : &area->parameters.rsaDetail.symmetric;
+    if (symmetric->algorithm != TPM2_ALG_AES || symmetric->mode.aes != TPM2_ALG_CFB) return 3;
+    if (!(attributes & TPMA_OBJECT_FIXEDTPM) || !(attributes & TPMA_OBJECT_FIXEDPARENT)) return 4;
+    if (!(attributes & TPMA_OBJECT_USERWITHAUTH) || area->authPolicy.size != 0) return 5;
+    struct devtrust_template_summary summary;
+    if (!devtrust_template_summary(public, &summary)) return 6;
     return 0;
 }
 
