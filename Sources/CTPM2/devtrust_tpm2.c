@@ -138,25 +138,23 @@ TSS2_RC devtrust_create_primary_from(const struct devtrust_tss2 *tss, ESYS_CONTE
     TSS2_RC rc = tss->Tss2_MU_TPM2B_PUBLIC_Unmarshal(public, public_size, &offset, &template);
     if (rc != TSS2_RC_SUCCESS) return rc;
     TPMT_PUBLIC *area = &template.publicArea;
+    /* A zero-filled unique field has the size the template's summary gives;
+       a template without one (an unusual curve) has no such variant. */
+    struct devtrust_template_summary summary;
+    UINT16 size = 0;
+    if (zero_unique) {
+        if (!devtrust_template_summary(&template, &summary)) return TSS2_ESYS_RC_BAD_VALUE;
+        size = summary.zero_unique_size;
+    }
     switch (area->type) {
-    case TPM2_ALG_ECC: {
-        UINT16 size = 0;
-        if (zero_unique) {
-            switch (area->parameters.eccDetail.curveID) {
-            case TPM2_ECC_NIST_P256: size = 32; break;
-            case TPM2_ECC_NIST_P384: size = 48; break;
-            case TPM2_ECC_NIST_P521: size = 66; break;
-            default: return TSS2_ESYS_RC_BAD_VALUE;
-            }
-        }
+    case TPM2_ALG_ECC:
         memset(&area->unique.ecc, 0, sizeof area->unique.ecc);
         area->unique.ecc.x.size = size;
         area->unique.ecc.y.size = size;
         break;
-    }
     case TPM2_ALG_RSA:
         memset(&area->unique.rsa, 0, sizeof area->unique.rsa);
-        area->unique.rsa.size = zero_unique ? area->parameters.rsaDetail.keyBits / 8 : 0;
+        area->unique.rsa.size = size;
         break;
     default:
         return TSS2_ESYS_RC_BAD_VALUE;

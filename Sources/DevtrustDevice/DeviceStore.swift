@@ -86,7 +86,7 @@ public struct DeviceStore: Sendable {
                 }
                 return .kept(existing)
             }
-            var created = try makeKey(choice, importing: importing, previousParent: state.key?.tpmParent.flatMap(TPMParentRecord.init(serialized:)))
+            var created = try makeKey(choice, importing: importing, replacing: state.key)
             defer { created.file.zeroize() }
             if choice != .auto && choice.rawValue != created.key.backend.rawValue {
                 throw DeviceError.importedKeyBackend(requested: choice.rawValue, found: created.key.backend.rawValue)
@@ -106,8 +106,9 @@ public struct DeviceStore: Sendable {
         }
     }
 
-    /// `previousParent`: the TPM parent of the key being replaced, if any.
-    private func makeKey(_ choice: BackendChoice, importing: (contents: [UInt8], source: String)?, previousParent: TPMParentRecord?) throws -> NewDeviceKey {
+    /// `previous`: the key being replaced, if any.
+    private func makeKey(_ choice: BackendChoice, importing: (contents: [UInt8], source: String)?, replacing previous: KeyRecord?) throws -> NewDeviceKey {
+        let previousParent = previous?.tpmParent.flatMap(TPMParentRecord.init(serialized:))
         if let importing {
             return try DeviceKeyFactory.importKey(importing.contents, source: importing.source, selection: tpm, random: random)
         }
@@ -123,6 +124,9 @@ public struct DeviceStore: Sendable {
                 // A TPM that is not there or cannot be used; never one whose answers may be forged.
                 var key = try DeviceKeyFactory.createSoftwareKey(random: random)
                 key.notes.append("\(error); using a software key")
+                if previous?.backend == .tpm {
+                    key.notes.append("the key this replaces was in the TPM; the new one is not (its tokens say keyProtection \"software\"): once the TPM works, `devtrust init --force --backend tpm` makes a TPM key again")
+                }
                 return key
             }
         }

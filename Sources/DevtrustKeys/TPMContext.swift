@@ -131,10 +131,11 @@ final class TPMContext {
                 devtrust_create_primary_from(functions, esys, $0.baseAddress!, $0.count, zeroUnique, &object)
             }
             guard rc == 0 else {
-                // A template this TPM refuses (an error about a parameter: the template) is not the one;
-                // anything else (the TPM lost, an owner password, a disabled hierarchy) is an answer.
+                // A template this TPM refuses (an error about a parameter: the template), or a variant
+                // devtrust cannot make of it (ESAPI's bad value), is not the one; anything else (the TPM
+                // lost, an owner password, a disabled hierarchy) is an answer.
                 let error = TPMError.from(rc, operation: "recreating the storage root key (CreatePrimary)", ownerAuthorized: true)
-                if case let .commandFailed(_, code) = error, code.isParameterError { continue }
+                if case let .commandFailed(_, code) = error, code.isParameterError || code.raw == TPMResponseCode.esapiBadValue { continue }
                 throw error
             }
             track(object)

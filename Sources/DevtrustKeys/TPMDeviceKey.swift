@@ -96,7 +96,7 @@ public struct TPMDeviceKey: DeviceKey {
     /// keystore), whatever the TPM says is there.
     func identifiedParent(_ context: TPMContext) throws(TPMError) -> ParentObject {
         if keyFile.parent == TPMHandle.owner {
-            let primary = try Self.ownerPrimary(context, recordedName: parentRecord?.name)
+            let primary = try Self.ownerPrimary(context, record: parentRecord)
             guard let record = parentRecord, try context.name(of: primary.object, releasingOnError: primary) != record.name else { return primary }
             primary.release(context)
             throw .storageRootKeyChanged(standardTemplate: true)
@@ -111,28 +111,55 @@ public struct TPMDeviceKey: DeviceKey {
     /// The primary a key file naming the owner hierarchy (0x40000001) is made
     /// under: made from the SRK template; or, when the owner hierarchy has a
     /// password, a persistent copy of it at one of devtrust's handles,
-    /// recognised by `recordedName` (before anything is pinned, by its template).
-    static func ownerPrimary(_ context: TPMContext, recordedName: [UInt8]?) throws(TPMError) -> ParentObject {
+    /// recognised by the recorded name (without a record, an older keystore's:
+    /// the first made from the SRK template; the Load then tells).
+    static func ownerPrimary(_ context: TPMContext, record: TPMParentRecord?) throws(TPMError) -> ParentObject {
         do {
             return ParentObject(object: try context.createStorageRootKey(), isTransient: true)
         } catch .ownerAuthorizationRequired {
-            var freeHandle: UInt32?
+            let found = try persistentCopies(context) { object throws(TPMError) in
+                guard let record else { return try hasStorageRootKeyTemplate(object, context) }
+                return try context.name(of: object) == record.name
+            }
+            found.copies.dropFirst().forEach { $0.parent.release(context) }
+            if let copy = found.copies.first { return copy.parent }
+            // With a record, the command checks the name it makes, and says when the TPM was cleared.
+            let handle = found.freeHandle ?? TPMHandle.eccStorageRootKey
+            throw .primaryNeedsOwner(freeHandle: found.freeHandle,
+                                     command: record?.recreationCommand(at: handle, zeroUnique: nil, ownerPassword: true)
+                                         ?? TPMHandle.standardStorageRootKeyCommand(handle, ownerPassword: true))
+        }
+    }
+
+    /// The persistent objects at devtrust's handles that `matches`, in order,
+    /// and the first handle that holds nothing.
+    static func persistentCopies(_ context: TPMContext, matching matches: (ESYS_TR) throws(TPMError) -> Bool) throws(TPMError)
+        -> (copies: [(parent: ParentObject, handle: UInt32)], freeHandle: UInt32?) {
+        var copies = [(parent: ParentObject, handle: UInt32)]()
+        var freeHandle: UInt32?
+        do {
             for handle in TPMKeyProvisioner.parentHandles {
                 guard let object = try context.persistentObject(handle) else {
                     freeHandle = freeHandle ?? handle
                     continue
                 }
                 let candidate = ParentObject(object: object, isTransient: false)
-                let isCopy = if let recordedName {
-                    try context.name(of: object, releasingOnError: candidate) == recordedName
+                if try context.releasing(candidate, onError: { () throws(TPMError) in try matches(object) }) {
+                    copies.append((candidate, handle))
                 } else {
-                    try TPMParentRecord(serialized: context.releasing(candidate) { () throws(TPMError) in try context.serialize(object) })?.isStandardStorageRootKey == true
+                    candidate.release(context)
                 }
-                if isCopy { return candidate }
-                candidate.release(context)
             }
-            throw .primaryNeedsOwner(freeHandle: freeHandle)
+        } catch {
+            copies.forEach { $0.parent.release(context) }
+            throw error
         }
+        return (copies, freeHandle)
+    }
+
+    /// Whether `object` was made from devtrust's SRK template (whatever its unique field).
+    static func hasStorageRootKeyTemplate(_ object: ESYS_TR, _ context: TPMContext) throws(TPMError) -> Bool {
+        TPMParentRecord(serialized: try context.serialize(object))?.isStandardStorageRootKey == true
     }
 
     private enum HandleContent {
@@ -208,7 +235,7 @@ public struct TPMDeviceKey: DeviceKey {
         guard let copy else { throw .storageRootKeyChanged(standardTemplate: record.isStandardStorageRootKey) }
         let handle = TPMHandle.format(keyFile.parent)
         let putBack = record.recreationCommand(zeroUnique: copy.zeroUnique, ownerPassword: false).map { ": " + $0 }
-            ?? " (made again from the template it was made with; tpm2-tools cannot: it is an unusual one)"
+            ?? " (made again from the template it was made with; tpm2-tools cannot: it is an unusual one; keystore.json holds its public area, in ESAPI's serialization at `tpmParent`)"
         notices?.add("the object at \(handle) is not the storage root key the device key was made under (its name differs from the one recorded at `devtrust init`): another program replaced it. The device key is not lost: devtrust signs through a copy of its storage root key that it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs) until, once that program's key is moved elsewhere, the key is back at \(handle)\(putBack)")
         return ParentObject(object: copy.object, isTransient: true)
     }

@@ -40,6 +40,7 @@ public struct TPMResponseCode: Equatable, Sendable, CustomStringConvertible {
     static let noConnection: UInt32 = 8        // TSS2_BASE_RC_NO_CONNECTION
     static let tryAgain: UInt32 = 9            // TSS2_BASE_RC_TRY_AGAIN
     static let responseAuthFailed: UInt32 = 27 // TSS2_BASE_RC_RSP_AUTH_FAILED
+    static let esapiBadValue: UInt32 = 0x7_000B  // TSS2_ESYS_RC_BAD_VALUE
 
     /// The TSS's own text for the code (Tss2_RC_Decode).
     public var description: String {
@@ -75,10 +76,13 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
     case parentNeedsOwner(handle: UInt32, command: String?, replaced: Bool)
     /// The key file names the owner hierarchy (a primary devtrust makes from
     /// the SRK template for each use), the owner hierarchy has a password, and
-    /// no persistent copy of that primary sits at devtrust's handles.
-    case primaryNeedsOwner(freeHandle: UInt32?)
+    /// no persistent copy of that primary sits at devtrust's handles; `command`
+    /// makes one (at `freeHandle`, else 0x81000002).
+    case primaryNeedsOwner(freeHandle: UInt32?, command: String)
     /// The storage (owner) hierarchy is disabled: no key under it can be used.
     case hierarchyDisabled(operation: String)
+    /// The TPM did not run `operation` now (TPM_RC_RETRY): busy, try again.
+    case busy(operation: String)
     /// devtrust cannot make its own storage root key (an owner password) and
     /// the storage keys it found are exposed to lockout: `refused` had a
     /// password (that try counted towards lockout), `untried` were not tried
@@ -126,13 +130,15 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
             let what = replaced ? "another key sits at \(TPMHandle.format(handle)), where the storage root key the device key was made under was" : "the storage root key the device key was made under is gone from \(TPMHandle.format(handle))"
             let who = replaced ? "whoever knows the password can, once that other key is moved elsewhere, run" : "whoever knows the password can run"
             guard let command else {
-                return "\(what), and the owner hierarchy has a password, so devtrust cannot make it again. Unless the TPM was cleared, the device key is not lost: whoever knows the password can make that key again at \(TPMHandle.format(handle)) from the template it was made with (tpm2-tools cannot: it is an unusual one); `devtrust token` then works again."
+                return "\(what), and the owner hierarchy has a password, so devtrust cannot make it again. Unless the TPM was cleared, the device key is not lost: whoever knows the password can make that key again at \(TPMHandle.format(handle)) from the template it was made with (tpm2-tools cannot: it is an unusual one; keystore.json holds its public area, ESAPI's serialization in `tpmParent`); `devtrust token` then works again."
             }
             return "\(what), and the owner hierarchy has a password, so devtrust cannot make it again. Unless the TPM was cleared, the device key is not lost: \(who): \(command); `devtrust token` then works again (the command says so when the TPM cannot make that key any more)."
-        case let .primaryNeedsOwner(freeHandle):
-            return "the device key is made under the TPM's standard storage root key, which devtrust makes for each use (the key file names the owner hierarchy, 0x40000001), and the owner hierarchy has a password, so devtrust cannot make it. The device key is not lost: whoever knows the password can make that storage root key persistent \(Self.where(freeHandle)): \(TPMHandle.standardStorageRootKeyCommand(freeHandle ?? TPMHandle.eccStorageRootKey, ownerPassword: true)); devtrust then finds it there (by its name), and `devtrust token` works again."
+        case let .primaryNeedsOwner(freeHandle, command):
+            return "the key is made under the TPM's standard storage root key, which devtrust makes for each use (the key file names the owner hierarchy, 0x40000001), and the owner hierarchy has a password, so devtrust cannot make it. Whoever knows the password can make that storage root key persistent \(Self.where(freeHandle)): \(command); devtrust then finds it there, and the key works again (unless the TPM was cleared since the key was made: then it is lost, and a command that checks the key's name says so)."
         case let .hierarchyDisabled(operation):
-            return "the TPM refused \(operation): its storage (owner) hierarchy is disabled (shEnable cleared, by the firmware or with tpm2_hierarchycontrol), so no key made under it can be used until it is enabled again. The device key is not lost: restarting the machine (a TPM reset) enables it again, as does `tpm2_hierarchycontrol -C p shEnable set` where the platform hierarchy is open."
+            return "the TPM refused \(operation): its storage (owner) hierarchy is disabled (shEnable is clear), so no key under it can be made or used until it is enabled again; keys made under it work again then. If tpm2_hierarchycontrol disabled it, a restart of the machine (a TPM reset) or `tpm2_hierarchycontrol -C p shEnable set` (where the platform hierarchy is open) enables it; if the firmware disables it, enable it in the firmware's TPM settings."
+        case let .busy(operation):
+            return "the TPM was busy and did not run \(operation) (TPM_RC_RETRY); nothing was changed: run the command again."
         case let .exposedParentsNotTried(refused, untried, failedTries, freeHandle):
             var what = [String]()
             if let refused { what.append("the storage key at \(TPMHandle.format(refused)) has a password (devtrust uses none), and devtrust's try counted towards the TPM's dictionary-attack lockout, since that key is not exempt") }
@@ -174,6 +180,7 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         case TPMResponseCode.objectMemory?: return .outOfObjectMemory(operation: operation)
         case TPMResponseCode.sessionMemory?: return .outOfSessionMemory(operation: operation)
         case TPMResponseCode.hierarchy?: return .hierarchyDisabled(operation: operation)
+        case TPMResponseCode.retry?: return .busy(operation: operation)
         case TPMResponseCode.badAuth?, TPMResponseCode.authFail?:
             return ownerAuthorized ? .ownerAuthorizationRequired(operation: operation) : .authorizationRefused(operation: operation)
         default: return .commandFailed(operation: operation, code: code)

@@ -245,25 +245,65 @@ public enum TPMKeyProvisioner {
         _ = try keyFile.publicKey()
         let context = try TPMContext.open(selection)
         let pinned = TPMSelection(tcti: context.tctiConfiguration)
-        let parent: TPMDeviceKey.ParentObject
-        if keyFile.parent == TPMHandle.owner {
-            parent = try TPMDeviceKey.ownerPrimary(context, recordedName: nil)
-        } else {
+        let (candidates, freeHandle) = try adoptionParents(keyFile, context)
+        var untried = candidates[...]
+        defer { untried.forEach { $0.parent.release(context) } }
+        var refusal: TPMError?
+        while let (parent, handle) = untried.popFirst() {
+            defer { parent.release(context) }
+            let key: TPMDeviceKey
+            do {
+                let session = try context.startSaltedSession(saltedTo: parent.object)
+                defer { context.flush(session) }
+                key = try TPMDeviceKey(keyFile: keyFile, selection: pinned, parentMetadata: try context.serialize(parent.object))
+                try selfTest(key, context, parent: parent.object, session: session)
+            } catch {
+                // Persistent copies of the owner's primary share its template: the one that
+                // loads the key is its parent. Trying another costs no lockout try (noDA).
+                let isCopy = keyFile.parent == TPMHandle.owner && handle != TPMHandle.owner
+                switch error {
+                case .keyDoesNotLoad where isCopy, .authorizationRefused where isCopy:
+                    refusal = error
+                    continue
+                default:
+                    throw error
+                }
+            }
+            var notes = [String]()
+            if keyFile.parent == TPMHandle.owner {
+                notes.append(handle == TPMHandle.owner
+                    ? "the key's parent is a transient primary (0x40000001), so every signature first recreates it (CreatePrimary: 50-500 ms on real TPMs); keys made under a persistent SRK (openssl genpkey ... -pkeyopt parent:0x81000001) avoid that"
+                    : "the key file names the owner hierarchy, which has a password: devtrust uses the persistent copy of the key's parent at \(TPMHandle.format(handle)), recognised by its name from now on")
+            }
+            if key.lockoutExposure != .none {
+                notes.append("the key can be stopped by dictionary-attack lockout (it, or its parent, was made without noDA); `devtrust status` says how to make one that cannot")
+            }
+            return TPMProvisioning(key: key, createdPersistentHandle: nil, notes: notes)
+        }
+        // No persistent copy loads the key: its parent may be the one missing at the free handle.
+        if let freeHandle { throw .primaryNeedsOwner(freeHandle: freeHandle, command: TPMHandle.standardStorageRootKeyCommand(freeHandle, ownerPassword: true)) }
+        throw refusal ?? .parentMissing(handle: keyFile.parent)
+    }
+
+    /// The parents a key file may be under, in order: the persistent one it
+    /// names; or, for the owner hierarchy, the primary made from the SRK
+    /// template, or when the owner has a password (devtrust cannot make it),
+    /// the persistent keys at devtrust's handles made from that template (with
+    /// the first free handle).
+    private static func adoptionParents(_ keyFile: TSS2KeyFile, _ context: TPMContext) throws(TPMError)
+        -> (candidates: [(parent: TPMDeviceKey.ParentObject, handle: UInt32)], freeHandle: UInt32?) {
+        guard keyFile.parent == TPMHandle.owner else {
             guard let object = try context.persistentObject(keyFile.parent) else { throw .parentMissing(handle: keyFile.parent) }
-            parent = TPMDeviceKey.ParentObject(object: object, isTransient: false)
+            return ([(.init(object: object, isTransient: false), keyFile.parent)], nil)
         }
-        defer { parent.release(context) }
-        let session = try context.startSaltedSession(saltedTo: parent.object)
-        defer { context.flush(session) }
-        let key = try TPMDeviceKey(keyFile: keyFile, selection: pinned, parentMetadata: try context.serialize(parent.object))
-        try selfTest(key, context, parent: parent.object, session: session)
-        var notes = keyFile.parent == TPMHandle.owner
-            ? ["the key's parent is a transient primary (0x40000001), so every signature first recreates it (CreatePrimary: 50-500 ms on real TPMs); keys made under a persistent SRK (openssl genpkey ... -pkeyopt parent:0x81000001) avoid that"]
-            : []
-        if key.lockoutExposure != .none {
-            notes.append("the key can be stopped by dictionary-attack lockout (it, or its parent, was made without noDA); `devtrust status` says how to make one that cannot")
+        do {
+            return ([(.init(object: try context.createStorageRootKey(), isTransient: true), TPMHandle.owner)], nil)
+        } catch .ownerAuthorizationRequired {
+            let found = try TPMDeviceKey.persistentCopies(context) { object throws(TPMError) in try TPMDeviceKey.hasStorageRootKeyTemplate(object, context) }
+            guard found.copies.isEmpty else { return (found.copies, found.freeHandle) }
+            let handle = found.freeHandle ?? TPMHandle.eccStorageRootKey
+            throw .primaryNeedsOwner(freeHandle: found.freeHandle, command: TPMHandle.standardStorageRootKeyCommand(handle, ownerPassword: true))
         }
-        return TPMProvisioning(key: key, createdPersistentHandle: nil, notes: notes)
     }
 
     /// The self-test, with the parent checked against the name recorded at

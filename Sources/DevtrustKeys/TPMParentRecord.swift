@@ -55,18 +55,20 @@ public struct TPMParentRecord: Equatable, Sendable {
     }
 
     /// The tpm2-tools commands that make this parent again, from the same
-    /// template, at its handle. `zeroUnique`: whether its template's unique
+    /// template, at its handle (or `target`). `zeroUnique`: whether its template's unique
     /// field was zero-filled (TCG style) rather than empty; nil when devtrust
     /// could not try (an owner password): then the command makes the empty one,
     /// checks its name against the recorded one, and makes the other if needed.
     /// nil when tpm2-tools cannot make that template (`init` never records
     /// such a parent: only a hand-edited keystore has one).
-    public func recreationCommand(zeroUnique: Bool?, ownerPassword: Bool) -> String? {
+    public func recreationCommand(at target: UInt32? = nil, zeroUnique: Bool?, ownerPassword: Bool) -> String? {
         var summary = devtrust_template_summary()
         guard var value = try? unmarshalledPublic(), devtrust_template_summary(&value, &summary) == 1 else { return nil }
         let isECC = summary.type == 0x0023
-        let algorithm = (isECC ? "ecc" : "rsa") + "\(summary.key_bits):aes\(summary.symmetric_bits)cfb"
-        let hashes: [UInt16: String] = [0x0004: "sha1", 0x000B: "sha256", 0x000C: "sha384", 0x000D: "sha512"]
+        // tpm2-tools' names: ecc256, ..., ecc_sm2 for SM2's curve; rsa2048, ...
+        let key = isECC ? (summary.curve == 0x0020 ? "ecc_sm2" : "ecc\(summary.key_bits)") : "rsa\(summary.key_bits)"
+        let algorithm = key + ":aes\(summary.symmetric_bits)cfb"
+        let hashes: [UInt16: String] = [0x0004: "sha1", 0x000B: "sha256", 0x000C: "sha384", 0x000D: "sha512", 0x0012: "sm3_256"]
         let names: [(UInt32, String)] = [(0x2, "fixedtpm"), (0x4, "stclear"), (0x10, "fixedparent"), (0x20, "sensitivedataorigin"),
                                          (0x40, "userwithauth"), (0x80, "adminwithpolicy"), (0x400, "noda"), (0x800, "encryptedduplication"),
                                          (0x10000, "restricted"), (0x20000, "decrypt"), (0x40000, "sign")]
@@ -81,7 +83,7 @@ public struct TPMParentRecord: Equatable, Sendable {
         let create = "tpm2_createprimary -C o\(password) -g \(hashes[summary.name_algorithm] ?? "sha256") -G \(algorithm) -a '\(attributes)'"
         // Without a resource manager the tools leave what they load in the TPM's
         // few slots: flush them (with one, as usual, this changes nothing).
-        let evict = "tpm2_evictcontrol -C o\(password) -c parent.ctx \(TPMHandle.format(handle)) >/dev/null && tpm2_flushcontext -t"
+        let evict = "tpm2_evictcontrol -C o\(password) -c parent.ctx \(TPMHandle.format(target ?? handle)) >/dev/null && tpm2_flushcontext -t"
         switch zeroUnique {
         case true?: return unique + create + " -u unique.bin -c parent.ctx >/dev/null && " + evict
         case false?: return create + " -c parent.ctx >/dev/null && " + evict

@@ -233,11 +233,14 @@ import Testing
         try Self.follow(command.replacingOccurrences(of: "PASSWORD", with: "s3cret"), setup)
     }
 
-    /// An SRK from a TCG-style template (unique zero-filled, not empty) at 0x81000001, ECC P-256 or RSA 2048.
-    static func persistTCGStorageRootKey(_ setup: Setup, rsa: Bool = false) throws {
+    /// An SRK from a TCG-style template (unique zero-filled, not empty) at
+    /// `handle`: ECC P-256 by default, P-192 (`ecc192`), or RSA 2048 (`rsa2048`).
+    static func persistTCGStorageRootKey(_ setup: Setup, key: String = "ecc256", at handle: String = "0x81000001") throws {
         let tools = ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"]
-        let unique = rsa ? "printf '\\000\\001'; head -c 256 /dev/zero" : "printf '\\040\\000'; head -c 128 /dev/zero; printf '\\040\\000'; head -c 128 /dev/zero"
-        let zeroUnique = "{ \(unique); } > tcg.bin && tpm2_createprimary -C o -g sha256 -G \(rsa ? "rsa2048" : "ecc256"):aes128cfb -a '\(Swtpm.storageRootKeyAttributes)' -u tcg.bin -c tcg.ctx && tpm2_evictcontrol -C o -c tcg.ctx 0x81000001"
+        // tpm2-tools reads -u as the TPMU_PUBLIC_ID: little-endian sizes, each ECC coordinate's buffer 128 bytes.
+        let coordinate = key == "ecc192" ? "printf '\\030\\000'; head -c 128 /dev/zero" : "printf '\\040\\000'; head -c 128 /dev/zero"
+        let unique = key == "rsa2048" ? "printf '\\000\\001'; head -c 256 /dev/zero" : coordinate + "; " + coordinate
+        let zeroUnique = "{ \(unique); } > tcg.bin && tpm2_createprimary -C o -g sha256 -G \(key):aes128cfb -a '\(Swtpm.storageRootKeyAttributes)' -u tcg.bin -c tcg.ctx && tpm2_evictcontrol -C o -c tcg.ctx \(handle)"
         #expect(try ProcessRunner.run("/bin/sh", ["-c", zeroUnique + " >/dev/null"], environment: tools, currentDirectory: setup.directory.path).status == 0)
         try setup.tpm.tool("tpm2_flushcontext", ["-t"])
     }
@@ -394,11 +397,12 @@ import Testing
     }
 
     /// The recorded SRK need not be devtrust's own: one another program made
-    /// (an RSA SRK, exempt from lockout) and someone evicted is made again from
-    /// its recorded template, not declared lost.
-    @Test func anotherProgramsStorageRootKeyIsRecreatedFromItsTemplate() throws {
+    /// (an RSA or a P-224 SRK, exempt from lockout) and someone evicted is made
+    /// again from its recorded template, not declared lost; after a clear it is.
+    @Test(arguments: ["rsa2048", "ecc224"])
+    func anotherProgramsStorageRootKeyIsRecreatedFromItsTemplate(key: String) throws {
         let setup = try Setup()
-        try setup.tpm.persistPrimary(["-C", "o", "-g", "sha256", "-G", "rsa2048:aes128cfb", "-a", Swtpm.storageRootKeyAttributes], at: "0x81000001", in: setup.directory)
+        try setup.tpm.persistPrimary(["-C", "o", "-g", "sha256", "-G", key + ":aes128cfb", "-a", Swtpm.storageRootKeyAttributes], at: "0x81000001", in: setup.directory)
         #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
         let name = try setup.tpm.tool("tpm2_readpublic", ["-c", "0x81000001"]).stdout.split(separator: "\n").first { $0.hasPrefix("name:") }
         try setup.tpm.tool("tpm2_flushcontext", ["-t"])
@@ -417,12 +421,22 @@ import Testing
     }
 
     /// An SRK made from a TCG-style template (its unique field zero-filled, not
-    /// empty) that another program replaced: the command devtrust gives makes
-    /// that same key again, not devtrust's own.
-    @Test(arguments: ["ecc", "rsa"])
+    /// empty; ECC P-256 and P-192, RSA), or on a curve besides devtrust's
+    /// (P-224, SM2, made with tpm2-tools), that another program replaced: the
+    /// command devtrust gives makes that same key again, not devtrust's own P-256 one.
+    @Test(arguments: ["ecc", "rsa", "p192", "p224", "sm2"])
     func aTCGStyleStorageRootKeyIsPutBackByTheGivenCommand(algorithm: String) throws {
         let setup = try Setup()
-        try Self.persistTCGStorageRootKey(setup, rsa: algorithm == "rsa")
+        let expected: String
+        switch algorithm {
+        case "p224", "sm2":
+            let key = (algorithm == "sm2" ? "ecc_sm2" : "ecc224") + ":aes128cfb"
+            expected = "-G " + key
+            try setup.tpm.persistPrimary(["-C", "o", "-g", "sha256", "-G", key, "-a", Swtpm.storageRootKeyAttributes], at: "0x81000001", in: setup.directory)
+        default:
+            expected = "-u unique.bin"
+            try Self.persistTCGStorageRootKey(setup, key: ["ecc": "ecc256", "rsa": "rsa2048", "p192": "ecc192"][algorithm]!)
+        }
         let made = try setup.cli.run("init", "--backend", "tpm")
         #expect(made.status == 0, "\(made)")
         #expect(try setup.status()["key"]?.objectValue?["tpmParent"] == .string("0x81000001"))
@@ -430,25 +444,7 @@ import Testing
         try setup.tpm.persistPrimary(["-C", "o", "-G", "rsa2048"], at: "0x81000001", in: setup.directory)
         let token = try setup.cli.run("token", "--device-id", "x")
         let command = try #require(token.stderr.components(separatedBy: "the key is back at 0x81000001: ").dropFirst().first?.components(separatedBy: "\n").first, "\(token)")
-        #expect(command.contains("-u unique.bin"), "\(command)")
-        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
-        try Self.follow(command, setup)
-    }
-
-    /// A storage key on a curve besides devtrust's (P-224, made with
-    /// tpm2-tools) is a parent like any other: when another program replaces
-    /// it, the command devtrust gives makes that same key again, not devtrust's
-    /// P-256 one.
-    @Test func aStorageRootKeyOnAnotherCurveIsPutBackByTheGivenCommand() throws {
-        let setup = try Setup()
-        try setup.tpm.persistPrimary(["-C", "o", "-g", "sha256", "-G", "ecc224:aes128cfb", "-a", Swtpm.storageRootKeyAttributes], at: "0x81000001", in: setup.directory)
-        #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
-        #expect(try setup.status()["key"]?.objectValue?["tpmParent"] == .string("0x81000001"))
-        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
-        try setup.tpm.persistPrimary(["-C", "o", "-G", "rsa2048"], at: "0x81000001", in: setup.directory)
-        let token = try setup.cli.run("token", "--device-id", "x")
-        let command = try #require(token.stderr.components(separatedBy: "the key is back at 0x81000001: ").dropFirst().first?.components(separatedBy: "\n").first, "\(token)")
-        #expect(command.contains("-G ecc224:aes128cfb"), "\(command)")
+        #expect(command.contains(expected), "\(command)")
         #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
         try Self.follow(command, setup)
     }
@@ -499,27 +495,96 @@ import Testing
         #expect(try setup.tpm.transientHandles().isEmpty)
     }
 
-    /// A key whose file names the owner hierarchy (tpm2-openssl's default:
-    /// its parent is made from the SRK template for each use), and then the
-    /// owner hierarchy gets a password: devtrust cannot make the parent any
-    /// more, says how to make it persistent, and then finds it there (by its
-    /// name), for `token` and for importing the key again.
-    @Test(.enabled(if: ExternalTool.openssl.shouldRun)) func aKeyUnderTheOwnerHierarchyOutlivesAnOwnerPassword() throws {
-        let setup = try Setup()
+    /// A P-256 key made by tpm2-openssl without a parent: its file names the
+    /// owner hierarchy (its parent is made from the SRK template for each use).
+    static func ownerHierarchyKey(_ setup: Setup) throws -> String {
         let environment = ["PATH": "/usr/bin:/bin", "TPM2OPENSSL_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"]
         let file = setup.directory.file("openssl-tpm.pem")
         let generate = ["genpkey", "-provider", "tpm2", "-provider", "default", "-algorithm", "EC", "-pkeyopt", "group:P-256", "-out", file]
         #expect(try ProcessRunner.run("/usr/bin/openssl", generate, environment: environment).status == 0)
+        return file
+    }
+
+    /// A key whose file names the owner hierarchy, and then the owner
+    /// hierarchy gets a password: devtrust cannot make the parent any more,
+    /// says how to make it persistent, and then finds it there by its name,
+    /// for `token` and for importing the key again. A TCG-style SRK at
+    /// 0x81000001 has the same template but another name: it is not taken for
+    /// the parent, and the command goes to 0x81000002.
+    @Test(.enabled(if: ExternalTool.openssl.shouldRun), arguments: ["nothing", "a TCG-style SRK"])
+    func aKeyUnderTheOwnerHierarchyOutlivesAnOwnerPassword(at81000001: String) throws {
+        let setup = try Setup()
+        let file = try Self.ownerHierarchyKey(setup)
         #expect(try setup.cli.run("init", "--import", file).status == 0)
+        let handle = at81000001 == "nothing" ? "0x81000001" : "0x81000002"
+        if at81000001 != "nothing" { try Self.persistTCGStorageRootKey(setup) }
         #expect(try setup.tpm.tool("tpm2_changeauth", ["-c", "owner", "s3cret"]).status == 0)
         let token = try setup.cli.run("token", "--device-id", "x")
-        #expect(token.status == 6 && token.stderr.contains("the key file names the owner hierarchy") && token.stderr.contains("srk.ctx 0x81000001")
-                && !token.stderr.contains("devtrust init"), "\(token)")
+        let command = try #require(token.stderr.components(separatedBy: "persistent at \(handle): ").dropFirst().first?.components(separatedBy: "; devtrust then finds").first, "\(token)")
+        // The advice is the command, not "run init" (the command itself says init --force only when the TPM was cleared).
+        #expect(token.status == 6 && token.stderr.contains("the key file names the owner hierarchy") && token.stderr.contains("parent.ctx \(handle)")
+                && !token.stderr.replacingOccurrences(of: command, with: "").contains("devtrust init"), "\(token)")
         #expect(try setup.tpm.transientHandles().isEmpty)
-        let command = try #require(token.stderr.components(separatedBy: "persistent at 0x81000001: ").dropFirst().first?.components(separatedBy: "; devtrust then finds").first)
         try Self.follow(command.replacingOccurrences(of: "PASSWORD", with: "s3cret"), setup)
         let again = try setup.cli.run("init", "--force", "--import", file)
-        #expect(again.status == 0, "\(again)")
+        #expect(again.status == 0 && again.stderr.contains("persistent copy of the key's parent at \(handle)"), "\(again)")
+        #expect(try setup.cli.run("token", "--device-id", "x").status == 0)
+        #expect(try setup.tpm.transientHandles().isEmpty)
+    }
+
+    /// The same after a TPM clear: the key is lost, and the command devtrust
+    /// gives says so and makes nothing persistent, instead of a storage root
+    /// key that devtrust would then call "another".
+    @Test(.enabled(if: ExternalTool.openssl.shouldRun)) func aKeyUnderTheOwnerHierarchyIsLostWithAClearedTPM() throws {
+        let setup = try Setup()
+        #expect(try setup.cli.run("init", "--import", try Self.ownerHierarchyKey(setup)).status == 0)
+        #expect(try setup.tpm.tool("tpm2_clear", ["-c", "p"]).status == 0)
+        #expect(try setup.tpm.tool("tpm2_changeauth", ["-c", "owner", "s3cret"]).status == 0)
+        let token = try setup.cli.run("token", "--device-id", "x")
+        let command = try #require(token.stderr.components(separatedBy: "persistent at 0x81000001: ").dropFirst().first?.components(separatedBy: "; devtrust then finds").first, "\(token)")
+        let tools = ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"]
+        let result = try ProcessRunner.run("/bin/sh", ["-c", command.replacingOccurrences(of: "PASSWORD", with: "s3cret")], environment: tools, currentDirectory: setup.directory.path)
+        #expect(result.status != 0 && result.stderr.contains("the device key is lost"), "\(result)")
+        #expect(try setup.tpm.persistentHandles().isEmpty && setup.tpm.transientHandles().isEmpty)
+    }
+
+    /// Importing a key that names the owner hierarchy behind an owner password:
+    /// devtrust finds its parent among the persistent keys made from the SRK
+    /// template (another with that template, a TCG-style SRK, does not load
+    /// it), and never authorizes against a key exposed to lockout.
+    @Test(.enabled(if: ExternalTool.openssl.shouldRun), arguments: ["a TCG-style SRK", "a key with a password"])
+    func importingAKeyUnderTheOwnerHierarchyFindsItsPersistentParent(at81000001: String) throws {
+        let setup = try Setup()
+        let file = try Self.ownerHierarchyKey(setup)
+        #expect(try setup.tpm.tool("tpm2_dictionarylockout", ["-s", "-n", "3", "-t", "600", "-l", "600"]).status == 0)
+        if at81000001 == "a TCG-style SRK" {
+            try Self.persistTCGStorageRootKey(setup)
+        } else {
+            try setup.tpm.persistPrimary(["-C", "o", "-p", "pw"], at: "0x81000001", in: setup.directory)
+            try setup.tpm.tool("tpm2_flushcontext", ["-l"])
+        }
+        try setup.tpm.persistPrimary(["-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb", "-a", Swtpm.storageRootKeyAttributes], at: "0x81000002", in: setup.directory)
+        #expect(try setup.tpm.tool("tpm2_changeauth", ["-c", "owner", "s3cret"]).status == 0)
+        let imported = try setup.cli.run("init", "--import", file)
+        #expect(imported.status == 0 && imported.stderr.contains("persistent copy of the key's parent at 0x81000002"), "\(imported)")
+        let token = try setup.cli.run("token", "--device-id", "x")
+        #expect(token.status == 0 && token.stderr.isEmpty, "\(token)")
+        #expect(try setup.tpm.lockoutCounter() == 0)
+        #expect(try setup.tpm.transientHandles().isEmpty && setup.tpm.loadedSessions().isEmpty)
+    }
+
+    /// The TPM answers "retry" (busy) while devtrust makes the parent again:
+    /// a message that says to run the command again, not "the key is lost".
+    @Test(.enabled(if: ExternalTool.python.shouldRun)) func aBusyTPMIsNotALostKey() throws {
+        let setup = try Setup()
+        #expect(try setup.cli.run("init", "--backend", "tpm").status == 0)
+        #expect(try setup.tpm.tool("tpm2_evictcontrol", ["-C", "o", "-c", "0x81000001"]).status == 0)
+        let busy = try TPMInterposer(setup.tpm, mode: "refuse", arguments: ["--refuse", "0x131:0x922"])
+        var cli = setup.cli
+        cli.extraEnvironment["DEVTRUST_TCTI"] = busy.tcti
+        let token = try cli.run("token", "--device-id", "x")
+        #expect(!busy.events(named: "refused").isEmpty, "the interposer refused nothing: \(busy.events())")
+        #expect(token.status == 6 && token.stderr.contains("run the command again") && !token.stderr.contains("lost"), "\(token)")
         #expect(try setup.cli.run("token", "--device-id", "x").status == 0)
         #expect(try setup.tpm.transientHandles().isEmpty)
     }
@@ -539,6 +604,11 @@ import Testing
         #expect(try setup.tpm.tool("tpm2_hierarchycontrol", ["-C", "p", "shEnable", "set"]).status == 0)
         let enabled = try setup.cli.run("token", "--device-id", "x")
         #expect(enabled.status == 0, "\(enabled)")
+        // Replacing the key now (backend auto) falls back to software, and says what that gives up.
+        #expect(try setup.tpm.tool("tpm2_hierarchycontrol", ["-C", "p", "shEnable", "clear"]).status == 0)
+        let replaced = try setup.cli.run("init", "--force")
+        #expect(replaced.status == 0 && replaced.stderr.contains("using a software key")
+                && replaced.stderr.contains("the key this replaces was in the TPM"), "\(replaced)")
     }
 
     /// Another program leaves the TPM's three session slots loaded (a TPM

@@ -114,7 +114,8 @@ static inline int devtrust_key_is_lockout_exempt(const TPM2B_PUBLIC *public) {
    cannot express (it writes NULL schemes and the default exponent). */
 struct devtrust_template_summary {
     uint16_t type;              /* TPM2_ALG_ECC or TPM2_ALG_RSA */
-    uint16_t key_bits;          /* 192, 224, 256, 384, 521 (NIST curves) or the RSA modulus bits */
+    uint16_t curve;             /* TPM2_ECC_NIST_P192 ... TPM2_ECC_SM2_P256; 0 for RSA */
+    uint16_t key_bits;          /* the curve's or the RSA modulus's bits */
     uint16_t symmetric_bits;    /* AES key bits */
     uint16_t name_algorithm;    /* TPM2_ALG_SHA256, ... */
     uint32_t attributes;
@@ -128,7 +129,7 @@ static inline int devtrust_template_summary(const TPM2B_PUBLIC *public, struct d
     summary->name_algorithm = area->nameAlg;
     summary->attributes = area->objectAttributes;
     switch (area->nameAlg) {
-    case TPM2_ALG_SHA1: case TPM2_ALG_SHA256: case TPM2_ALG_SHA384: case TPM2_ALG_SHA512: break;
+    case TPM2_ALG_SHA1: case TPM2_ALG_SHA256: case TPM2_ALG_SHA384: case TPM2_ALG_SHA512: case TPM2_ALG_SM3_256: break;
     default: return 0;
     }
     const TPMT_SYM_DEF_OBJECT *symmetric;
@@ -140,8 +141,10 @@ static inline int devtrust_template_summary(const TPM2B_PUBLIC *public, struct d
         case TPM2_ECC_NIST_P256: summary->key_bits = 256; break;
         case TPM2_ECC_NIST_P384: summary->key_bits = 384; break;
         case TPM2_ECC_NIST_P521: summary->key_bits = 521; break;
+        case TPM2_ECC_SM2_P256: summary->key_bits = 256; break;
         default: return 0;
         }
+        summary->curve = ecc->curveID;
         if (ecc->scheme.scheme != TPM2_ALG_NULL || ecc->kdf.scheme != TPM2_ALG_NULL) return 0;
         symmetric = &ecc->symmetric;
         summary->zero_unique_size = (uint16_t)((summary->key_bits + 7) / 8);

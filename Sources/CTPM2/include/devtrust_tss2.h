@@ -52,7 +52,9 @@ TSS2_RC devtrust_read_public_in_session(const struct devtrust_tss2 *_Nonnull tss
    TPM2B_PUBLIC, as read from an existing primary) as its template, with the
    unique field emptied (zero_unique 0: tpm2-tools' and devtrust's way) or
    zero-filled to the key's size (1: the TCG templates' way): the TPM derives
-   the same key from the same template and seed every time. */
+   the same key from the same template and seed every time. TSS2_ESYS_RC_BAD_VALUE
+   when the template has no zero-filled variant devtrust knows (see
+   devtrust_template_summary) or is not an ECC or RSA key. */
 TSS2_RC devtrust_create_primary_from(const struct devtrust_tss2 *_Nonnull tss, ESYS_CONTEXT *_Nonnull context,
                                      const uint8_t *_Nonnull public, size_t public_size, int zero_unique, ESYS_TR *_Nonnull object);
 
