@@ -70,6 +70,8 @@ public struct AppNativeSignIn {
 
     public func run(tokenServer: AuthorizationServer) throws -> TokenSet {
         var step = try authorize()
+        // Links are resolved against the URL of the answer that carried them (RFC 3986 section 5).
+        var stepURL = authorizeURL
         var failed = false
         for _ in 0..<Self.maximumSteps {
             switch step.status {
@@ -109,7 +111,8 @@ public struct AppNativeSignIn {
             default:
                 throw SignInUnsupportedError("not supported by devtrust: a \(authenticator.promptType!) for \(authenticator.name)")
             }
-            step = try authenticate(flowId: step.flowId, link: link, authenticator: authenticator, params: params)
+            stepURL = try nextStepURL(link, from: stepURL)
+            step = try authenticate(flowId: step.flowId, url: stepURL, authenticator: authenticator, params: params)
         }
         throw OAuthProtocolError("the sign-in did not finish after \(Self.maximumSteps) steps")
     }
@@ -117,6 +120,8 @@ public struct AppNativeSignIn {
     private func messageText(_ messages: [AppNativeMessage]) -> String {
         messages.isEmpty ? "" : ": " + messages.map(\.message).joined(separator: " ")
     }
+
+    private var authorizeURL: String { server.appending("/oauth2/authorize") }
 
     /// The first request, retried on network failures, each time with a new device token.
     private func authorize() throws -> AppNativeStep {
@@ -130,7 +135,7 @@ public struct AppNativeSignIn {
             var headers: [(name: String, value: String)] = [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")]
             if let token = try deviceToken() { headers.append(("X-Device-Token", token)) }
             do {
-                return try AppNativeStep(response: try http.send(HTTPRequest(method: "POST", url: server.appending("/oauth2/authorize"), headers: headers, body: Array(form.utf8))))
+                return try AppNativeStep(response: try http.send(HTTPRequest(method: "POST", url: authorizeURL, headers: headers, body: Array(form.utf8))))
             } catch let error as HTTPError {
                 guard attempt < 3, case let .transport(_, failure, _) = error, [.connect, .timeout, .noResponse].contains(failure) else { throw error }
                 interaction.note("the server did not answer (\(error)); trying again with a new device token")
@@ -138,21 +143,29 @@ public struct AppNativeSignIn {
         }
     }
 
-    /// The authenticator steps carry credentials: they go only to the server devtrust signs in at.
-    private func checkSameOrigin(_ link: String) throws {
+    /// Where the next step goes: the server's link (absolute, an absolute path such as
+    /// `/oauth2/authn` or `/t/{org}/oauth2/authn`, or relative) resolved against the URL
+    /// of the answer that carried it. The steps carry credentials: the result must be
+    /// on the origin devtrust signs in at.
+    func nextStepURL(_ link: String, from answerURL: String) throws -> String {
+        var resolved = URLReference(URLReference.resolve(link, against: answerURL))
+        resolved.fragment = nil
         let target: ServerURL
         do {
-            target = try ServerURL(String(link.split(separator: "?").first ?? ""))
+            guard let scheme = resolved.scheme, let authority = resolved.authority else {
+                throw HTTPError.invalidURL(resolved.text, reason: "it has no scheme or host")
+            }
+            target = try ServerURL(scheme + "://" + authority + resolved.path)
         } catch {
             throw OAuthProtocolError("the server's link for the next step (\(link)) cannot be used: \(error)")
         }
         guard target.origin == server.origin else {
             throw OAuthProtocolError("the server sent the next step to \(target.origin), not to \(server.origin): devtrust sends credentials only to the server it signs in at")
         }
+        return resolved.text
     }
 
-    private func authenticate(flowId: String, link: String, authenticator: AppNativeAuthenticator, params: [(String, String)]) throws -> AppNativeStep {
-        try checkSameOrigin(link)
+    private func authenticate(flowId: String, url: String, authenticator: AppNativeAuthenticator, params: [(String, String)]) throws -> AppNativeStep {
         var selected: JSONObject = ["authenticatorId": .string(authenticator.id)]
         if !params.isEmpty {
             var values = JSONObject()
@@ -160,7 +173,7 @@ public struct AppNativeSignIn {
             selected["params"] = .object(values)
         }
         let body: JSONObject = ["flowId": .string(flowId), "selectedAuthenticator": .object(selected)]
-        return try AppNativeStep(response: try http.send(HTTPRequest(method: "POST", url: link, headers: [
+        return try AppNativeStep(response: try http.send(HTTPRequest(method: "POST", url: url, headers: [
             ("Content-Type", "application/json"), ("Accept", "application/json"),
         ], body: JSONWriter.bytes(.object(body)))))
     }

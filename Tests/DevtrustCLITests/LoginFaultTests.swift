@@ -24,6 +24,11 @@ import Testing
         .init(mode: "too-many-requests", at: 2, exit: 5, message: "HTTP 429 (retry after 3600) without an error body"),
         .init(mode: "links-elsewhere", at: 1, exit: 5, message: "sent the next step to https://evil.example, not to http://127.0.0.1:"),
         .init(mode: "links-plain-http", at: 1, exit: 5, message: "uses plain http, which devtrust allows only to loopback addresses"),
+        // Links are RFC 3986 references: each is resolved first, then must be on this server's origin.
+        .init(mode: "links-network-path-elsewhere", at: 1, exit: 5, message: "(//evil.example/oauth2/authn) cannot be used: http://evil.example/oauth2/authn uses plain http"),
+        .init(mode: "links-userinfo", at: 1, exit: 5, message: "cannot be used: http://127.0.0.1:"),
+        .init(mode: "links-backslash", at: 1, exit: 5, message: "cannot be used: http://127.0.0.1:"),
+        .init(mode: "links-scheme-relative-http", at: 1, exit: 5, message: "(http:evil.example/oauth2/authn) cannot be used: http:evil.example/oauth2/authn is not a usable server URL: it has no scheme or host"),
         .init(mode: "unknown-prompt", at: 1, exit: 4, message: "not supported by devtrust: a QUANTUM_PROMPT"),
         .init(mode: "escape-sequences", at: 2, exit: 4, message: "DR-60001 (Flow context expired\\u{1B}]0;owned\\u{7}"),
         .init(mode: "json-500", at: 1, exit: 4, message: "the server refused: FE-65000 (Server error: unexpected failure)"),

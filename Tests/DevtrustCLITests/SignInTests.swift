@@ -61,6 +61,26 @@ import Testing
         #expect(second.count == 2 && second.allSatisfy { $0["accepted"] == .bool(true) })
     }
 
+    /// The API description gives links[].href as an absolute path; servers also send absolute
+    /// URLs; relative and network-path references are URLs too. Each is resolved against the URL
+    /// of the answer that carried it, in the super tenant and below /t/{org}.
+    @Test(arguments: ["absolute-path", "absolute", "relative", "network-path"], ["", "/t/acme"])
+    func everyFormOfStepLinkIsResolvedAgainstTheAnswer(form: String, tenant: String) throws {
+        let server = try ReferenceServer(["--link-form", form, "--mfa", "totp"])
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        try cli.run("init", "--backend", "software", "-q")
+        let base = server.url + tenant
+        #expect(try cli.run(["register", "--server", base, "--non-interactive", "-q"] + RegisterTests.answers).status == 0)
+        let result = try cli.run(["login", "--server", base, "--client-id", "devtrust-app", "--non-interactive", "--input", "token=123456"]
+                                 + Self.basicAnswers)
+        #expect(result.status == 0, "\(result)")
+        let records = try server.get("/api/signin-records").arrayValue?.compactMap(\.objectValue) ?? []
+        #expect(records.count == 1 && records.first?["accepted"] == .bool(true), "\(records)")
+        #expect(try cli.run("access-token").status == 0)
+    }
+
     @Test func theServerRecordsStaleAndReusedTokensWithoutFailingTheRequest() throws {
         let setup = try Setup()
         let token = try setup.cli.run("token").output

@@ -57,6 +57,15 @@ import lenient_jws  # noqa: E402  (the server's lenient token reading)
 import signin  # noqa: E402  (the sign-in side, beside this file)
 
 FLOW_PATH = re.compile(r"^(/t/[^/]+)?/api/server/v1/flow/execute$")
+# Links that read as this server to a lenient parser but resolve elsewhere (RFC 3986).
+HOSTILE_LINKS = {
+    "links-network-path-elsewhere": lambda port: "//evil.example/oauth2/authn",
+    "links-userinfo": lambda port: "http://127.0.0.1:%d@evil.example/oauth2/authn" % port,
+    "links-backslash": lambda port: "/\\evil.example/oauth2/authn",
+    "links-scheme-relative-http": lambda port: "http:evil.example/oauth2/authn",
+}
+# Sign-in endpoints in a tenant (/t/{org}/oauth2/...).
+TENANT_SIGNIN_PATH = re.compile(r"^(/t/[^/]+)(/oauth2/.+)$")
 STANDARD_BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 BASE64URL = re.compile(r"^[A-Za-z0-9_-]*$")
 IAT_PAST, IAT_FUTURE = 300, 30
@@ -99,6 +108,10 @@ FAULTS = {
     "lenient-jws-challenge": "a device step whose challenge is a signing input only a lenient reader takes (Gson: unquoted names and values)",
     "pairs-jws-challenge": "a device step whose challenge's header is an array of [name, value] pairs (Gson reads it as a map)",
     "short-challenge": "a device step whose challenge is 8 bytes",
+    "links-network-path-elsewhere": "app-native: the link is a network-path reference (//host/...) to another host",
+    "links-userinfo": "app-native: the link puts this server's address in userinfo before another host",
+    "links-backslash": "app-native: the link starts with a backslash (a WHATWG URL parser reads a host after it)",
+    "links-scheme-relative-http": "app-native: the link is http:path (same scheme, no authority)",
     "links-elsewhere": "app-native: the authentication link points at https on another host",
     "links-plain-http": "app-native: the authentication link points at plain http on another host",
     "unknown-prompt": "app-native: the only authenticator has promptType QUANTUM_PROMPT and no params",
@@ -551,6 +564,9 @@ def make_handler(server, signins):
             if url.path == "/api/device-check":
                 token = parse_qs(url.query).get("device_token", [None])[0] or self.headers.get("X-Device-Token")
                 return self.send_json(200, server.device_check(token))
+            tenant_path = TENANT_SIGNIN_PATH.match(url.path)
+            if tenant_path:
+                return self.sign_in(tenant_path.group(2), raw, tenant_path.group(1))
             if url.path.startswith("/oauth2/") or url.path.startswith("/api/device/"):
                 return self.sign_in(url.path, raw)
             if not FLOW_PATH.match(url.path):
@@ -577,7 +593,7 @@ def make_handler(server, signins):
                 response = self.corrupt(fault, response)
             self.send_json(200, response)
 
-        def sign_in(self, path, raw):
+        def sign_in(self, path, raw, tenant=""):
             fault = None
             if path in ("/oauth2/authorize", "/oauth2/authn") and server.options.fault_on == "signin":
                 with server.lock:
@@ -588,14 +604,14 @@ def make_handler(server, signins):
                     return
             try:
                 if path == "/oauth2/authorize":
-                    status, body = signins.authorize(signin.parse_form(raw), self.headers)
+                    status, body = signins.authorize(signin.parse_form(raw), self.headers, tenant)
                     return self.send_json(status, self.corrupt_signin(fault, body))
                 if path == "/oauth2/authn":
                     try:
                         document = json.loads(raw)
                     except ValueError:
                         document = None
-                    status, body = signins.authn(document)
+                    status, body = signins.authn(document, tenant)
                     return self.send_json(status, self.corrupt_signin(fault, body))
                 form = signin.parse_form(raw)
                 if path == "/oauth2/token":
@@ -703,6 +719,9 @@ def make_handler(server, signins):
             elif fault in ("links-elsewhere", "links-plain-http"):
                 for link in body.get("links", []):
                     link["href"] = ("https" if fault == "links-elsewhere" else "http") + "://evil.example/oauth2/authn"
+            elif fault in HOSTILE_LINKS:
+                for link in body.get("links", []):
+                    link["href"] = HOSTILE_LINKS[fault](self.server.server_address[1])
             elif fault == "unknown-prompt":
                 for authenticator in body.get("nextStep", {}).get("authenticators", []):
                     authenticator.setdefault("metadata", {})["promptType"] = "QUANTUM_PROMPT"
@@ -779,6 +798,8 @@ def main():
     parser.add_argument("--error-code", default="DR-60001", help="the code of the error faults")
     parser.add_argument("--authenticators", choices=["basic", "multi", "federated"], default="multi",
                         help="app-native first step: Basic only, Basic or email OTP, Basic or a federated IdP (REDIRECTION_PROMPT)")
+    parser.add_argument("--link-form", choices=["absolute-path", "absolute", "relative", "network-path"], default="absolute-path",
+                        help="how links[].href of app-native steps is written (the API description's form, /oauth2/authn, by default)")
     parser.add_argument("--no-par", action="store_true", help="advertise no pushed_authorization_request_endpoint")
     parser.add_argument("--mfa", choices=["none", "totp"], default="none", help="a TOTP step after the first factor")
     parser.add_argument("--fail-spelling", choices=["FAIL_INCOMPLETE", "FAILED_INCOMPLETE"], default="FAIL_INCOMPLETE")

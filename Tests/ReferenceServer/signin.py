@@ -73,7 +73,7 @@ class SignInServer:
 
     # -- app-native authentication --------------------------------------------
 
-    def authorize(self, form, headers):
+    def authorize(self, form, headers, tenant=""):
         get = lambda name: form.get(name, [None])[0]
         if get("client_id") != CLIENT_ID:
             return 400, {"code": "ABA-60001", "message": "Invalid client", "description": "unknown client_id %r" % get("client_id"), "traceId": None}
@@ -88,7 +88,7 @@ class SignInServer:
         with self.lock:
             self.records.append(record)
             self.flows[flow_id] = {"request": {k: get(k) for k in ("redirect_uri", "scope", "state", "code_challenge")},
-                                   "step": "first", "user": None, "failures": 0}
+                                   "step": "first", "user": None, "failures": 0, "tenant": tenant}
         flow = self.flows[flow_id]
         return 200, self.first_step(flow_id, flow)
 
@@ -116,14 +116,33 @@ class SignInServer:
             next_step["messages"] = messages
         status = self.options.fail_spelling if failed else "INCOMPLETE"
         return {"flowId": flow_id, "flowStatus": status, "flowType": "AUTHENTICATION", "nextStep": next_step,
-                "links": [{"name": "authentication", "href": self.base_url() + "/oauth2/authn", "method": "POST"}]}
+                "links": [{"name": "authentication", "href": self.authn_link(flow_id), "method": "POST"}]}
 
-    def authn(self, body):
+    def authn_link(self, flow_id):
+        """The next step's link in the form --link-form names. The API description gives
+        an absolute path ("/oauth2/authn", "/t/{org}/oauth2/authn" in a tenant); servers
+        also send absolute URLs; the relative and network-path forms are RFC 3986 references too."""
+        with self.lock:
+            tenant = self.flows.get(flow_id, {}).get("tenant", "")
+        path = tenant + "/oauth2/authn"
+        form = self.options.link_form
+        if form == "absolute":
+            return self.base_url() + path
+        if form == "network-path":
+            return "//" + self.base_url().split("://", 1)[1] + path
+        if form == "relative":
+            return "authn"
+        return path
+
+    def authn(self, body, tenant=""):
         if not isinstance(body, dict) or not isinstance(body.get("selectedAuthenticator"), dict):
             return 400, {"code": "ABA-60004", "message": "Invalid request", "description": "selectedAuthenticator is required", "traceId": None}
         flow_id = body.get("flowId")
         with self.lock:
             flow = self.flows.get(flow_id)
+        # A flow lives in its tenant: a step sent to another tenant's path finds no flow.
+        if flow is not None and flow["tenant"] != tenant:
+            flow = None
         if flow is None:
             return 400, {"code": "ABA-60005", "message": "Invalid flow", "description": "unknown or finished flowId", "traceId": None}
         selected = body["selectedAuthenticator"]
