@@ -39,6 +39,8 @@ struct ErrorReport {
                 return ErrorReport(.usage, error.description)
             case .refreshRefused:
                 return ErrorReport(.serverRefused, error.description)
+            case let .refreshFailed(_, _, mayPass):
+                return ErrorReport(mayPass ? .network : .serverRefused, error.description)
             case .noDeviceKey, .notRegistered, .registrationForOtherKey:
                 return ErrorReport(.noKeyOrNotRegistered, error.description)
             case .ambiguousRegistration:

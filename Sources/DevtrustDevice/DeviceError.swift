@@ -15,6 +15,9 @@ public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
     case ambiguousSignIn(names: [String])
     /// The server refused the refresh; the stored tokens were dropped.
     case refreshRefused(String)
+    /// The refresh failed without saying the grant is dead: the sign-in is kept.
+    /// `mayPass`: an outage or a proxy's answer (exit 5), else a refusal (exit 4).
+    case refreshFailed(place: String, reason: String, mayPass: Bool)
     /// The key was replaced (init --force) while a registration flow ran.
     case keyChangedDuringRegistration
 
@@ -40,6 +43,9 @@ public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
             return "there are several stored sign-ins (\(names.joined(separator: ", "))); choose one with --server or --discovery"
         case let .refreshRefused(reason):
             return "the server refused to refresh the sign-in (\(reason)); the stored tokens were deleted: run `devtrust login` again"
+        case let .refreshFailed(place, reason, mayPass):
+            return "the sign-in at \(place) could not be refreshed (\(reason)); it is kept" +
+                (mayPass ? ": run the command again in a while" : ": check the sign-in's settings, or run `devtrust login` again")
         case .keyChangedDuringRegistration:
             return "the device key was replaced while the registration ran, so the server registered the old key; nothing was recorded: run `devtrust register` again"
         case let .registrationForOtherKey(registrationId, server):

@@ -51,11 +51,14 @@ extension DeviceStore {
     /// A valid access token: the stored one when it is good for `margin` more
     /// seconds, else refreshed under the keystore lock, so that concurrent
     /// callers refresh once; the rotated tokens are saved before they are used.
-    /// A refused refresh drops the stored tokens and rethrows.
+    /// Only a dead grant (`invalid_grant` from the token endpoint) drops the
+    /// stored tokens; any other failure (an outage, a proxy's answer, another
+    /// refusal) keeps them, so that the next call can try again.
     public func freshTokens(_ record: SignInRecord, margin: Int64, refresh: (TokenSet) throws -> TokenSet) throws -> TokenSet {
         let stored = try tokens(of: record)
         if stored.isValid(at: clock.secondsSinceEpoch(), margin: margin) { return stored }
         var refusal: OAuthError?
+        var failure: (any Error)?
         let result: TokenSet? = try keystore.update { state, staging in
             guard let current = state.signIns.first(where: { $0.id == record.id }) else { throw DeviceError.notSignedIn(server: record.server ?? record.discovery) }
             guard let bytes = try staging.read(current.file), let tokens = TokenSet(bytes: bytes) else {
@@ -63,17 +66,28 @@ extension DeviceStore {
             }
             // Another caller may have refreshed while this one waited for the lock.
             if tokens.isValid(at: clock.secondsSinceEpoch(), margin: margin) { return tokens }
+            let renewed: TokenSet
             do {
-                let renewed = try refresh(tokens)
-                try staging.writeSignInFile(named: current.file, contents: renewed.bytes)
-                return renewed
-            } catch let error as OAuthError {
+                renewed = try refresh(tokens)
+            } catch let error as OAuthError where error.meansGrantIsDead {
                 refusal = error
                 state.signIns.removeAll { $0.id == current.id }
                 return nil
+            } catch {
+                failure = error
+                return nil
             }
+            try staging.writeSignInFile(named: current.file, contents: renewed.bytes)
+            return renewed
         }
         if let refusal { throw DeviceError.refreshRefused(refusal.description) }
+        if let failure {
+            let place = record.server ?? record.discovery ?? "the server"
+            if let error = failure as? OAuthError, !error.mayPass {
+                throw DeviceError.refreshFailed(place: place, reason: error.description, mayPass: false)
+            }
+            throw DeviceError.refreshFailed(place: place, reason: "\(failure)", mayPass: true)
+        }
         return result!
     }
 

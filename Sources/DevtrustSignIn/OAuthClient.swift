@@ -116,7 +116,8 @@ public struct OAuthClient: Sendable {
             }
             // Some servers (glewlwyd) answer a bad refresh token with an empty 400.
             if response.status == 400 || response.status == 401 {
-                throw OAuthError(error: "invalid_grant", errorDescription: "HTTP \(response.status) without an error body", httpStatus: response.status)
+                throw OAuthError(error: "invalid_grant", errorDescription: "HTTP \(response.status) without an error body", httpStatus: response.status,
+                                 bodyless: true)
             }
             throw OAuthProtocolError("\(url) answered HTTP \(response.status)")
         }

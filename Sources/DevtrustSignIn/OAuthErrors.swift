@@ -3,12 +3,26 @@ public struct OAuthError: Error, Equatable, Sendable, CustomStringConvertible {
     public let error: String
     public let errorDescription: String?
     public let httpStatus: Int
+    /// A 400 or 401 without an OAuth error body: read as `invalid_grant`, but it may
+    /// come from a proxy or gateway in front of the server, not from the server.
+    public let bodyless: Bool
 
-    public init(error: String, errorDescription: String?, httpStatus: Int) {
+    public init(error: String, errorDescription: String?, httpStatus: Int, bodyless: Bool = false) {
         self.error = error
         self.errorDescription = errorDescription
         self.httpStatus = httpStatus
+        self.bodyless = bodyless
     }
+
+    /// Only `invalid_grant` in the token endpoint's own error body (or a grant with
+    /// nothing to refresh) says the grant is dead; an outage, a proxy's answer or any
+    /// other error is not a revocation.
+    public var meansGrantIsDead: Bool {
+        error == "invalid_grant" && !bodyless && httpStatus < 500
+    }
+
+    /// A failure that may pass (a 5xx, a bodyless answer): worth running the command again.
+    public var mayPass: Bool { bodyless || httpStatus >= 500 }
 
     public var description: String {
         "the server refused: \(error)" + (errorDescription.map { " (\($0))" } ?? "") + (hint.map { "; \($0)" } ?? "")

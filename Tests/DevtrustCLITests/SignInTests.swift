@@ -184,6 +184,29 @@ import Testing
         #expect(try setup.cli.run("access-token").status == 3)
     }
 
+    /// An outage or a proxy's answer is not a revocation: the sign-in stays, the command
+    /// says to run it again (exit 5; 4 for another refusal), and the next call refreshes.
+    @Test(arguments: [("503-json", 5, "temporarily_unavailable"), ("401-bodyless", 5, "HTTP 401 without an error body"),
+                      ("502-html", 5, "HTTP 502"), ("drop", 5, "closed the connection without an answer"),
+                      ("400-invalid-request", 4, "invalid_request")])
+    func aRefreshThatFailsOnceKeepsTheSignIn(mode: String, exit: Int32, reason: String) throws {
+        let setup = try Setup(["--access-token-ttl", "30", "--refresh-fault", mode], register: false)
+        #expect(try setup.login().status == 0)
+        let tokenFile = try #require(setup.directory.entries("ks").first { $0.hasPrefix("signin-") })
+        let before = setup.directory.read("ks/" + tokenFile)
+        let failed = try setup.cli.run("access-token")
+        #expect(failed.status == exit && failed.stdout.isEmpty, "\(failed)")
+        #expect(failed.stderr.contains(reason) && failed.stderr.contains("it is kept"), "\(failed.stderr)")
+        #expect(failed.stderr.contains(exit == 5 ? "run the command again in a while" : "run `devtrust login` again"), "\(failed.stderr)")
+        #expect(setup.directory.read("ks/" + tokenFile) == before, "the stored tokens changed")
+        let status = try JSONParser.parse(try setup.cli.run("status", "--json").output).objectValue
+        #expect(status?["signIns"]?.arrayValue?.count == 1)
+        // The server is back: the same refresh token works.
+        let retried = try setup.cli.run("access-token")
+        #expect(retried.status == 0 && retried.output.count > 20, "\(retried)")
+        #expect(try setup.stats()["refreshFaults"] == .integer(1) && setup.stats()["refresh"] == .integer(1))
+    }
+
     @Test func logoutRevokesAndDeletes() throws {
         let setup = try Setup(register: false)
         #expect(try setup.login().status == 0)

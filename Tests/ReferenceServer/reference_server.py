@@ -614,6 +614,8 @@ def make_handler(server, signins):
                     status, body = signins.authn(document, tenant)
                     return self.send_json(status, self.corrupt_signin(fault, body))
                 form = signin.parse_form(raw)
+                if path == "/oauth2/token" and form.get("grant_type", [""])[0] == "refresh_token" and signins.take_refresh_fault():
+                    return self.refresh_outage(server.options.refresh_fault)
                 if path == "/oauth2/token":
                     return self.send_json(200, signins.token(form), {"Cache-Control": "no-store"})
                 if path == "/oauth2/revoke":
@@ -629,6 +631,21 @@ def make_handler(server, signins):
             except signin.OAuthFailure as failure:
                 return self.send_json(failure.status, {"error": failure.error, "error_description": failure.description})
             self.send_json(404, {"error": "not_found", "error_description": path})
+
+        def refresh_outage(self, mode):
+            """A refresh that fails without the grant being dead (--refresh-fault): what an
+            outage or a proxy in front of the server answers."""
+            if mode == "503-json":
+                return self.send_json(503, {"error": "temporarily_unavailable", "error_description": "the server is down for maintenance"},
+                                      {"Retry-After": "1"})
+            if mode == "401-bodyless":
+                return self.send_raw(401, b"", "text/plain")
+            if mode == "502-html":
+                return self.send_raw(502, b"<html><body>Bad Gateway</body></html>", "text/html")
+            if mode == "400-invalid-request":
+                return self.send_json(400, {"error": "invalid_request", "error_description": "a proxy rewrote the request"})
+            self.close_connection = True
+            self.connection.shutdown(2)
 
         def answer_with_fault(self, fault, raw):
             """Faults that replace the whole answer; True when one was sent."""
@@ -798,6 +815,9 @@ def main():
     parser.add_argument("--error-code", default="DR-60001", help="the code of the error faults")
     parser.add_argument("--authenticators", choices=["basic", "multi", "federated"], default="multi",
                         help="app-native first step: Basic only, Basic or email OTP, Basic or a federated IdP (REDIRECTION_PROMPT)")
+    parser.add_argument("--refresh-fault", choices=["503-json", "401-bodyless", "502-html", "400-invalid-request", "drop"],
+                        help="the first --refresh-fault-count refresh requests fail this way (the grant stays valid)")
+    parser.add_argument("--refresh-fault-count", type=int, default=1)
     parser.add_argument("--link-form", choices=["absolute-path", "absolute", "relative", "network-path"], default="absolute-path",
                         help="how links[].href of app-native steps is written (the API description's form, /oauth2/authn, by default)")
     parser.add_argument("--no-par", action="store_true", help="advertise no pushed_authorization_request_endpoint")

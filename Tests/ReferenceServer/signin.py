@@ -51,7 +51,7 @@ class SignInServer:
         self.records = []
         self.device_grants = {}
         self.par_requests = {}
-        self.stats = {"refresh": 0, "token": 0, "revoked": 0}
+        self.stats = {"refresh": 0, "token": 0, "revoked": 0, "refreshFaults": 0}
 
     # -- discovery -------------------------------------------------------------
 
@@ -234,6 +234,14 @@ class SignInServer:
         if grant == "urn:ietf:params:oauth:grant-type:device_code":
             return self.poll_device(get("device_code") or "")
         raise OAuthFailure(400, "unsupported_grant_type", "grant %r" % grant)
+
+    def take_refresh_fault(self):
+        """True for the refreshes that --refresh-fault makes fail (the first --refresh-fault-count)."""
+        with self.lock:
+            if not self.options.refresh_fault or self.stats["refreshFaults"] >= self.options.refresh_fault_count:
+                return False
+            self.stats["refreshFaults"] += 1
+            return True
 
     def issue(self, user, scope):
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
