@@ -45,7 +45,8 @@ public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
             return "the server refused to refresh the sign-in (\(reason)); the stored tokens were deleted: run `devtrust login` again"
         case let .refreshFailed(place, reason, mayPass):
             return "the sign-in at \(place) could not be refreshed (\(reason)); it is kept" +
-                (mayPass ? ": run the command again in a while" : ": check the sign-in's settings, or run `devtrust login` again")
+                (mayPass ? ": run the command again in a while (if it keeps failing, run `devtrust login` again)"
+                    : ": check the sign-in's settings, or run `devtrust login` again")
         case .keyChangedDuringRegistration:
             return "the device key was replaced while the registration ran, so the server registered the old key; nothing was recorded: run `devtrust register` again"
         case let .registrationForOtherKey(registrationId, server):
