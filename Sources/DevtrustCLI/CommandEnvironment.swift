@@ -23,7 +23,7 @@ public struct CommandEnvironment {
     /// The environment variables devtrust reads; `process()` looks up only these.
     public static let knownVariables = [
         "DEVTRUST_KEYSTORE", "DEVTRUST_CONFIG", "DEVTRUST_TCTI", "TPM2TOOLS_TCTI", "TSS2_TCTI", "DEVTRUST_CA_FILE", "DEVTRUST_HTTP_DEBUG",
-        "HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "NO_COLOR", "DISPLAY", "WAYLAND_DISPLAY",
+        "HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "NO_COLOR", "DISPLAY", "WAYLAND_DISPLAY",
     ]
 
     /// The running process's environment and standard streams.

@@ -50,7 +50,11 @@ import Testing
                                                              "registeredAt": .string("2026-11-30T00:00:00Z")])])
                 harness.directory.write("ks/keystore.json", JSONWriter.bytes(.object(document)))
             }),
-            ("a partial posture cache", { harness.directory.write("ks/posture-cache.json", "{\"firewall\":{\"at\":17") }),
+            ("a partial posture cache", {
+                try? FileManager.default.createDirectory(atPath: harness.cli.cacheDirectory, withIntermediateDirectories: true)
+                FileManager.default.createFile(atPath: harness.cli.cacheDirectory + "/posture.json", contents: Data("{\"firewall\":{\"at\":17".utf8))
+            }),
+            ("a posture cache in the keystore", { harness.directory.write("ks/posture-cache.json", "{}") }),
         ]
         for (damage, apply) in damages {
             apply()
@@ -60,6 +64,7 @@ import Testing
             harness.directory.write("ks/keystore.json", manifest)
             harness.directory.write("ks/" + keyFile, key)
             unlink(harness.directory.file("ks/posture-cache.json"))
+            unlink(harness.cli.cacheDirectory + "/posture.json")
         }
         harness.corruptions.removeAll()
         _ = try harness.check()
@@ -168,11 +173,15 @@ struct CrashHarness {
         for name in directory.entries("ks") where !named.contains(name) {
             if name.hasPrefix(".tmp-") || name.hasPrefix("key-") || name.hasPrefix("signin-") {
                 leftovers += 1 // a killed writer's; the next writer deletes it
-            } else if name == "posture-cache.json" || name == "pending-authorizations.json" {
+            } else if name == "pending-authorizations.json" {
                 if (try? JSONParser.parse(directory.read("ks/" + name) ?? [])) == nil { problems.append("\(name) is not whole") }
             } else {
                 problems.append("unexpected file \(name)")
             }
+        }
+        // The posture cache lives in the cache directory, and is whole there too.
+        if let cache = FileManager.default.contents(atPath: cli.cacheDirectory + "/posture.json"), (try? JSONParser.parse(Array(cache))) == nil {
+            problems.append("the posture cache is not whole")
         }
         for name in named where name != ".lock" && !FileManager.default.fileExists(atPath: directory.file("ks/" + name)) {
             problems.append("\(name) is named but missing")

@@ -57,10 +57,13 @@ public struct DevtrustBinary: Sendable {
         self.keystore = keystore
     }
 
+    /// The cache directory (`XDG_CACHE_HOME`/devtrust): beside the keystore, not in it.
+    public var cacheDirectory: String { keystore + "-cache/devtrust" }
+
     /// A minimal environment: no inherited DEVTRUST_* or XDG settings leak into tests.
     public var environment: [String: String] {
         var environment = ["PATH": "/usr/bin:/bin", "HOME": keystore + "/home", "DEVTRUST_KEYSTORE": keystore,
-                           "XDG_CONFIG_HOME": keystore + "/no-config"]
+                           "XDG_CONFIG_HOME": keystore + "/no-config", "XDG_CACHE_HOME": keystore + "-cache"]
         environment.merge(extraEnvironment) { $1 }
         return environment
     }

@@ -8,7 +8,7 @@ enum AttributesCommand {
         let configuration = try context.configuration()
         let store = try context.deviceStore()
         let backend = try store.state().key?.backend.rawValue
-        let report = TokenCommands.posture(context, configuration, keystore: store.keystore, backend: backend)
+        let report = TokenCommands.posture(context, configuration, backend: backend)
         let attributes = TokenCommands.deviceAttributes(configuration, claims: [], posture: report)
         guard context.arguments.has("explain") else {
             context.output(JSONWriter.pretty(.object(attributes.claims)))

@@ -51,7 +51,7 @@ enum LoginCommand {
             return nil
         }
         let device = try store.loadKey()
-        let attributes = TokenCommands.deviceAttributes(context, settings.configuration, claims: [], keystore: store.keystore,
+        let attributes = TokenCommands.deviceAttributes(context, settings.configuration, claims: [],
                                                         backend: device.record.backend.rawValue)
         return try DeviceTokenMinter(key: device.key, clock: context.environment.clock, random: context.environment.random)
             .deviceToken(deviceId: registration.registrationId, attributes: attributes)

@@ -33,7 +33,7 @@ enum RegisterCommand {
         // Before the first request: a key that cannot sign would fail only at
         // the device step, after the server created the account and sent an OTP.
         try device.key.checkCanSign(random: context.environment.random)
-        let attributes = TokenCommands.deviceAttributes(context, configuration, claims: claims, keystore: store.keystore,
+        let attributes = TokenCommands.deviceAttributes(context, configuration, claims: claims,
                                                         backend: device.record.backend.rawValue)
         let http = CurlHTTPClient(options: httpOptions(context, configuration))
         let responder = DeviceRegistrationResponder(

@@ -11,7 +11,7 @@ enum TokenCommands {
         let configuration = try context.configuration()
         let store = try context.deviceStore()
         let device = try store.loadKey()
-        let attributes = deviceAttributes(context, configuration, claims: claims, keystore: store.keystore, backend: device.record.backend.rawValue)
+        let attributes = deviceAttributes(context, configuration, claims: claims, backend: device.record.backend.rawValue)
         context.output(try minter(context, device).deviceData(attributes: attributes))
     }
 
@@ -28,7 +28,7 @@ enum TokenCommands {
         let device = try store.loadKey()
         let deviceID = try explicitDeviceID
             ?? RegistrationSelector.select(from: device.state, server: context.arguments.value("server")).registrationId
-        let attributes = deviceAttributes(context, configuration, claims: claims, keystore: store.keystore, backend: device.record.backend.rawValue)
+        let attributes = deviceAttributes(context, configuration, claims: claims, backend: device.record.backend.rawValue)
         context.output(try minter(context, device).deviceToken(deviceId: deviceID, attributes: attributes))
     }
 
@@ -55,8 +55,8 @@ enum TokenCommands {
     /// `platform`, the device's posture (and the admin's collector), the
     /// configuration's claims, then `--claim`s; a later value wins.
     static func deviceAttributes(_ context: CommandContext, _ configuration: Configuration, claims: [(String, String)],
-                                 keystore: Keystore, backend: String?) -> DeviceAttributes {
-        deviceAttributes(configuration, claims: claims, posture: posture(context, configuration, keystore: keystore, backend: backend))
+                                 backend: String?) -> DeviceAttributes {
+        deviceAttributes(configuration, claims: claims, posture: posture(context, configuration, backend: backend))
     }
 
     static func deviceAttributes(_ configuration: Configuration, claims: [(String, String)], posture report: PostureReport) -> DeviceAttributes {
@@ -68,25 +68,26 @@ enum TokenCommands {
     }
 
     /// Collects the posture; problems (a failing admin collector) are reported, never fatal.
-    static func posture(_ context: CommandContext, _ configuration: Configuration, keystore: Keystore, backend: String?) -> PostureReport {
+    static func posture(_ context: CommandContext, _ configuration: Configuration, backend: String?) -> PostureReport {
         let variables = context.environment.variables
         let input = PostureInput(effectiveUserID: context.environment.effectiveUserID, home: variables["HOME"],
                                  xdgConfigHome: variables["XDG_CONFIG_HOME"], keyProtection: backend, inventory: configuration.inventory)
         var settings = PostureSettings(collector: configuration.collector)
         settings.collectorTimeoutMilliseconds = configuration.collectorTimeoutSeconds * 1000
         settings.cacheSeconds = Int64(configuration.postureCacheSeconds)
-        let report = PostureCollector.collect(input, settings: settings, cache: KeystorePostureCache(keystore: keystore),
+        let cache = CacheDirectory.resolve(environment: variables, effectiveUserID: context.environment.effectiveUserID).map(PostureCacheFile.init)
+        let report = PostureCollector.collect(input, settings: settings, cache: cache,
                                               now: context.environment.clock.secondsSinceEpoch())
         for problem in report.problems { context.warn(problem) }
         return report
     }
 }
 
-/// Slow collectors' results, kept in the keystore (`posture-cache.json`).
-struct KeystorePostureCache: PostureCacheStore {
-    static let fileName = "posture-cache.json"
-    let keystore: Keystore
+/// Slow collectors' results, in the cache directory (`posture.json`), not the keystore.
+struct PostureCacheFile: PostureCacheStore {
+    static let fileName = "posture.json"
+    let directory: CacheDirectory
 
-    func read() -> [UInt8]? { keystore.readAuxiliary(Self.fileName) }
-    func write(_ bytes: [UInt8]) { keystore.writeAuxiliary(Self.fileName, bytes) }
+    func read() -> [UInt8]? { directory.read(Self.fileName) }
+    func write(_ bytes: [UInt8]) { directory.write(Self.fileName, bytes) }
 }
