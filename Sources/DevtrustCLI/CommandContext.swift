@@ -9,6 +9,18 @@ struct CommandContext {
     let environment: CommandEnvironment
     /// What the TPM backend did on its own during the command; printed after it.
     var tpmNotices = TPMNotices()
+    /// The servers' clocks, as their answers tell them.
+    let clocks: ClockMonitor
+
+    init(arguments: ParsedArguments, environment: CommandEnvironment, tpmNotices: TPMNotices = TPMNotices(), clocks: ClockMonitor? = nil) {
+        self.arguments = arguments
+        self.environment = environment
+        self.tpmNotices = tpmNotices
+        let terminal = environment.terminal
+        self.clocks = clocks ?? ClockMonitor(
+            store: CacheDirectory.resolve(environment: environment.variables, effectiveUserID: environment.effectiveUserID).map(ClockSkewStore.init),
+            reading: environment.bootClock, warn: { Self.warning($0, to: terminal) })
+    }
 
     var terminal: any Terminal { environment.terminal }
     var json: Bool { arguments.has("json") }
@@ -35,6 +47,10 @@ struct CommandContext {
     }
 
     func warn(_ text: String) {
+        Self.warning(text, to: terminal)
+    }
+
+    static func warning(_ text: String, to terminal: any Terminal) {
         terminal.writeError("devtrust: warning: " + TerminalText.printable(text) + "\n")
     }
 
@@ -71,7 +87,7 @@ struct CommandContext {
             if self.arguments.has(option.long) { parsed.flags.insert(option.long) }
         }
         parsed.flags.remove("json")
-        return CommandContext(arguments: parsed, environment: environment, tpmNotices: tpmNotices)
+        return CommandContext(arguments: parsed, environment: environment, tpmNotices: tpmNotices, clocks: clocks)
     }
 
     /// Reads an argument's text, or all of stdin for `-`, without the trailing newline.

@@ -1,3 +1,4 @@
+import DevtrustDevice
 import DevtrustJOSE
 import DevtrustKeys
 import Glibc
@@ -10,6 +11,8 @@ public struct CommandEnvironment {
     public var clock: any Clock
     public var random: any RandomSource
     public var effectiveUserID: UInt32
+    /// The wall clock, the boot clock and the boot id (for clock-skew corrections).
+    public var bootClock: @Sendable () -> BootClockReading = { BootClockReading.system() }
 
     public init(variables: [String: String], terminal: any Terminal, clock: any Clock = SystemClock(),
                 random: any RandomSource = SystemRandom(), effectiveUserID: UInt32 = geteuid()) {

@@ -86,8 +86,8 @@ struct SignInSettings {
             pushedAuthorizationRequest: overrides["pushedAuthorizationRequest"] ?? resolved.pushedAuthorizationRequest)
     }
 
-    func http(_ context: CommandContext) -> CurlHTTPClient {
-        CurlHTTPClient(options: RegisterCommand.httpOptions(context, configuration))
+    func http(_ context: CommandContext) -> any HTTPClient {
+        context.clocks.watch(CurlHTTPClient(options: RegisterCommand.httpOptions(context, configuration)))
     }
 
     func oauth(_ context: CommandContext) -> OAuthClient {

@@ -57,6 +57,14 @@ import lenient_jws  # noqa: E402  (the server's lenient token reading)
 import signin  # noqa: E402  (the sign-in side, beside this file)
 
 FLOW_PATH = re.compile(r"^(/t/[^/]+)?/api/server/v1/flow/execute$")
+# --clock-offset: the server's clock (its Date headers and its iat checks) runs this many seconds from the host's.
+CLOCK_OFFSET = [0.0]
+
+
+def server_now():
+    return time.time() + CLOCK_OFFSET[0]
+
+
 # Links that read as this server to a lenient parser but resolve elsewhere (RFC 3986).
 HOSTILE_LINKS = {
     "links-network-path-elsewhere": lambda port: "//evil.example/oauth2/authn",
@@ -248,7 +256,7 @@ def verify_es256_jws(token, key, store, error_code="DR-60002"):
         fail("jti is missing")
     if not isinstance(iat, int) or isinstance(iat, bool):
         fail("iat is missing or not an integer")
-    now = int(time.time())
+    now = int(server_now())
     if iat < now - IAT_PAST:
         fail("iat is %d s old (more than %d)" % (now - iat, IAT_PAST))
     if iat > now + IAT_FUTURE:
@@ -506,6 +514,10 @@ def str_claim(value):
 
 def make_handler(server, signins):
     class Handler(BaseHTTPRequestHandler):
+        def date_time_string(self, timestamp=None):
+            # Every answer's Date header tells the server's clock (--clock-offset).
+            return super().date_time_string(server_now() if timestamp is None else timestamp)
+
         protocol_version = "HTTP/1.1"
 
         def log_message(self, *args):
@@ -815,6 +827,8 @@ def main():
     parser.add_argument("--error-code", default="DR-60001", help="the code of the error faults")
     parser.add_argument("--authenticators", choices=["basic", "multi", "federated"], default="multi",
                         help="app-native first step: Basic only, Basic or email OTP, Basic or a federated IdP (REDIRECTION_PROMPT)")
+    parser.add_argument("--clock-offset", type=float, default=0.0,
+                        help="the server's clock runs this many seconds ahead (negative: behind) of the host's: Date headers and iat checks")
     parser.add_argument("--refresh-fault", choices=["503-json", "401-bodyless", "502-html", "400-invalid-request", "drop"],
                         help="the first --refresh-fault-count refresh requests fail this way (the grant stays valid)")
     parser.add_argument("--refresh-fault-count", type=int, default=1)
@@ -831,6 +845,7 @@ def main():
     parser.add_argument("--device-approve-after", type=int, default=0, help="approve the device code at the Nth poll")
     parser.add_argument("--verbose", action="store_true")
     options = parser.parse_args()
+    CLOCK_OFFSET[0] = options.clock_offset
 
     flow_server = FlowServer(options)
     address = {}

@@ -53,7 +53,8 @@ enum LoginCommand {
         let device = try store.loadKey()
         let attributes = TokenCommands.deviceAttributes(context, settings.configuration, claims: [],
                                                         backend: device.record.backend.rawValue)
-        return try DeviceTokenMinter(key: device.key, clock: context.environment.clock, random: context.environment.random)
+        return try DeviceTokenMinter(key: device.key, clock: context.clocks.clock(for: registration.server, base: context.environment.clock),
+                                     random: context.environment.random)
             .deviceToken(deviceId: registration.registrationId, attributes: attributes)
     }
 
@@ -89,8 +90,8 @@ enum LoginCommand {
 
 /// An HTTP client with the options the context gives (CA file, timeouts).
 enum CurlHTTPClientFactory {
-    static func make(_ context: CommandContext) -> CurlHTTPClient {
+    static func make(_ context: CommandContext) -> any HTTPClient {
         let configuration = (try? context.configuration()) ?? .init()
-        return CurlHTTPClient(options: RegisterCommand.httpOptions(context, configuration))
+        return context.clocks.watch(CurlHTTPClient(options: RegisterCommand.httpOptions(context, configuration)))
     }
 }

@@ -35,9 +35,11 @@ enum RegisterCommand {
         try device.key.checkCanSign(random: context.environment.random)
         let attributes = TokenCommands.deviceAttributes(context, configuration, claims: claims,
                                                         backend: device.record.backend.rawValue)
-        let http = CurlHTTPClient(options: httpOptions(context, configuration))
+        let http = context.clocks.watch(CurlHTTPClient(options: httpOptions(context, configuration)))
+        // deviceData in the server's time, once its answers have told it.
         let responder = DeviceRegistrationResponder(
-            minter: DeviceTokenMinter(key: device.key, clock: context.environment.clock, random: context.environment.random),
+            minter: DeviceTokenMinter(key: device.key, clock: context.clocks.clock(for: server.description, base: context.environment.clock),
+                                      random: context.environment.random),
             attributes: attributes,
             deviceModel: arguments.value("device-model") ?? DeviceModel.detect())
         let interaction = TerminalFlowInteraction(

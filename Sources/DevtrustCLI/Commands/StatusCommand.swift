@@ -49,8 +49,11 @@ enum StatusCommand {
         }
         // The TPM is described when the key is in it, or when one answers.
         let tpm = Result { try TPMKeyProvisioner.describe(context.tpmSelection) }
+        let clocks = context.clocks.records()
         if context.json {
-            context.output(JSONWriter.string(.object(document(state, keystore: keystore, health: health, tpm: tpm))))
+            var document = document(state, keystore: keystore, health: health, tpm: tpm)
+            annotateClocks(&document, clocks, context: context)
+            context.output(JSONWriter.string(.object(document)))
             return
         }
         var lines = ["keystore: \(keystore.path)"]
@@ -85,7 +88,39 @@ enum StatusCommand {
                 lines.append("  \(record.server ?? record.discovery ?? "?"): client \(record.clientId), \(record.method), scope \(record.scope), signed in \(record.signedInAt)")
             }
         }
+        if !clocks.isEmpty {
+            lines.append("server clocks (this machine's minus the server's, from its Date headers):")
+            for origin in clocks.keys.sorted() {
+                let record = clocks[origin]!
+                var line = "  \(origin): \(record.skewSeconds > 0 ? "+" : "")\(record.skewSeconds) s, measured \(Timestamp.format(secondsSinceEpoch: record.measuredAt))"
+                if ClockSkew.exceedsTolerance(record.skewSeconds) { line += ", beyond what the server accepts (set the clock right: `timedatectl set-ntp true`)" }
+                if context.clocks.correction(for: origin) != nil { line += "; device tokens for it are written in its time" }
+                lines.append(line)
+            }
+        }
         context.output(lines.joined(separator: "\n"))
+    }
+
+    /// `clockSkewSeconds` on each registration and sign-in (null when never measured), and `clocks`, one per server.
+    private static func annotateClocks(_ document: inout JSONObject, _ clocks: [String: ClockSkewRecord], context: CommandContext) {
+        func skew(_ url: String?) -> JSONValue {
+            guard let url, let record = clocks[ClockSkew.origin(of: url)] else { return .null }
+            return .integer(record.skewSeconds)
+        }
+        for list in ["registrations", "signIns"] {
+            document[list] = .array((document[list]?.arrayValue ?? []).map { element in
+                guard var object = element.objectValue else { return element }
+                object["clockSkewSeconds"] = skew((object["server"] ?? object["discovery"])?.stringValue)
+                return .object(object)
+            })
+        }
+        document["clocks"] = .array(clocks.keys.sorted().map { origin in
+            let record = clocks[origin]!
+            return .object(["server": .string(origin), "clockSkewSeconds": .integer(record.skewSeconds),
+                            "measuredAt": .string(Timestamp.format(secondsSinceEpoch: record.measuredAt)),
+                            "exceedsTolerance": .bool(ClockSkew.exceedsTolerance(record.skewSeconds)),
+                            "correctsTokens": .bool(context.clocks.correction(for: origin) != nil)])
+        })
     }
 
     private static func document(_ state: KeystoreState, keystore: Keystore, health: KeyHealth?, tpm: Result<TPMDescription, any Error>) -> JSONObject {

@@ -26,10 +26,14 @@ enum TokenCommands {
         let configuration = try context.configuration()
         let store = try context.deviceStore()
         let device = try store.loadKey()
-        let deviceID = try explicitDeviceID
-            ?? RegistrationSelector.select(from: device.state, server: context.arguments.value("server")).registrationId
+        let registration = try explicitDeviceID.map { id in device.state.registrations.first { $0.registrationId == id } }
+            ?? RegistrationSelector.select(from: device.state, server: context.arguments.value("server"))
+        let deviceID = explicitDeviceID ?? registration!.registrationId
         let attributes = deviceAttributes(context, configuration, claims: claims, backend: device.record.backend.rawValue)
-        context.output(try minter(context, device).deviceToken(deviceId: deviceID, attributes: attributes))
+        // In the server's time when its clock was measured to differ (ClockSkew says when that still holds).
+        let clock = registration.map { context.clocks.clock(for: $0.server, base: context.environment.clock) } ?? context.environment.clock
+        context.output(try DeviceTokenMinter(key: device.key, clock: clock, random: context.environment.random)
+            .deviceToken(deviceId: deviceID, attributes: attributes))
     }
 
     private static func minter(_ context: CommandContext, _ device: LoadedDevice) -> DeviceTokenMinter {

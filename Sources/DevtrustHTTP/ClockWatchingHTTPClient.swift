@@ -1,0 +1,39 @@
+/// What one answer's `Date` header said about the clocks.
+public struct ClockObservation: Sendable, Equatable {
+    /// The request's URL.
+    public let url: String
+    /// This machine's clock minus the server's, in seconds: positive when this one is ahead.
+    public let skewSeconds: Double
+
+    public init(url: String, skewSeconds: Double) {
+        self.url = url
+        self.skewSeconds = skewSeconds
+    }
+}
+
+/// Reads the `Date` header of every answer (the server's clock; server
+/// contract, section 2) and reports how far this machine's clock is from it.
+/// The server's time is taken as the middle of the second its header names,
+/// and this machine's as the middle of the exchange.
+public struct ClockWatchingHTTPClient: HTTPClient {
+    public let inner: any HTTPClient
+    /// Wall-clock seconds since the epoch, with fractions.
+    public let now: @Sendable () -> Double
+    public let observe: @Sendable (ClockObservation) -> Void
+
+    public init(_ inner: any HTTPClient, now: @escaping @Sendable () -> Double, observe: @escaping @Sendable (ClockObservation) -> Void) {
+        self.inner = inner
+        self.now = now
+        self.observe = observe
+    }
+
+    public func send(_ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
+        let sent = now()
+        let response = try inner.send(request)
+        let received = now()
+        if let header = response.header("Date"), let serverTime = HTTPDate.parse(header) {
+            observe(ClockObservation(url: request.url, skewSeconds: (sent + received) / 2 - (Double(serverTime) + 0.5)))
+        }
+        return response
+    }
+}

@@ -1,0 +1,119 @@
+import DevtrustEncoding
+import DevtrustTestSupport
+import Foundation
+import Testing
+
+/// A server whose clock differs from this machine's: its `Date` headers say
+/// so, devtrust warns in words that name the clock, records the difference
+/// (`status`), and writes device tokens in the server's time while the
+/// measurement still describes this machine's clock.
+@Suite(.enabled(if: ReferenceServer.shouldRun)) struct ClockSkewTests {
+    struct Setup {
+        let directory = TemporaryDirectory()
+        let server: ReferenceServer
+        var cli: DevtrustBinary
+
+        init(offset: Int) throws {
+            server = try ReferenceServer(["--clock-offset", String(offset), "--device-policy"])
+            cli = DevtrustBinary(keystore: directory.file("ks"))
+            cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+            try cli.run("init", "--backend", "software", "-q")
+        }
+
+        func register() throws -> ProcessResult {
+            try cli.run(["register", "--server", server.url, "--non-interactive"] + RegisterTests.answers)
+        }
+
+        func deviceCheck(_ token: String) throws -> JSONObject {
+            try server.get("/api/device-check", headers: ["X-Device-Token": token]).objectValue ?? [:]
+        }
+
+        func status() throws -> JSONObject {
+            try JSONParser.parse(try cli.run("status", "--json").output).objectValue ?? [:]
+        }
+
+        var clockFile: String { cli.cacheDirectory + "/clock.json" }
+    }
+
+    /// The server's clock 100 s behind this one: tokens with this machine's iat are 100 s in
+    /// its future, which it refuses (deviceData at registration, device tokens at sign-in).
+    @Test func aServerBehindThisClockGetsTokensInItsTime() throws {
+        let setup = try Setup(offset: -100)
+        let registered = try setup.register()
+        #expect(registered.status == 0, "\(registered)")
+        #expect(registered.stderr.contains("this machine's clock is 100 s ahead of \(setup.server.url)'s (its Date header)")
+                || registered.stderr.contains("this machine's clock is 101 s ahead") || registered.stderr.contains("this machine's clock is 99 s ahead"),
+                "\(registered.stderr)")
+        #expect(registered.stderr.contains("timedatectl set-ntp true") && registered.stderr.contains("more than 30 s in its future"))
+        #expect(registered.stderr.components(separatedBy: "this machine's clock is").count == 2, "warned more than once: \(registered.stderr)")
+
+        let status = try setup.status()
+        let skew = try #require(status["registrations"]?.arrayValue?.first?.objectValue?["clockSkewSeconds"]?.int64Value)
+        #expect((99...101).contains(skew), "measured \(skew) s for a server 100 s behind")
+        let clocks = try #require(status["clocks"]?.arrayValue?.first?.objectValue)
+        #expect(clocks["server"] == .string(setup.server.url) && clocks["exceedsTolerance"] == .bool(true) && clocks["correctsTokens"] == .bool(true))
+        let text = try setup.cli.run("status").output
+        #expect(text.contains("\(setup.server.url): +\(skew) s, measured ") && text.contains("device tokens for it are written in its time"), "\(text)")
+
+        // A token minted later, in another run, still in the server's time: accepted.
+        let token = try setup.cli.run("token")
+        #expect(token.status == 0)
+        let check = try setup.deviceCheck(token.output)
+        #expect(check["accepted"] == .bool(true), "\(check)")
+        let claims = try JSONParser.parse(Base64URL.decode(String(token.output.split(separator: ".")[1]))).objectValue!
+        let now = Int64(Date().timeIntervalSince1970)
+        #expect(abs(claims["iat"]!.int64Value! - (now - skew)) <= 2)
+
+        // App-native sign-in: its device token is accepted too.
+        let login = try setup.cli.run(["login", "--server", setup.server.url, "--client-id", "devtrust-app", "--non-interactive"] + SignInTests.basicAnswers)
+        #expect(login.status == 0, "\(login)")
+        let records = try setup.server.get("/api/signin-records").arrayValue?.compactMap(\.objectValue) ?? []
+        #expect(records.first?["accepted"] == .bool(true), "\(records)")
+    }
+
+    /// The server's clock 400 s ahead: tokens are 400 s old when they arrive, which it drops.
+    @Test func aServerAheadOfThisClockIsSaidAndCorrectedFor() throws {
+        let setup = try Setup(offset: 400)
+        let registered = try setup.register()
+        #expect(registered.status == 0, "\(registered)")
+        #expect(registered.stderr.contains("s behind \(setup.server.url)'s (its Date header): the server drops device tokens older than 5 minutes"),
+                "\(registered.stderr)")
+        let token = try setup.cli.run("token").output
+        #expect(try setup.deviceCheck(token)["accepted"] == .bool(true))
+    }
+
+    /// Within what the server accepts: nothing to say, and no correction.
+    @Test func aSmallDifferenceIsNotWarnedAbout() throws {
+        let setup = try Setup(offset: 3)
+        let registered = try setup.register()
+        #expect(registered.status == 0 && !registered.stderr.contains("clock"), "\(registered)")
+        let status = try setup.status()
+        #expect(status["clocks"]?.arrayValue?.first?.objectValue?["correctsTokens"] == .bool(false))
+        let token = try setup.cli.run("token").output
+        let claims = try JSONParser.parse(Base64URL.decode(String(token.split(separator: ".")[1]))).objectValue!
+        #expect(abs(claims["iat"]!.int64Value! - Int64(Date().timeIntervalSince1970)) <= 1)
+    }
+
+    /// Once this machine's clock is set (the wall clock moved against the boot clock) or the
+    /// machine restarted, the old measurement no longer describes it: tokens carry this clock's iat.
+    @Test(arguments: ["clock set", "another boot"])
+    func aStaleCorrectionIsDropped(_ change: String) throws {
+        let setup = try Setup(offset: -100)
+        #expect(try setup.register().status == 0)
+        var document = try JSONParser.parse(Array(try #require(FileManager.default.contents(atPath: setup.clockFile)))).objectValue!
+        var record = try #require(document[setup.server.url]?.objectValue)
+        switch change {
+        case "clock set":
+            // As if the clock had been 100 s ahead of where it is now: it was set back since.
+            record["wallMinusBoot"] = .number(String(record["wallMinusBoot"]!.doubleValue! + 100))
+        default:
+            record["bootId"] = .string("00000000-0000-4000-8000-000000000000")
+        }
+        document[setup.server.url] = .object(record)
+        FileManager.default.createFile(atPath: setup.clockFile, contents: Data(JSONWriter.bytes(.object(document))), attributes: [.posixPermissions: 0o600])
+        let token = try setup.cli.run("token").output
+        let claims = try JSONParser.parse(Base64URL.decode(String(token.split(separator: ".")[1]))).objectValue!
+        #expect(abs(claims["iat"]!.int64Value! - Int64(Date().timeIntervalSince1970)) <= 1, "\(change): the stale correction was used")
+        #expect(try setup.status()["clocks"]?.arrayValue?.first?.objectValue?["correctsTokens"] == .bool(false))
+    }
+}
