@@ -1,4 +1,5 @@
 import DevtrustFlow
+import DevtrustHTTP
 import DevtrustSignIn
 import Glibc
 
@@ -134,7 +135,21 @@ final class TerminalFlowInteraction: FlowInteraction {
         Self.launchBrowser(url, context: context)
     }
 
+    /// Only what a browser should be handed from a server: https, or http to this machine.
+    /// (xdg-open also opens files, runs `.desktop` entries and takes `-options`.)
+    static func isWebURL(_ url: String) -> Bool {
+        let reference = URLReference(url)
+        guard let scheme = reference.scheme?.lowercased(), let authority = reference.authority, !authority.isEmpty,
+              url.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }),
+              let origin = try? ServerURL(scheme + "://" + authority) else { return false }
+        return origin.scheme == "https" || origin.isLoopback
+    }
+
     static func launchBrowser(_ url: String, context: CommandContext) {
+        guard isWebURL(url) else {
+            context.warn("not opening \(url) in a browser: only https URLs (or http to this machine) are opened; open it yourself if you trust it")
+            return
+        }
         let variables = context.environment.variables
         guard variables["DISPLAY"] != nil || variables["WAYLAND_DISPLAY"] != nil else {
             context.info("(no desktop session here: open the URL on another device)")

@@ -29,13 +29,7 @@ final class TerminalSignInInteraction: AppNativeInteraction {
         show(messages)
         let names = options.map { "\($0.name) (\(Self.internalName($0)))" }.joined(separator: ", ")
         if let wanted = wantedAuthenticator {
-            let lowered = wanted.lowercased()
-            let exact = options.first { $0.id == wanted || $0.name.lowercased() == lowered || Self.internalName($0).lowercased() == lowered }
-            let partial = options.first { $0.name.lowercased().includes(lowered) || Self.internalName($0).lowercased().includes(lowered) }
-            guard let chosen = exact ?? partial else {
-                throw UsageError("--authenticator \(wanted) is not among the server's options: \(names)", command: "login")
-            }
-            return chosen
+            return try Self.select(wanted, from: options)
         }
         guard interactive else {
             throw UsageError("the server offers several ways to sign in: \(names); choose one with --authenticator NAME", command: "login")
@@ -49,6 +43,28 @@ final class TerminalSignInInteraction: AppNativeInteraction {
             if let number = Int(answer.trimmingCharacters), (1...options.count).contains(number) { return options[number - 1] }
             context.warn("choose a number from 1 to \(options.count)")
         }
+    }
+
+    /// `--authenticator`: an option's id, or its name or internal name (any case), or the unique
+    /// start of one; never the first of several that match, which would send credentials to a
+    /// way of signing in the user did not mean.
+    static func select(_ wanted: String, from options: [AppNativeAuthenticator]) throws -> AppNativeAuthenticator {
+        let lowered = wanted.lowercased()
+        func describe(_ list: [AppNativeAuthenticator]) -> String {
+            list.map { "\($0.name) (\(internalName($0)), id \($0.id))" }.joined(separator: ", ")
+        }
+        if let byID = options.first(where: { $0.id == wanted }) { return byID }
+        let exact = options.filter { $0.name.lowercased() == lowered || internalName($0).lowercased() == lowered }
+        if exact.count == 1 { return exact[0] }
+        if exact.count > 1 {
+            throw UsageError("--authenticator \(wanted) names several of the server's options: \(describe(exact)); give the id of one", command: "login")
+        }
+        let started = options.filter { $0.name.lowercased().hasPrefix(lowered) || internalName($0).lowercased().hasPrefix(lowered) }
+        if started.count == 1 { return started[0] }
+        if started.count > 1 {
+            throw UsageError("--authenticator \(wanted) is the start of several of the server's options: \(describe(started)); give more of the name, or the id", command: "login")
+        }
+        throw UsageError("--authenticator \(wanted) is not among the server's options: \(describe(options))", command: "login")
     }
 
     /// WSO2's authenticatorId is base64 of "Name:IdP" ("BasicAuthenticator:LOCAL"): the name users know.

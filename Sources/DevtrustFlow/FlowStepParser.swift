@@ -110,9 +110,11 @@ public enum FlowStepParser {
         guard case let .array(elements) = value else {
             throw JSONFieldError(path: reader.fieldPath("messages"), kind: .invalidType(expected: "an array", found: value.kindDescription))
         }
-        return try elements.enumerated().map { index, element in
+        // A message may come with only its i18nKey (the text is the UI's to look up): the key is shown then.
+        return try elements.enumerated().compactMap { index, element in
             let item = try JSONObjectReader(element, path: reader.fieldPath("messages") + "[\(index)]")
-            return FlowMessage(type: try item.optionalString("type") ?? "INFO", message: try item.string("message"))
+            guard let text = try item.optionalString("message") ?? item.optionalString("i18nKey") else { return nil }
+            return FlowMessage(type: try item.optionalString("type") ?? "INFO", message: text)
         }
     }
 }

@@ -94,6 +94,18 @@ import Testing
         }
         #expect(String(decoding: opened ?? [], as: UTF8.self) == "https://idp.example/authorize?client_id=reference&state=reference-state-7f3a\n")
 
+        // Only web URLs: xdg-open also opens files, runs .desktop entries and takes options.
+        for hostile in ["file:///etc/passwd", "javascript:alert(1)", "--help", "http://idp.example/authorize", "smb://files.example/share",
+                        "/usr/share/applications/x.desktop"] {
+            unlink(directory.file("opened"))
+            let hostileServer = try ReferenceServer(["--redirect-step", "--redirect-url=" + hostile])
+            let refused = try cli.run(["register", "--server", hostileServer.url, "--open", "--non-interactive", "--input", "code=c",
+                                       "--input", "state=reference-state-7f3a"] + RegisterTests.answers)
+            #expect(refused.stderr.contains("not opening \(hostile) in a browser: only https URLs"), "\(hostile): \(refused.stderr)")
+            usleep(300_000)
+            #expect(directory.read("opened") == nil, "xdg-open was given \(hostile)")
+        }
+
         var headless = cli
         headless.extraEnvironment["DISPLAY"] = nil
         let noDesktop = try headless.run(["register", "--server", server.url, "--open", "--non-interactive", "--input", "code=c", "--input", "state=reference-state-7f3a"] + RegisterTests.answers)

@@ -120,6 +120,7 @@ FAULTS = {
     "links-userinfo": "app-native: the link puts this server's address in userinfo before another host",
     "links-backslash": "app-native: the link starts with a backslash (a WHATWG URL parser reads a host after it)",
     "links-scheme-relative-http": "app-native: the link is http:path (same scheme, no authority)",
+    "i18n-only-message": "a message with an i18nKey and no message text (flow and app-native answers)",
     "links-elsewhere": "app-native: the authentication link points at https on another host",
     "links-plain-http": "app-native: the authentication link points at plain http on another host",
     "unknown-prompt": "app-native: the only authenticator has promptType QUANTUM_PROMPT and no params",
@@ -414,7 +415,7 @@ class FlowServer:
         if self.options.redirect_step:
             flow.step = "redirect"
             return {"flowId": flow.id, "flowType": flow.flow_type, "flowStatus": "INCOMPLETE", "type": "REDIRECTION",
-                    "data": {"redirectURL": "https://idp.example/authorize?client_id=reference&state=" + REDIRECT_STATE}}
+                    "data": {"redirectURL": self.options.redirect_url or "https://idp.example/authorize?client_id=reference&state=" + REDIRECT_STATE}}
         self.send_otp(flow)
         flow.step = "otp"
         return self.view_otp(flow)
@@ -751,6 +752,8 @@ def make_handler(server, signins):
             elif fault in HOSTILE_LINKS:
                 for link in body.get("links", []):
                     link["href"] = HOSTILE_LINKS[fault](self.server.server_address[1])
+            elif fault == "i18n-only-message":
+                body.setdefault("nextStep", {})["messages"] = [{"type": "INFO", "i18nKey": "authentication.message.choose"}]
             elif fault == "unknown-prompt":
                 for authenticator in body.get("nextStep", {}).get("authenticators", []):
                     authenticator.setdefault("metadata", {})["promptType"] = "QUANTUM_PROMPT"
@@ -760,7 +763,9 @@ def make_handler(server, signins):
             return body
 
         def corrupt(self, fault, response):
-            if fault == "unknown-step-type":
+            if fault == "i18n-only-message":
+                response.setdefault("data", {})["messages"] = [{"type": "INFO", "i18nKey": "flow.message.code.sent"}]
+            elif fault == "unknown-step-type":
                 response["type"] = "QUANTUM_PROMPT"
             elif fault in ("webauthn", "passkey"):
                 response["type"] = fault.upper()
@@ -816,6 +821,7 @@ def main():
     parser.add_argument("--device-policy", action="store_true", help="require deviceData in the device step")
     parser.add_argument("--require-claim", action="append", default=[], metavar="NAME=VALUE",
                         help="a device policy rule on deviceData (implies --device-policy)")
+    parser.add_argument("--redirect-url", help="the redirectURL of the --redirect-step (a hostile one: file:, javascript:, -option)")
     parser.add_argument("--terms-step", action="store_true", help="a VIEW to accept or decline after the device step")
     parser.add_argument("--redirect-step", action="store_true", help="a REDIRECTION (federated sign-in) after the credentials")
     parser.add_argument("--otp", help="a fixed OTP instead of a random one")
@@ -825,7 +831,7 @@ def main():
     parser.add_argument("--fault-on", choices=["flow", "signin"], default="flow",
                         help="inject into Flow Execution API answers, or into app-native answers (/oauth2/authorize, /oauth2/authn)")
     parser.add_argument("--error-code", default="DR-60001", help="the code of the error faults")
-    parser.add_argument("--authenticators", choices=["basic", "multi", "federated"], default="multi",
+    parser.add_argument("--authenticators", choices=["basic", "multi", "federated", "lookalike"], default="multi",
                         help="app-native first step: Basic only, Basic or email OTP, Basic or a federated IdP (REDIRECTION_PROMPT)")
     parser.add_argument("--clock-offset", type=float, default=0.0,
                         help="the server's clock runs this many seconds ahead (negative: behind) of the host's: Date headers and iat checks")

@@ -22,6 +22,7 @@ BASIC_ID = base64.b64encode(b"BasicAuthenticator:LOCAL").decode()
 EMAIL_OTP_ID = base64.b64encode(b"email-otp-authenticator:LOCAL").decode()
 TOTP_ID = base64.b64encode(b"totp:LOCAL").decode()
 FEDERATED_ID = base64.b64encode(b"GoogleOIDCAuthenticator:Google").decode()
+MAGIC_LINK_ID = base64.b64encode(b"MagicLinkAuthenticator:LOCAL").decode()
 FEDERATED_STATE = "federated-state-42"
 CLIENT_ID = "devtrust-app"
 REDIRECT_URIS = ("http://127.0.0.1:8765/callback", "https://app.example/callback")
@@ -105,6 +106,10 @@ class SignInServer:
                      "requiredParams": ["code", "state"]}
         if self.options.authenticators == "basic":
             next_step = {"stepType": "AUTHENTICATOR_PROMPT", "authenticators": [basic]}
+        elif self.options.authenticators == "lookalike":
+            # Two options that start alike: a name's start must not pick one of them.
+            magic = {"authenticatorId": MAGIC_LINK_ID, "authenticator": "Email Magic Link", "idp": "LOCAL"}
+            next_step = {"stepType": "MULTI_OPTIONS_PROMPT", "authenticators": [basic, email, magic]}
         elif self.options.authenticators == "federated":
             next_step = {"stepType": "MULTI_OPTIONS_PROMPT", "authenticators": [basic, federated]}
         else:
