@@ -76,6 +76,7 @@ enum CommandSpecs {
         CommandSpec(name: "access-token", summary: "print a valid access token of the stored sign-in (refreshing it first)", positionalUsage: "",
                     maximumPositionals: 0, options: [
                         .value("server", "URL|NAME", "the sign-in with this server"), .value("discovery", "URL", "the sign-in with this provider"),
+                        .flag("refresh", "refresh first, whatever the expiry says (after a resource answered 401)"),
                     ]),
         CommandSpec(name: "authorize-url", summary: "print a browser sign-in URL with a device token and PKCE", positionalUsage: "",
                     maximumPositionals: 0, options: [

@@ -56,7 +56,7 @@ extension DeviceStore {
     /// refusal) keeps them, so that the next call can try again.
     public func freshTokens(_ record: SignInRecord, margin: Int64, refresh: (TokenSet) throws -> TokenSet) throws -> TokenSet {
         let stored = try tokens(of: record)
-        if stored.isValid(at: clock.secondsSinceEpoch(), margin: margin) { return stored }
+        if !stored.needsRefresh(at: clock.secondsSinceEpoch(), margin: margin) { return stored }
         var refusal: OAuthError?
         var failure: (any Error)?
         let result: TokenSet? = try keystore.update { state, staging in
@@ -65,7 +65,7 @@ extension DeviceStore {
                 throw KeystoreError.corrupt(path: keystore.path + "/" + current.file, detail: "the sign-in's token file is missing or damaged")
             }
             // Another caller may have refreshed while this one waited for the lock.
-            if tokens.isValid(at: clock.secondsSinceEpoch(), margin: margin) { return tokens }
+            if !tokens.needsRefresh(at: clock.secondsSinceEpoch(), margin: margin) { return tokens }
             let renewed: TokenSet
             do {
                 renewed = try refresh(tokens)

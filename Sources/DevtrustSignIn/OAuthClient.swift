@@ -137,8 +137,9 @@ public struct OAuthClient: Sendable {
             refreshToken: document["refresh_token"]?.stringValue ?? previous?.refreshToken,
             idToken: document["id_token"]?.stringValue ?? previous?.idToken,
             scope: document["scope"]?.stringValue ?? previous?.scope,
-            expiresAt: expiresIn.map { clock() + $0 },
+            expiresAt: clock() + (expiresIn ?? TokenSet.assumedLifetime),
             tokenEndpoint: endpoint,
-            revocationEndpoint: server.revocation ?? previous?.revocationEndpoint)
+            revocationEndpoint: server.revocation ?? previous?.revocationEndpoint,
+            expiryAssumed: expiresIn == nil)
     }
 }

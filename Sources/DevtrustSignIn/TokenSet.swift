@@ -8,20 +8,27 @@ public struct TokenSet: Equatable, Sendable {
     public var refreshToken: String?
     public var idToken: String?
     public var scope: String?
-    /// Seconds since the epoch; nil when the server gave no lifetime.
+    /// Seconds since the epoch. When the server gave no lifetime (no `expires_in`),
+    /// `assumedLifetime` after the tokens came, and `expiryAssumed` says so;
+    /// nil in token files of earlier devtrust versions that had none.
     public var expiresAt: Int64?
+    public var expiryAssumed: Bool
+
+    /// How long an access token without `expires_in` is used before it is refreshed.
+    public static let assumedLifetime: Int64 = 600
     /// Where to refresh and revoke, kept so that later commands need no discovery.
     public var tokenEndpoint: String
     public var revocationEndpoint: String?
 
     public init(accessToken: String, tokenType: String, refreshToken: String?, idToken: String?, scope: String?, expiresAt: Int64?,
-                tokenEndpoint: String, revocationEndpoint: String?) {
+                tokenEndpoint: String, revocationEndpoint: String?, expiryAssumed: Bool = false) {
         self.accessToken = accessToken
         self.tokenType = tokenType
         self.refreshToken = refreshToken
         self.idToken = idToken
         self.scope = scope
         self.expiresAt = expiresAt
+        self.expiryAssumed = expiryAssumed
         self.tokenEndpoint = tokenEndpoint
         self.revocationEndpoint = revocationEndpoint
     }
@@ -32,6 +39,7 @@ public struct TokenSet: Equatable, Sendable {
         if let idToken { object["idToken"] = .string(idToken) }
         if let scope { object["scope"] = .string(scope) }
         if let expiresAt { object["expiresAt"] = .integer(expiresAt) }
+        if expiryAssumed { object["expiresAtAssumed"] = .bool(true) }
         object["tokenEndpoint"] = .string(tokenEndpoint)
         if let revocationEndpoint { object["revocationEndpoint"] = .string(revocationEndpoint) }
         return JSONWriter.bytes(.object(object))
@@ -43,12 +51,17 @@ public struct TokenSet: Equatable, Sendable {
               let tokenEndpoint = object["tokenEndpoint"]?.stringValue else { return nil }
         self.init(accessToken: accessToken, tokenType: tokenType, refreshToken: object["refreshToken"]?.stringValue,
                   idToken: object["idToken"]?.stringValue, scope: object["scope"]?.stringValue, expiresAt: object["expiresAt"]?.int64Value,
-                  tokenEndpoint: tokenEndpoint, revocationEndpoint: object["revocationEndpoint"]?.stringValue)
+                  tokenEndpoint: tokenEndpoint, revocationEndpoint: object["revocationEndpoint"]?.stringValue,
+                  expiryAssumed: object["expiresAtAssumed"]?.boolValue ?? false)
     }
 
-    /// Valid for at least `margin` more seconds at `now`.
-    public func isValid(at now: Int64, margin: Int64) -> Bool {
-        guard let expiresAt else { return true }
-        return expiresAt - now > margin
+    /// Whether to refresh before use: when the access token has less than `margin` seconds
+    /// left, by the server's word or by the assumed lifetime, or has no known expiry at all.
+    /// Without a refresh token, an access token of unknown lifetime is used as it is
+    /// (there is nothing else to use; the resource's 401 will tell).
+    public func needsRefresh(at now: Int64, margin: Int64) -> Bool {
+        guard let expiresAt else { return refreshToken != nil }
+        if expiryAssumed && refreshToken == nil { return false }
+        return expiresAt - now <= margin
     }
 }

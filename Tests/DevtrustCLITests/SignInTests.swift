@@ -207,6 +207,49 @@ import Testing
         #expect(try setup.stats()["refreshFaults"] == .integer(1) && setup.stats()["refresh"] == .integer(1))
     }
 
+    /// A token answer without expires_in: the lifetime is unknown, not endless. The access token
+    /// is refreshed after an assumed lifetime, or on demand (`--refresh`, after a resource's 401);
+    /// without a refresh token it is used as it is.
+    @Test func aTokenWithoutALifetimeIsRefreshedAfterAnAssumedOne() throws {
+        let setup = try Setup(["--no-expires-in"], register: false)
+        let login = try setup.login()
+        #expect(login.status == 0 && login.stderr.contains("the server gave no lifetime for the access token"), "\(login)")
+        let tokenFile = try #require(setup.directory.entries("ks").first { $0.hasPrefix("signin-") })
+        var stored = try JSONParser.parse(try #require(setup.directory.read("ks/" + tokenFile))).objectValue!
+        let now = Int64(Date().timeIntervalSince1970)
+        #expect(stored["expiresAtAssumed"] == .bool(true) && abs(stored["expiresAt"]!.int64Value! - (now + 600)) <= 2, "\(stored)")
+        let status = try JSONParser.parse(try setup.cli.run("status", "--json").output).objectValue!
+        #expect(status["signIns"]?.arrayValue?.first?.objectValue?["accessTokenLifetimeKnown"] == .bool(false))
+        #expect(try setup.cli.run("status").output.contains("access token lifetime unknown (the server gave no expires_in)"))
+
+        let first = try setup.cli.run("access-token").output
+        #expect(try setup.stats()["refresh"] == .integer(0))
+        let forced = try setup.cli.run("access-token", "--refresh")
+        #expect(forced.status == 0 && forced.output != first && forced.output.count > 20, "\(forced)")
+        #expect(try setup.stats()["refresh"] == .integer(1))
+        // Past the assumed lifetime (the file says so): refreshed.
+        stored = try JSONParser.parse(try #require(setup.directory.read("ks/" + tokenFile))).objectValue!
+        stored["expiresAt"] = .integer(now - 1)
+        setup.directory.write("ks/" + tokenFile, JSONWriter.bytes(.object(stored)))
+        #expect(try setup.cli.run("access-token").output != forced.output)
+        #expect(try setup.stats()["refresh"] == .integer(2))
+    }
+
+    @Test func withoutARefreshTokenAnAccessTokenOfUnknownLifetimeIsKept() throws {
+        let setup = try Setup(["--no-expires-in", "--no-refresh-token"], register: false)
+        #expect(try setup.login().status == 0)
+        let tokenFile = try #require(setup.directory.entries("ks").first { $0.hasPrefix("signin-") })
+        var stored = try JSONParser.parse(try #require(setup.directory.read("ks/" + tokenFile))).objectValue!
+        stored["expiresAt"] = .integer(Int64(Date().timeIntervalSince1970) - 1)
+        setup.directory.write("ks/" + tokenFile, JSONWriter.bytes(.object(stored)))
+        let token = try setup.cli.run("access-token")
+        #expect(token.status == 0 && token.output == stored["accessToken"]?.stringValue, "\(token)")
+        let forced = try setup.cli.run("access-token", "--refresh")
+        #expect(forced.status == 4 && forced.stderr.contains("the server gave no refresh token") && forced.stderr.contains("it is kept"), "\(forced)")
+        #expect(try setup.cli.run("access-token").status == 0)
+        #expect(try setup.cli.run("status").output.contains("used until a resource refuses it"))
+    }
+
     @Test func logoutRevokesAndDeletes() throws {
         let setup = try Setup(register: false)
         #expect(try setup.login().status == 0)

@@ -844,6 +844,8 @@ def main():
     parser.add_argument("--mfa", choices=["none", "totp"], default="none", help="a TOTP step after the first factor")
     parser.add_argument("--fail-spelling", choices=["FAIL_INCOMPLETE", "FAILED_INCOMPLETE"], default="FAIL_INCOMPLETE")
     parser.add_argument("--access-token-ttl", type=int, default=3600)
+    parser.add_argument("--no-expires-in", action="store_true", help="token answers without expires_in")
+    parser.add_argument("--no-refresh-token", action="store_true", help="token answers without a refresh token")
     parser.add_argument("--refresh-delay", type=float, default=0.0, help="seconds a refresh takes (to test concurrent callers)")
     parser.add_argument("--device-expires", type=int, default=600)
     parser.add_argument("--device-interval", type=int, default=5)

@@ -254,8 +254,14 @@ class SignInServer:
             self.stats["token"] += 1
             self.access_tokens[access] = {"user": user, "scope": scope}
             self.refresh_tokens[refresh] = {"user": user, "scope": scope}
-        return {"access_token": access, "token_type": "Bearer", "expires_in": self.options.access_token_ttl,
-                "refresh_token": refresh, "scope": scope, "id_token": "header.payload.signature"}
+        answer = {"access_token": access, "token_type": "Bearer", "expires_in": self.options.access_token_ttl,
+                  "refresh_token": refresh, "scope": scope, "id_token": "header.payload.signature"}
+        # Servers that leave out what RFC 6749 only recommends.
+        if self.options.no_expires_in:
+            del answer["expires_in"]
+        if self.options.no_refresh_token:
+            del answer["refresh_token"]
+        return answer
 
     def revoke(self, form):
         token = form.get("token", [""])[0]

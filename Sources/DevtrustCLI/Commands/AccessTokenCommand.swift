@@ -3,7 +3,8 @@ import DevtrustKeystore
 import DevtrustSignIn
 
 /// `access-token`: prints a valid access token of the stored sign-in,
-/// refreshing it first when it expires within 60 s.
+/// refreshing it first when it expires within 60 s (or, with `--refresh`,
+/// in any case: a resource's 401 says more than an expiry devtrust assumed).
 enum AccessTokenCommand {
     static let refreshMargin: Int64 = 60
 
@@ -15,7 +16,12 @@ enum AccessTokenCommand {
         // A refresh may wait for another caller's: give the lock longer than one HTTP request.
         var keystore = store.keystore
         keystore.lockTimeoutMilliseconds = 60_000
-        let tokens = try DeviceStore(keystore: keystore, clock: store.clock, tpm: store.tpm, random: store.random).freshTokens(record, margin: refreshMargin) { current in
+        let forced = context.arguments.has("refresh")
+        if forced, try store.tokens(of: record).refreshToken == nil {
+            throw DeviceError.refreshFailed(place: record.server ?? record.discovery ?? "the server", reason: "the server gave no refresh token", mayPass: false)
+        }
+        let margin = forced ? Int64.max / 2 : refreshMargin
+        let tokens = try DeviceStore(keystore: keystore, clock: store.clock, tpm: store.tpm, random: store.random).freshTokens(record, margin: margin) { current in
             context.detail("refreshing the access token")
             return try oauth.refresh(current, clientID: record.clientId)
         }

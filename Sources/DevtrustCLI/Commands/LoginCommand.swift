@@ -61,7 +61,9 @@ enum LoginCommand {
     static func save(_ context: CommandContext, store: DeviceStore, settings: SignInSettings, method: String, tokens: TokenSet) throws {
         let record = try store.saveSignIn(server: settings.serverName, discovery: settings.discovery, clientId: settings.clientID,
                                           scope: tokens.scope ?? settings.scope, method: method, tokens: tokens)
-        let lifetime = tokens.expiresAt.map { " (access token valid for \($0 - context.environment.clock.secondsSinceEpoch()) s)" } ?? ""
+        let lifetime = tokens.expiryAssumed
+            ? " (the server gave no lifetime for the access token: devtrust refreshes it after \(TokenSet.assumedLifetime) s, or with `access-token --refresh`)"
+            : tokens.expiresAt.map { " (access token valid for \($0 - context.environment.clock.secondsSinceEpoch()) s)" } ?? ""
         context.info("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId)\(lifetime); `devtrust access-token` prints the access token")
     }
 

@@ -2,6 +2,7 @@ import DevtrustDevice
 import DevtrustEncoding
 import DevtrustKeys
 import DevtrustKeystore
+import DevtrustSignIn
 
 /// `status`: where the key lives, whether it loads, the TPM, and the registrations.
 enum StatusCommand {
@@ -50,9 +51,16 @@ enum StatusCommand {
         // The TPM is described when the key is in it, or when one answers.
         let tpm = Result { try TPMKeyProvisioner.describe(context.tpmSelection) }
         let clocks = context.clocks.records()
+        let tokens = state.signIns.map { try? store.tokens(of: $0) }
         if context.json {
             var document = document(state, keystore: keystore, health: health, tpm: tpm)
             annotateClocks(&document, clocks, context: context)
+            document["signIns"] = .array(zip(document["signIns"]?.arrayValue ?? [], tokens).map { element, tokens in
+                guard var object = element.objectValue else { return element }
+                object["accessTokenExpiresAt"] = tokens?.expiresAt.map { .string(Timestamp.format(secondsSinceEpoch: $0)) } ?? .null
+                object["accessTokenLifetimeKnown"] = .bool(tokens.map { !$0.expiryAssumed && $0.expiresAt != nil } ?? false)
+                return .object(object)
+            })
             context.output(JSONWriter.string(.object(document)))
             return
         }
@@ -84,8 +92,15 @@ enum StatusCommand {
             lines.append("sign-ins: none")
         } else {
             lines.append("sign-ins:")
-            for record in state.signIns {
-                lines.append("  \(record.server ?? record.discovery ?? "?"): client \(record.clientId), \(record.method), scope \(record.scope), signed in \(record.signedInAt)")
+            for (record, tokens) in zip(state.signIns, tokens) {
+                var line = "  \(record.server ?? record.discovery ?? "?"): client \(record.clientId), \(record.method), scope \(record.scope), signed in \(record.signedInAt)"
+                if let tokens, tokens.expiryAssumed || tokens.expiresAt == nil {
+                    line += "; access token lifetime unknown (the server gave no expires_in): " + (tokens.refreshToken == nil
+                        ? "used until a resource refuses it" : "refreshed after \(TokenSet.assumedLifetime) s, or with `access-token --refresh`")
+                } else if let expiresAt = tokens?.expiresAt {
+                    line += "; access token expires \(Timestamp.format(secondsSinceEpoch: expiresAt))"
+                }
+                lines.append(line)
             }
         }
         if !clocks.isEmpty {
