@@ -18,6 +18,35 @@ public enum RegistrationSelector {
         return first
     }
 
+    /// The registration for a provider known by its URLs, as with `--discovery`: one on the origin
+    /// of `destination` (the authorization endpoint: the token goes there, and is good only at the
+    /// server it was registered with), and among several there, the one whose base URL the
+    /// provider's URLs (its issuer too) are below (`https://idp/t/acme` for `https://idp/t/acme/oauth2/token`).
+    public static func select(from state: KeystoreState, destination: String, providerURLs: [String]) throws(DeviceError) -> RegistrationRecord {
+        let providerURLs = [destination] + providerURLs
+        var candidates = state.registrations.filter { origin($0.server) == origin(destination) }
+        if candidates.count > 1 {
+            let below = candidates.filter { record in
+                let base = normalized(record.server).location
+                return providerURLs.contains { let location = normalized($0).location; return location == base || location.hasPrefix(base + "/") }
+            }
+            // The longest base URL is the most specific (a tenant's before the root's).
+            let longest = below.map { normalized($0.server).location.count }.max()
+            candidates = below.filter { normalized($0.server).location.count == longest }
+        }
+        guard let first = candidates.first else { throw .notRegistered(server: origin(destination)) }
+        guard candidates.count == 1 else { throw .ambiguousRegistration(servers: candidates.map(\.server)) }
+        if let key = state.key, first.keyFingerprint != key.fingerprint {
+            throw .registrationForOtherKey(registrationId: first.registrationId, server: first.server)
+        }
+        return first
+    }
+
+    private static func origin(_ url: String) -> String {
+        let parts = normalized(url)
+        return parts.scheme + "://" + parts.host
+    }
+
     /// Whether two recorded server URLs are the same server.
     public static func sameServer(_ first: String, _ second: String) -> Bool {
         normalized(first) == normalized(second)

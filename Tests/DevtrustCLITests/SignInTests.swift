@@ -291,6 +291,22 @@ import Testing
         #expect(try JSONParser.parse(try setup.cli.run("status", "--json").output).objectValue?["signIns"]?.arrayValue?.first?.objectValue?["method"] == .string("authorization-code"))
     }
 
+    /// With --discovery, the registration is found by the provider's authorization endpoint (where
+    /// the token goes) and issuer, not by the document's URL; among registrations on that origin, the
+    /// one whose base URL they are below.
+    @Test func authorizeURLWithDiscoveryFindsTheRegistrationByTheProvidersURLs() throws {
+        let setup = try Setup()
+        #expect(try setup.cli.run(["register", "--server", setup.server.url + "/t/acme", "--non-interactive", "-q"] + RegisterTests.answers).status == 0)
+        let discovery = setup.server.url + "/oauth2/token/.well-known/openid-configuration"
+        let printed = try setup.cli.run(["authorize-url", "--discovery", discovery, "--client-id", "devtrust-app"])
+        #expect(printed.status == 0 && printed.output.contains("device_token=") && !printed.stderr.contains("without a device token"), "\(printed)")
+        let seen = try JSONParser.parse(try ProcessRunner.run("/usr/bin/curl", ["-s", printed.output]).stdout).objectValue!
+        #expect(seen["deviceCheck"]?.objectValue?["accepted"] == .bool(true), "\(seen)")
+        let rootID = try #require(try JSONParser.parse(try setup.cli.run("status", "--json").output).objectValue?["registrations"]?.arrayValue?
+            .first { $0.objectValue?["server"] == .string(setup.server.url) }?.objectValue?["registrationId"])
+        #expect(seen["deviceCheck"]?.objectValue?["deviceId"] == rootID, "the root's registration, not the tenant's")
+    }
+
     /// A code issued for the request's PKCE challenge, as the browser would get it.
     static func code(_ setup: Setup, challengeFrom request: JSONObject) throws -> String {
         let form = FormEncodingForTests.encode([

@@ -22,8 +22,8 @@ enum AuthorizeURLCommand {
             ("scope", settings.scope), ("state", state), ("code_challenge", pkce.challenge), ("code_challenge_method", pkce.method),
         ]
         if let acr = settings.acrValues { parameters.append(("acr_values", acr)) }
-        let deviceServer = settings.serverName ?? settings.discovery ?? ""
-        if let token = try LoginCommand.deviceToken(context, store: store, server: deviceServer, settings: settings) {
+        // With --discovery, the registration is found by the provider's URLs, not the document's.
+        if let token = try LoginCommand.deviceToken(context, store: store, server: settings.serverName, provider: server, settings: settings) {
             parameters.append(("device_token", token))
         }
         var url = authorization + (authorization.contains("?") ? "&" : "?")

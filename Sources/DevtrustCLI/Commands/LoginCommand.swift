@@ -36,8 +36,11 @@ enum LoginCommand {
         try save(context, store: store, settings: settings, method: "app-native", tokens: tokens)
     }
 
-    /// A fresh device token for the server, or nil (with a warning) when the device is not registered there.
-    static func deviceToken(_ context: CommandContext, store: DeviceStore, server: String, settings: SignInSettings) throws -> String? {
+    /// A fresh device token for the server (a base URL), or for a provider known by its discovery
+    /// document (its authorization endpoint, where the token goes, and its issuer); nil, with a
+    /// warning, when the device is not registered there.
+    static func deviceToken(_ context: CommandContext, store: DeviceStore, server: String?, provider: AuthorizationServer? = nil,
+                            settings: SignInSettings) throws -> String? {
         let state = try store.state()
         guard state.key != nil else {
             context.warn("this device has no key, so the sign-in carries no device token (run `devtrust init` and `devtrust register`)")
@@ -45,7 +48,13 @@ enum LoginCommand {
         }
         let registration: RegistrationRecord
         do {
-            registration = try RegistrationSelector.select(from: state, server: server)
+            if let server {
+                registration = try RegistrationSelector.select(from: state, server: server)
+            } else if let destination = provider?.authorization {
+                registration = try RegistrationSelector.select(from: state, destination: destination, providerURLs: [provider?.issuer].compactMap { $0 })
+            } else {
+                throw DeviceError.notRegistered(server: nil)
+            }
         } catch {
             context.warn("\(error); signing in without a device token")
             return nil
