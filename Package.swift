@@ -119,6 +119,7 @@ let package = Package(
             dependencies: ["DevtrustPosture", "DevtrustEncoding", "DevtrustTestSupport"],
             exclude: ["Fixtures"]
         ),
+        .testTarget(name: "DevtrustHTTPTests", dependencies: ["CCurl", "DevtrustHTTP", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(name: "DevtrustSignInTests", dependencies: ["DevtrustSignIn", "DevtrustHTTP", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(name: "DevtrustSystemTests", dependencies: ["DevtrustSystem", "DevtrustTestSupport"]),
         .testTarget(name: "DevtrustConfigTests", dependencies: ["DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]),

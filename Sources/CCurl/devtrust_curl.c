@@ -1,3 +1,6 @@
+/* CURLOPT_PROTOCOLS is deprecated from 7.85 on, and still the only way to
+   restrict protocols on older libcurl (devtrust picks by the runtime version). */
+#define CURL_DISABLE_DEPRECATION 1
 #include "devtrust_curl.h"
 
 #include <dlfcn.h>
@@ -16,10 +19,19 @@ static struct {
     CURLcode (*global_init)(long);
     struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
     void (*slist_free_all)(struct curl_slist *);
+    curl_version_info_data *(*version_info)(CURLversion);
+    CURLU *(*url)(void);
+    void (*url_cleanup)(CURLU *);
+    CURLUcode (*url_set)(CURLU *, CURLUPart, const char *, unsigned int);
+    CURLUcode (*url_get)(CURLU *, CURLUPart, char **, unsigned int);
+    void (*free)(void *);
 } api;
+
+static unsigned int runtime_version;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static char load_error[256];
+static int load_result = -1;
 
 static void load(void) {
     void *library = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
@@ -41,18 +53,33 @@ static void load(void) {
     RESOLVE(global_init, "curl_global_init")
     RESOLVE(slist_append, "curl_slist_append")
     RESOLVE(slist_free_all, "curl_slist_free_all")
+    RESOLVE(version_info, "curl_version_info")
+    curl_version_info_data *info = api.version_info(CURLVERSION_NOW);
+    runtime_version = info ? info->version_num : 0;
+    if (!devtrust_curl_version_is_supported(runtime_version)) {
+        snprintf(load_error, sizeof load_error, "%s", info && info->version ? info->version : "(unknown version)");
+        load_result = -2;
+        return;
+    }
+    RESOLVE(url, "curl_url")
+    RESOLVE(url_cleanup, "curl_url_cleanup")
+    RESOLVE(url_set, "curl_url_set")
+    RESOLVE(url_get, "curl_url_get")
+    RESOLVE(free, "curl_free")
 #undef RESOLVE
     if (api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         snprintf(load_error, sizeof load_error, "curl_global_init failed");
         api.easy_init = NULL;
+        return;
     }
+    load_result = 0;
 }
 
 int devtrust_curl_load(char *error, size_t error_size) {
     pthread_once(&load_once, load);
-    if (api.easy_init && load_error[0] == 0) return 0;
+    if (load_result == 0) return 0;
     snprintf(error, error_size, "%s", load_error[0] ? load_error : "libcurl could not be loaded");
-    return -1;
+    return load_result;
 }
 
 CURL *devtrust_curl_easy_init(void) { return api.easy_init(); }
@@ -75,6 +102,49 @@ CURLcode devtrust_curl_set_header_callback(CURL *handle, devtrust_curl_data_call
     return code != CURLE_OK ? code : api.easy_setopt(handle, CURLOPT_HEADERDATA, context);
 }
 
+int devtrust_curl_version_is_supported(unsigned int version) {
+    return version >= DEVTRUST_CURL_MINIMUM_VERSION;
+}
+
+unsigned int devtrust_curl_runtime_version(void) { return runtime_version; }
+
+int devtrust_curl_protocols_option_is_string(unsigned int version) {
+    return version >= 0x075500; /* CURLOPT_PROTOCOLS_STR: 7.85.0 */
+}
+
+/* Built against headers older than 7.85, the option's number is still known. */
+#if LIBCURL_VERSION_NUM < 0x075500
+#define DEVTRUST_CURLOPT_PROTOCOLS_STR ((CURLoption)(CURLOPTTYPE_STRINGPOINT + 318))
+#else
+#define DEVTRUST_CURLOPT_PROTOCOLS_STR CURLOPT_PROTOCOLS_STR
+#endif
+
+CURLcode devtrust_curl_restrict_protocols(CURL *handle, int as_string) {
+    if (as_string) return api.easy_setopt(handle, DEVTRUST_CURLOPT_PROTOCOLS_STR, "https,http");
+    return api.easy_setopt(handle, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTPS | CURLPROTO_HTTP));
+}
+
+CURLU *devtrust_curl_url(void) { return api.url(); }
+void devtrust_curl_url_cleanup(CURLU *url) { api.url_cleanup(url); }
+CURLUcode devtrust_curl_url_set(CURLU *url, CURLUPart part, const char *value) { return api.url_set(url, part, value, 0); }
+
+CURLUcode devtrust_curl_url_get(CURLU *url, CURLUPart part, char *buffer, size_t size) {
+    char *value = NULL;
+    CURLUcode code = api.url_get(url, part, &value, 0);
+    if (code != CURLUE_OK) return code;
+    size_t length = value ? strlen(value) : 0;
+    if (length >= size) code = CURLUE_OUT_OF_MEMORY;
+    else {
+        memcpy(buffer, value, length);
+        buffer[length] = 0;
+    }
+    if (value) {
+        explicit_bzero(value, length);
+        api.free(value);
+    }
+    return code;
+}
+
 CURLcode devtrust_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) { return api.easy_getinfo(handle, info, value); }
 CURLcode devtrust_curl_getinfo_string(CURL *handle, CURLINFO info, const char **value) { return api.easy_getinfo(handle, info, value); }
 
@@ -91,36 +161,88 @@ void devtrust_curl_wipe(void *memory, size_t length) {
     if (memory != NULL) explicit_bzero(memory, length);
 }
 
-static int header_is_secret(const char *line, size_t length) {
-    static const char *const names[] = { "authorization:", "proxy-authorization:", "cookie:", "set-cookie:" };
-    for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
+static size_t header_name_length(const char *line, size_t length, const char *const *names, size_t count) {
+    for (size_t n = 0; n < count; n++) {
         size_t name_length = strlen(names[n]);
-        if (length >= name_length && strncasecmp(line, names[n], name_length) == 0) return (int)name_length;
+        if (length >= name_length && strncasecmp(line, names[n], name_length) == 0) return name_length;
     }
     return 0;
 }
 
+/* Headers whose whole value is a secret: credentials, and the device token. */
+static size_t header_is_secret(const char *line, size_t length) {
+    static const char *const names[] = {
+        "authorization:", "proxy-authorization:", "cookie:", "set-cookie:", "x-device-token:",
+    };
+    return header_name_length(line, length, names, sizeof names / sizeof names[0]);
+}
+
+/* Headers whose value is a URL: where a redirect sends a code or a token. */
+static size_t header_is_url(const char *line, size_t length) {
+    static const char *const names[] = { "location:", "content-location:" };
+    return header_name_length(line, length, names, sizeof names / sizeof names[0]);
+}
+
+/* A URL without what may carry a secret: user and password, query, fragment.
+   "https://user:pw@host/path?code=x#token=y" is "https://[redacted]@host/path?[redacted]#[redacted]". */
+static void write_redacted_url(const char *url, size_t length) {
+    const char *end = url + length;
+    const char *separator = NULL;
+    for (const char *p = url; p + 2 < end; p++) {
+        if (p[0] == ':' && p[1] == '/' && p[2] == '/') { separator = p; break; }
+        if (p[0] == '/' || p[0] == '?' || p[0] == '#') break;
+    }
+    const char *authority = separator ? separator + 3 : url;
+    fprintf(stderr, "%.*s", (int)(authority - url), url);
+    const char *authority_end = authority;
+    while (authority_end < end && *authority_end != '/' && *authority_end != '?' && *authority_end != '#') authority_end++;
+    if (separator) {
+        const char *at = NULL;
+        for (const char *p = authority; p < authority_end; p++) if (*p == '@') at = p;
+        if (at) {
+            fprintf(stderr, "[redacted]@");
+            authority = at + 1;
+        }
+    }
+    const char *path_end = authority_end;
+    while (path_end < end && *path_end != '?' && *path_end != '#') path_end++;
+    fprintf(stderr, "%.*s", (int)(path_end - authority), authority);
+    const char *query = memchr(path_end, '?', (size_t)(end - path_end));
+    const char *fragment = memchr(path_end, '#', (size_t)(end - path_end));
+    if (query && (!fragment || query < fragment)) fprintf(stderr, "?[redacted]");
+    if (fragment) fprintf(stderr, "#[redacted]");
+}
+
 /* One header line, its secret parts left out: a request line loses its query,
-   a secret header its value. */
+   a secret header its value, a URL header its user, query and fragment. */
 static void write_header_line(const char *prefix, const char *line, size_t length) {
     while (length > 0 && (line[length - 1] == '\n' || line[length - 1] == '\r')) length--;
     if (length == 0) return;
-    int secret = header_is_secret(line, length);
+    size_t secret = header_is_secret(line, length);
     if (secret) {
-        fprintf(stderr, "%s%.*s [redacted]\n", prefix, secret, line);
+        fprintf(stderr, "%s%.*s [redacted]\n", prefix, (int)secret, line);
         return;
     }
-    /* Query strings carry codes and tokens (request lines, Location headers). */
+    for (size_t i = 0; i < length; i++) {
+        unsigned char c = (unsigned char)line[i];
+        if (c < 0x20 || c == 0x7F) { fprintf(stderr, "%s(a header line with control characters)\n", prefix); return; }
+    }
+    size_t url_header = header_is_url(line, length);
+    if (url_header) {
+        size_t start = url_header;
+        while (start < length && (line[start] == ' ' || line[start] == '\t')) start++;
+        fprintf(stderr, "%s%.*s ", prefix, (int)url_header, line);
+        write_redacted_url(line + start, length - start);
+        fprintf(stderr, "\n");
+        return;
+    }
+    /* Query strings carry codes and tokens (request lines, other headers). */
     const char *query = memchr(line, '?', length);
     if (query) {
         const char *end = memchr(query, ' ', length - (size_t)(query - line));
         size_t tail = end ? length - (size_t)(end - line) : 0;
         fprintf(stderr, "%s%.*s?[redacted]%.*s\n", prefix, (int)(query - line), line, (int)tail, end ? end : "");
         return;
-    }
-    for (size_t i = 0; i < length; i++) {
-        unsigned char c = (unsigned char)line[i];
-        if (c < 0x20 || c == 0x7F) { fprintf(stderr, "%s(a header line with control characters)\n", prefix); return; }
     }
     fprintf(stderr, "%s%.*s\n", prefix, (int)length, line);
 }

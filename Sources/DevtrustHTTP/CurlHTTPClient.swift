@@ -1,8 +1,11 @@
 import CCurl
 
-/// HTTP over libcurl (loaded on first use). Certificates and host names are
+/// HTTP over libcurl (loaded on first use). Every request's URL is checked as
+/// curl parses it (`TransportPolicy`: https, or http to loopback only), and
+/// curl connects to exactly that parsed URL; certificates and host names are
 /// always verified; `--ca-file` adds a private CA; redirects are not followed;
-/// answers are capped in size; loopback is never sent through a proxy.
+/// answers are capped in size; loopback is never sent through a proxy, and
+/// the user's NO_PROXY entries are kept.
 public struct CurlHTTPClient: HTTPClient {
     public let options: HTTPOptions
 
@@ -22,9 +25,15 @@ public struct CurlHTTPClient: HTTPClient {
 
     public func send(_ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
         var loadError = [CChar](repeating: 0, count: 256)
-        guard devtrust_curl_load(&loadError, loadError.count) == 0 else {
-            throw .libraryUnavailable(String(decoding: loadError.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        let loaded = devtrust_curl_load(&loadError, loadError.count)
+        guard loaded == 0 else {
+            let detail = String(decoding: loadError.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw loaded == -2 ? .libraryTooOld(version: detail) : .libraryUnavailable(detail)
         }
+        // The URL as curl reads it, checked before anything is sent; the transfer uses this same parse.
+        guard let url = devtrust_curl_url() else { throw .libraryUnavailable("curl_url failed") }
+        defer { devtrust_curl_url_cleanup(url) }
+        let host = try Self.parse(request.url, into: url)
         guard let handle = devtrust_curl_easy_init() else { throw .libraryUnavailable("curl_easy_init failed") }
         defer { devtrust_curl_easy_cleanup(handle) }
 
@@ -53,13 +62,15 @@ public struct CurlHTTPClient: HTTPClient {
         let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errorPointer in
             var result = CURLE_OK
             func set(_ code: CURLcode) { if result == CURLE_OK { result = code } }
-            set(devtrust_curl_setopt_string(handle, CURLOPT_URL, request.url))
+            set(devtrust_curl_setopt_pointer(handle, CURLOPT_CURLU, UnsafeMutableRawPointer(url)))
             set(devtrust_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
-            set(devtrust_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "https,http"))
+            set(devtrust_curl_restrict_protocols(handle, TransportPolicy.restrictsProtocolsByName(libcurlVersion: devtrust_curl_runtime_version()) ? 1 : 0))
             set(devtrust_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0))
             set(devtrust_curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
             set(devtrust_curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
-            set(devtrust_curl_setopt_string(handle, CURLOPT_NOPROXY, "localhost,127.0.0.1,::1"))
+            set(devtrust_curl_setopt_string(handle, CURLOPT_NOPROXY, TransportPolicy.noProxyList(userEntries: options.noProxy)))
+            // Plain http goes only to loopback, and never through a proxy (which may not be on this machine).
+            if TransportPolicy.isLoopback(host: host) { set(devtrust_curl_setopt_string(handle, CURLOPT_PROXY, "")) }
             set(devtrust_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeoutMilliseconds))
             set(devtrust_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, options.totalTimeoutMilliseconds))
             set(devtrust_curl_setopt_off_t(handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(options.maximumResponseBytes)))
@@ -113,9 +124,36 @@ public struct CurlHTTPClient: HTTPClient {
         let headers = Self.parseHeaders(accumulator.headerLines)
         let response = HTTPResponse(status: status, headers: headers, body: accumulator.body)
         if (300..<400).contains(status) {
-            throw .redirected(url: request.url, status: status, location: response.header("Location"))
+            throw .redirected(url: request.url, status: status, location: response.header("Location").map(TransportPolicy.redacted))
         }
         return response
+    }
+
+    /// Parses `text` with libcurl's URL parser into `url`, checks it, and returns its host.
+    private static func parse(_ text: String, into url: OpaquePointer) throws(HTTPError) -> String {
+        let parsed = devtrust_curl_url_set(url, CURLUPART_URL, text)
+        guard parsed == CURLUE_OK else {
+            let reason: String
+            switch parsed {
+            case CURLUE_UNSUPPORTED_SCHEME: reason = "only https:// URLs are supported"
+            case CURLUE_BAD_PORT_NUMBER: reason = "bad port"
+            case CURLUE_NO_HOST, CURLUE_BAD_HOSTNAME, CURLUE_BAD_IPV6: reason = "no valid host name"
+            default: reason = "libcurl cannot read it (URL error \(parsed.rawValue))"
+            }
+            throw .invalidURL(text, reason: reason)
+        }
+        func part(_ which: CURLUPart) -> (code: CURLUcode, value: String) {
+            var buffer = [CChar](repeating: 0, count: 2048)
+            let code = devtrust_curl_url_get(url, which, &buffer, buffer.count)
+            return (code, String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        let scheme = part(CURLUPART_SCHEME), host = part(CURLUPART_HOST)
+        guard scheme.code == CURLUE_OK, host.code == CURLUE_OK else { throw .invalidURL(text, reason: "no valid host name") }
+        // Only "there is none" counts as none: a part too long to copy is there.
+        let hasUserInfo = part(CURLUPART_USER).code != CURLUE_NO_USER || part(CURLUPART_PASSWORD).code != CURLUE_NO_PASSWORD
+            || part(CURLUPART_OPTIONS).code != CURLUE_NO_OPTIONS
+        try TransportPolicy.check(url: text, scheme: scheme.value, host: host.value, hasUserInfo: hasUserInfo)
+        return host.value
     }
 
     private static func failure(_ code: CURLcode) -> HTTPError.Failure {

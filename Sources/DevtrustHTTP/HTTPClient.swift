@@ -44,6 +44,9 @@ public struct HTTPOptions: Sendable {
     public var userAgent: String
     /// curl's account of each request on stderr, secrets left out (DEVTRUST_HTTP_DEBUG=1).
     public var debug = false
+    /// The user's NO_PROXY (`no_proxy`, else `NO_PROXY`, as curl reads them):
+    /// hosts reached without the proxy, in addition to loopback, which never is.
+    public var noProxy: String?
 
     public init(caFile: String? = nil, userAgent: String) {
         self.caFile = caFile

@@ -9,9 +9,12 @@ public enum HTTPError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Plain http to a host that is not loopback.
     case insecureURL(String)
     case libraryUnavailable(String)
+    /// A libcurl older than 7.63.0 (its version): devtrust needs its URL parser.
+    case libraryTooOld(version: String)
     case transport(url: String, failure: Failure, detail: String)
     case responseTooLarge(url: String, limit: Int)
-    /// A 3xx answer: devtrust does not follow redirects.
+    /// A 3xx answer: devtrust does not follow redirects. `location` is left
+    /// without user, query and fragment (`TransportPolicy.redacted`): they may carry a code or a token.
     case redirected(url: String, status: Int, location: String?)
 
     public var description: String {
@@ -22,6 +25,8 @@ public enum HTTPError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\(url) uses plain http, which devtrust allows only to loopback addresses; use https://"
         case let .libraryUnavailable(detail):
             return "cannot load libcurl (\(detail)); install it: apt-get install libcurl4"
+        case let .libraryTooOld(version):
+            return "libcurl \(version) is too old: devtrust needs libcurl 7.63.0 or later (for its URL parser, which every request's URL is checked with); install a newer libcurl4"
         case let .transport(url, failure, detail):
             switch failure {
             case .resolve: return "cannot resolve the host of \(url) (\(detail)); check the server URL and DNS"

@@ -57,12 +57,9 @@ public struct ServerURL: Equatable, Hashable, Sendable, CustomStringConvertible 
         return scheme + "://" + host + (port.map { $0 == defaultPort ? "" : ":\($0)" } ?? "")
     }
 
-    /// 127.0.0.0/8, ::1 and localhost: the only hosts plain http may reach.
-    public var isLoopback: Bool {
-        if host == "localhost" || host == "[::1]" { return true }
-        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
-        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
-    }
+    /// 127.0.0.0/8, ::1 and localhost: the only hosts plain http may reach
+    /// (the transport checks every request again: `TransportPolicy`).
+    public var isLoopback: Bool { TransportPolicy.isLoopback(host: host) }
 
     /// The base URL, normalised: `https://host[:port]/path` without a trailing slash.
     public var description: String {

@@ -104,6 +104,8 @@ FAULTS = {
     "array-body": "200 with a JSON array",
     "deep-json": "200 with JSON nested 10000 levels",
     "redirect-elsewhere": "302 to an https URL on another host",
+    "redirect-with-code": "302 to a callback URL whose query carries a code (SECRET-CODE-4711)",
+    "redirect-with-token": "302 to a URL with a password and a fragment that carries a token (SECRET-PASSWORD-4711, SECRET-TOKEN-4711)",
     "slow-body": "the headers, then one byte of the body per second",
     "truncated-body": "Content-Length 200, 20 bytes, then the connection closes",
     "null-flow-id": "flowId null",
@@ -689,6 +691,12 @@ def make_handler(server, signins):
             elif fault == "redirect-elsewhere":
                 self.send_response(302)
                 self.send_header("Location", "https://elsewhere.example" + self.path)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            elif fault in ("redirect-with-code", "redirect-with-token"):
+                self.send_response(302)
+                self.send_header("Location", "https://elsewhere.example/callback?code=SECRET-CODE-4711&state=s" if fault == "redirect-with-code"
+                                 else "https://admin:SECRET-PASSWORD-4711@elsewhere.example/callback#access_token=SECRET-TOKEN-4711")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
             elif fault == "slow-body":

@@ -9,8 +9,32 @@
 #include <stddef.h>
 #include <curl/curl.h>
 
-/* 0 when libcurl is loaded; otherwise writes why into `error`. */
+/* The oldest libcurl devtrust runs with: 7.63.0, for its URL parser
+   (curl_url, CURLOPT_CURLU), so that the URL devtrust checks is the URL curl
+   connects to. */
+#define DEVTRUST_CURL_MINIMUM_VERSION 0x073F00
+
+/* 0 when libcurl is loaded. Otherwise -1, with why in `error`; or -2 for a
+   libcurl older than DEVTRUST_CURL_MINIMUM_VERSION, with its version in `error`. */
 int devtrust_curl_load(char *error, size_t error_size);
+
+/* Whether devtrust runs with a libcurl of this version (LIBCURL_VERSION_NUM form, 0xXXYYZZ). */
+int devtrust_curl_version_is_supported(unsigned int version);
+/* The loaded libcurl's version (curl_version_info), 0 before it is loaded. */
+unsigned int devtrust_curl_runtime_version(void);
+/* Whether this version has CURLOPT_PROTOCOLS_STR (7.85.0); older ones have only CURLOPT_PROTOCOLS. */
+int devtrust_curl_protocols_option_is_string(unsigned int version);
+/* Allows http and https only: CURLOPT_PROTOCOLS_STR when `as_string`, else the
+   CURLOPT_PROTOCOLS bit mask (libcurl before 7.85). */
+CURLcode devtrust_curl_restrict_protocols(CURL *handle, int as_string);
+
+/* libcurl's URL parser: the URL is checked as curl reads it, and the same
+   parsed handle is what the transfer uses (CURLOPT_CURLU). */
+CURLU *devtrust_curl_url(void);
+void devtrust_curl_url_cleanup(CURLU *url);
+CURLUcode devtrust_curl_url_set(CURLU *url, CURLUPart part, const char *value);
+/* Copies the part into `buffer` (NUL-terminated); CURLUE_OUT_OF_MEMORY when it does not fit. */
+CURLUcode devtrust_curl_url_get(CURLU *url, CURLUPart part, char *buffer, size_t size);
 
 CURL *devtrust_curl_easy_init(void);
 void devtrust_curl_easy_cleanup(CURL *handle);
@@ -39,8 +63,9 @@ void devtrust_curl_wipe(void *memory, size_t length);
 
 /* DEVTRUST_HTTP_DEBUG: curl's own account of a request on stderr (connection,
    TLS, request and response headers), with what would leak a secret left
-   out: the values of Authorization, Cookie, Set-Cookie and Proxy-Authorization
-   headers, query strings, and every body (only their sizes are shown). */
+   out: the values of Authorization, Cookie, Set-Cookie, Proxy-Authorization
+   and X-Device-Token headers, query strings, the user, query and fragment of
+   Location URLs, and every body (only their sizes are shown). */
 CURLcode devtrust_curl_enable_redacted_debug(CURL *handle);
 
 #endif

@@ -71,6 +71,8 @@ enum RegisterCommand {
         options.connectTimeoutMilliseconds = configuration.http.connectTimeoutSeconds * 1000
         options.totalTimeoutMilliseconds = configuration.http.requestTimeoutSeconds * 1000
         options.debug = context.environment.variables["DEVTRUST_HTTP_DEBUG"].map { !$0.isEmpty && $0 != "0" } ?? false
+        // curl's own precedence: no_proxy, then NO_PROXY. The transport adds loopback to it.
+        options.noProxy = context.environment.variables["no_proxy"] ?? context.environment.variables["NO_PROXY"]
         return options
     }
 
