@@ -58,7 +58,7 @@ let package = Package(
         .target(name: "DevtrustPosture", dependencies: ["DevtrustSystem", "DevtrustEncoding"]),
 
         // The device's identity: its key in the keystore (any backend) and its registrations.
-        .target(name: "DevtrustDevice", dependencies: ["DevtrustKeys", "DevtrustKeystore", "DevtrustJOSE", "DevtrustSignIn", "DevtrustEncoding"]),
+        .target(name: "DevtrustDevice", dependencies: ["DevtrustKeys", "DevtrustKeystore", "DevtrustJOSE", "DevtrustSignIn", "DevtrustHTTP", "DevtrustEncoding"]),
 
         // The command line: argument parsing, commands, errors to exit codes.
         .target(

@@ -1,4 +1,5 @@
 import DevtrustEncoding
+import DevtrustHTTP
 import DevtrustKeys
 import DevtrustKeystore
 import DevtrustSignIn
@@ -73,9 +74,21 @@ extension DeviceStore {
                 refusal = error
                 state.signIns.removeAll { $0.id == current.id }
                 return nil
-            } catch {
+            } catch let error as OAuthError {
                 failure = error
                 return nil
+            } catch let error as OAuthProtocolError {
+                failure = error
+                return nil
+            } catch let error as HTTPError {
+                // The network or the server failed: worth trying again. A URL devtrust refuses is not.
+                switch error {
+                case .transport, .responseTooLarge, .redirected:
+                    failure = error
+                    return nil
+                default:
+                    throw error
+                }
             }
             try staging.writeSignInFile(named: current.file, contents: renewed.bytes)
             return renewed
