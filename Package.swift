@@ -52,7 +52,7 @@ let package = Package(
         .target(name: "DevtrustFlow", dependencies: ["DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding"]),
 
         // Signing in from the device: OIDC discovery, PKCE, app-native sign-in, device code, tokens.
-        .target(name: "DevtrustSignIn", dependencies: ["DevtrustHTTP", "DevtrustKeys", "DevtrustEncoding"]),
+        .target(name: "DevtrustSignIn", dependencies: ["DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding"]),
 
         // Linux device posture: attribute collectors reading below a root prefix.
         .target(name: "DevtrustPosture", dependencies: ["DevtrustSystem", "DevtrustEncoding"]),

@@ -83,7 +83,8 @@ struct SignInSettings {
             token: overrides["token"] ?? resolved.token,
             deviceAuthorization: overrides["deviceAuthorization"] ?? resolved.deviceAuthorization,
             revocation: overrides["revocation"] ?? resolved.revocation,
-            pushedAuthorizationRequest: overrides["pushedAuthorizationRequest"] ?? resolved.pushedAuthorizationRequest)
+            pushedAuthorizationRequest: overrides["pushedAuthorizationRequest"] ?? resolved.pushedAuthorizationRequest,
+            jwks: resolved.jwks)
     }
 
     func http(_ context: CommandContext) -> any HTTPClient {

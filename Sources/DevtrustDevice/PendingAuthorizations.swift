@@ -17,9 +17,13 @@ public struct PendingAuthorizations {
         public var tokenEndpoint: String
         public var revocationEndpoint: String?
         public var createdAt: Int64
+        /// The request's nonce, and where its ID token is checked (issuer, JWK set).
+        public var nonce: String?
+        public var issuer: String?
+        public var jwks: String?
 
         public init(verifier: String, clientID: String, redirectURI: String, scope: String, server: String?, discovery: String?,
-                    tokenEndpoint: String, revocationEndpoint: String?, createdAt: Int64) {
+                    tokenEndpoint: String, revocationEndpoint: String?, createdAt: Int64, nonce: String? = nil, issuer: String? = nil, jwks: String? = nil) {
             self.verifier = verifier
             self.clientID = clientID
             self.redirectURI = redirectURI
@@ -29,6 +33,9 @@ public struct PendingAuthorizations {
             self.tokenEndpoint = tokenEndpoint
             self.revocationEndpoint = revocationEndpoint
             self.createdAt = createdAt
+            self.nonce = nonce
+            self.issuer = issuer
+            self.jwks = jwks
         }
     }
 
@@ -64,7 +71,8 @@ public struct PendingAuthorizations {
                   now - createdAt < Self.lifetime else { continue }
             entries[member.key] = Entry(verifier: verifier, clientID: clientID, redirectURI: redirectURI, scope: object["scope"]?.stringValue ?? "openid",
                                         server: object["server"]?.stringValue, discovery: object["discovery"]?.stringValue,
-                                        tokenEndpoint: tokenEndpoint, revocationEndpoint: object["revocationEndpoint"]?.stringValue, createdAt: createdAt)
+                                        tokenEndpoint: tokenEndpoint, revocationEndpoint: object["revocationEndpoint"]?.stringValue, createdAt: createdAt,
+                                        nonce: object["nonce"]?.stringValue, issuer: object["issuer"]?.stringValue, jwks: object["jwks"]?.stringValue)
         }
         return entries
     }
@@ -79,6 +87,9 @@ public struct PendingAuthorizations {
             if let server = entry.server { object["server"] = .string(server) }
             if let discovery = entry.discovery { object["discovery"] = .string(discovery) }
             if let revocation = entry.revocationEndpoint { object["revocationEndpoint"] = .string(revocation) }
+            if let nonce = entry.nonce { object["nonce"] = .string(nonce) }
+            if let issuer = entry.issuer { object["issuer"] = .string(issuer) }
+            if let jwks = entry.jwks { object["jwks"] = .string(jwks) }
             document[state] = .object(object)
         }
         return JSONWriter.bytes(.object(document))

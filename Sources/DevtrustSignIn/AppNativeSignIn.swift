@@ -49,13 +49,15 @@ public struct AppNativeSignIn {
     public let redirectURI: String
     public let scope: String
     public let state: String
+    /// Sent with the request; the ID token must carry it back (OpenID Connect Core 3.1.2.1).
+    public let nonce: String
     public let pkce: PKCE
     /// A new device token for every attempt; nil when the device is not registered there.
     public let deviceToken: () throws -> String?
     public let interaction: any AppNativeInteraction
 
     public init(server: ServerURL, http: any HTTPClient, oauth: OAuthClient, clientID: String, redirectURI: String, scope: String,
-                state: String, pkce: PKCE, deviceToken: @escaping () throws -> String?, interaction: any AppNativeInteraction) {
+                state: String, nonce: String, pkce: PKCE, deviceToken: @escaping () throws -> String?, interaction: any AppNativeInteraction) {
         self.server = server
         self.http = http
         self.oauth = oauth
@@ -63,6 +65,7 @@ public struct AppNativeSignIn {
         self.redirectURI = redirectURI
         self.scope = scope
         self.state = state
+        self.nonce = nonce
         self.pkce = pkce
         self.deviceToken = deviceToken
         self.interaction = interaction
@@ -80,7 +83,7 @@ public struct AppNativeSignIn {
                 guard step.returnedState == state else {
                     throw OAuthProtocolError("the state the server returned does not match the one sent; the answer is not for this sign-in")
                 }
-                return try oauth.exchangeCode(code, verifier: pkce.verifier, redirectURI: redirectURI, clientID: clientID, server: tokenServer)
+                return try oauth.exchangeCode(code, verifier: pkce.verifier, redirectURI: redirectURI, clientID: clientID, server: tokenServer, nonce: nonce)
             case "FAILED_INCOMPLETE", "FAIL_INCOMPLETE":
                 failed = true
             case "INCOMPLETE":
@@ -127,7 +130,7 @@ public struct AppNativeSignIn {
     private func authorize() throws -> AppNativeStep {
         let form = FormEncoding.encode([
             ("client_id", clientID), ("response_type", "code"), ("redirect_uri", redirectURI), ("scope", scope),
-            ("state", state), ("response_mode", "direct"), ("code_challenge", pkce.challenge), ("code_challenge_method", pkce.method),
+            ("state", state), ("nonce", nonce), ("response_mode", "direct"), ("code_challenge", pkce.challenge), ("code_challenge_method", pkce.method),
         ])
         var attempt = 0
         while true {

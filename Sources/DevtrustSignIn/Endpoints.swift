@@ -10,15 +10,18 @@ public struct AuthorizationServer: Equatable, Sendable {
     public var deviceAuthorization: String?
     public var revocation: String?
     public var pushedAuthorizationRequest: String?
+    /// The JWK set that signs ID tokens (`jwks_uri`).
+    public var jwks: String?
 
     public init(issuer: String? = nil, authorization: String? = nil, token: String? = nil, deviceAuthorization: String? = nil,
-                revocation: String? = nil, pushedAuthorizationRequest: String? = nil) {
+                revocation: String? = nil, pushedAuthorizationRequest: String? = nil, jwks: String? = nil) {
         self.issuer = issuer
         self.authorization = authorization
         self.token = token
         self.deviceAuthorization = deviceAuthorization
         self.revocation = revocation
         self.pushedAuthorizationRequest = pushedAuthorizationRequest
+        self.jwks = jwks
     }
 
     /// WSO2 Identity Server's fixed paths below a base URL.
@@ -39,7 +42,7 @@ public struct AuthorizationServer: Equatable, Sendable {
         AuthorizationServer(
             issuer: issuer ?? other.issuer, authorization: authorization ?? other.authorization, token: token ?? other.token,
             deviceAuthorization: deviceAuthorization ?? other.deviceAuthorization, revocation: revocation ?? other.revocation,
-            pushedAuthorizationRequest: pushedAuthorizationRequest ?? other.pushedAuthorizationRequest)
+            pushedAuthorizationRequest: pushedAuthorizationRequest ?? other.pushedAuthorizationRequest, jwks: jwks ?? other.jwks)
     }
 
     /// Fetches and reads an OpenID Provider configuration document.
@@ -59,9 +62,15 @@ public struct AuthorizationServer: Equatable, Sendable {
             }
             return text
         }
+        // OpenID Connect Discovery 4.3: the document is the issuer's own, at {issuer}/.well-known/openid-configuration.
+        let suffix = "/.well-known/openid-configuration"
+        guard let issuer = document["issuer"]?.stringValue, url.hasSuffix(suffix), issuer == String(url.dropLast(suffix.count)) else {
+            throw OAuthProtocolError("the discovery document \(url) names the issuer \(document["issuer"]?.stringValue ?? "(none)"), but an issuer's document is at {issuer}\(suffix) (OpenID Connect Discovery 4.3): check the URL")
+        }
         return AuthorizationServer(
-            issuer: document["issuer"]?.stringValue, authorization: try endpoint("authorization_endpoint"),
+            issuer: issuer, authorization: try endpoint("authorization_endpoint"),
             token: try endpoint("token_endpoint"), deviceAuthorization: try endpoint("device_authorization_endpoint"),
-            revocation: try endpoint("revocation_endpoint"), pushedAuthorizationRequest: try endpoint("pushed_authorization_request_endpoint"))
+            revocation: try endpoint("revocation_endpoint"), pushedAuthorizationRequest: try endpoint("pushed_authorization_request_endpoint"),
+            jwks: try endpoint("jwks_uri"))
     }
 }

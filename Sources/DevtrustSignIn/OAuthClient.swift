@@ -31,11 +31,13 @@ public struct OAuthClient: Sendable {
         self.clock = clock
     }
 
+    /// - Parameter nonce: the authorization request's, which the ID token must carry back.
     public func exchangeCode(_ code: String, verifier: String, redirectURI: String, clientID: String,
-                             server: AuthorizationServer) throws -> TokenSet {
+                             server: AuthorizationServer, nonce: String? = nil) throws -> TokenSet {
         let endpoint = try require(server.token, "token endpoint")
         return try tokens(post(endpoint, [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
-                                          ("client_id", clientID), ("code_verifier", verifier)]), endpoint: endpoint, server: server, previous: nil)
+                                          ("client_id", clientID), ("code_verifier", verifier)]), endpoint: endpoint, server: server, previous: nil,
+                          clientID: clientID, nonce: nonce)
     }
 
     /// A refresh: the answer's refresh token replaces the old one when it rotates.
@@ -43,9 +45,9 @@ public struct OAuthClient: Sendable {
         guard let refreshToken = tokens.refreshToken else {
             throw OAuthError(error: "invalid_grant", errorDescription: "there is no refresh token", httpStatus: 0)
         }
-        let server = AuthorizationServer(token: tokens.tokenEndpoint, revocation: tokens.revocationEndpoint)
+        let server = AuthorizationServer(issuer: tokens.issuer, token: tokens.tokenEndpoint, revocation: tokens.revocationEndpoint, jwks: tokens.jwksURI)
         return try self.tokens(post(tokens.tokenEndpoint, [("grant_type", "refresh_token"), ("refresh_token", refreshToken), ("client_id", clientID)]),
-                               endpoint: tokens.tokenEndpoint, server: server, previous: tokens)
+                               endpoint: tokens.tokenEndpoint, server: server, previous: tokens, clientID: clientID, nonce: nil)
     }
 
     public func authorizeDevice(clientID: String, scope: String, server: AuthorizationServer) throws -> DeviceAuthorization {
@@ -67,7 +69,7 @@ public struct OAuthClient: Sendable {
         do {
             let document = try post(endpoint, [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
                                                ("device_code", authorization.deviceCode), ("client_id", clientID)])
-            return .tokens(try tokens(document, endpoint: endpoint, server: server, previous: nil))
+            return .tokens(try tokens(document, endpoint: endpoint, server: server, previous: nil, clientID: clientID, nonce: nil))
         } catch let error as OAuthError {
             switch error.error {
             case "authorization_pending": return .pending
@@ -126,20 +128,44 @@ public struct OAuthClient: Sendable {
         return object
     }
 
-    func tokens(_ document: JSONObject, endpoint: String, server: AuthorizationServer, previous: TokenSet?) throws -> TokenSet {
+    func tokens(_ document: JSONObject, endpoint: String, server: AuthorizationServer, previous: TokenSet?, clientID: String,
+                nonce: String?) throws -> TokenSet {
         guard let accessToken = document["access_token"]?.stringValue, !accessToken.isEmpty else {
             throw OAuthProtocolError("the token answer has no access_token")
         }
         let expiresIn = document["expires_in"]?.int64Value ?? document["expires_in"]?.stringValue.flatMap { Int64($0) }
-        return TokenSet(
+        var tokens = TokenSet(
             accessToken: accessToken,
             tokenType: document["token_type"]?.stringValue ?? "Bearer",
             refreshToken: document["refresh_token"]?.stringValue ?? previous?.refreshToken,
-            idToken: document["id_token"]?.stringValue ?? previous?.idToken,
+            idToken: previous?.idToken,
             scope: document["scope"]?.stringValue ?? previous?.scope,
             expiresAt: clock() + (expiresIn ?? TokenSet.assumedLifetime),
             tokenEndpoint: endpoint,
             revocationEndpoint: server.revocation ?? previous?.revocationEndpoint,
             expiryAssumed: expiresIn == nil)
+        tokens.issuer = server.issuer ?? previous?.issuer
+        tokens.jwksURI = server.jwks ?? previous?.jwksURI
+        if let idToken = document["id_token"]?.stringValue {
+            // Kept only when it checks out; a refresh's new one that does not leaves the one kept before.
+            do {
+                _ = try validate(idToken, issuer: tokens.issuer, jwks: tokens.jwksURI, clientID: clientID, nonce: nonce)
+                tokens.idToken = idToken
+            } catch {
+                tokens.idTokenNote = "devtrust keeps no ID token from \(endpoint): \(error)"
+            }
+        }
+        return tokens
+    }
+
+    /// OpenID Connect Core 3.1.3.7 against the provider's discovery issuer and JWK set.
+    func validate(_ idToken: String, issuer: String?, jwks: String?, clientID: String, nonce: String?) throws -> IDTokenIdentity {
+        guard let issuer, let jwks else {
+            throw IDTokenRejection("the server's discovery document gives no issuer and jwks_uri to check it against")
+        }
+        let response = try http.send(HTTPRequest(method: "GET", url: jwks, headers: [("Accept", "application/json")]))
+        guard response.status == 200 else { throw IDTokenRejection("its JWK set \(jwks) answered HTTP \(response.status)") }
+        let keys = try JSONWebKey.set(response.body)
+        return try IDTokenValidator(issuer: issuer, clientID: clientID, nonce: nonce, now: clock(), keys: keys).validate(idToken)
     }
 }

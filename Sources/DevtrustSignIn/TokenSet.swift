@@ -19,6 +19,11 @@ public struct TokenSet: Equatable, Sendable {
     /// Where to refresh and revoke, kept so that later commands need no discovery.
     public var tokenEndpoint: String
     public var revocationEndpoint: String?
+    /// The issuer and JWK set that checked the ID token (and check the ones refreshes bring).
+    public var issuer: String?
+    public var jwksURI: String?
+    /// Why the server's ID token was not kept (not stored: said once, at sign-in).
+    public var idTokenNote: String?
 
     public init(accessToken: String, tokenType: String, refreshToken: String?, idToken: String?, scope: String?, expiresAt: Int64?,
                 tokenEndpoint: String, revocationEndpoint: String?, expiryAssumed: Bool = false) {
@@ -42,6 +47,8 @@ public struct TokenSet: Equatable, Sendable {
         if expiryAssumed { object["expiresAtAssumed"] = .bool(true) }
         object["tokenEndpoint"] = .string(tokenEndpoint)
         if let revocationEndpoint { object["revocationEndpoint"] = .string(revocationEndpoint) }
+        if let issuer { object["issuer"] = .string(issuer) }
+        if let jwksURI { object["jwksUri"] = .string(jwksURI) }
         return JSONWriter.bytes(.object(object))
     }
 
@@ -53,6 +60,8 @@ public struct TokenSet: Equatable, Sendable {
                   idToken: object["idToken"]?.stringValue, scope: object["scope"]?.stringValue, expiresAt: object["expiresAt"]?.int64Value,
                   tokenEndpoint: tokenEndpoint, revocationEndpoint: object["revocationEndpoint"]?.stringValue,
                   expiryAssumed: object["expiresAtAssumed"]?.boolValue ?? false)
+        issuer = object["issuer"]?.stringValue
+        jwksURI = object["jwksUri"]?.stringValue
     }
 
     /// Whether to refresh before use: when the access token has less than `margin` seconds

@@ -548,6 +548,8 @@ def make_handler(server, signins):
             url = urlparse(self.path)
             if url.path in ("/oauth2/token/.well-known/openid-configuration", "/.well-known/openid-configuration"):
                 return self.send_json(200, signins.discovery())
+            if url.path == "/oauth2/jwks":
+                return self.send_json(200, signins.id_tokens.jwks())
             if url.path == "/oauth2/authorize":
                 # A browser sign-in: what the server read from the URL, device token included.
                 query = {k: v[0] for k, v in parse_qs(url.query).items()}
@@ -852,6 +854,10 @@ def main():
     parser.add_argument("--mfa", choices=["none", "totp"], default="none", help="a TOTP step after the first factor")
     parser.add_argument("--fail-spelling", choices=["FAIL_INCOMPLETE", "FAILED_INCOMPLETE"], default="FAIL_INCOMPLETE")
     parser.add_argument("--access-token-ttl", type=int, default=3600)
+    parser.add_argument("--id-token-alg", choices=["ES256", "RS256"], default="ES256")
+    parser.add_argument("--id-token-fault", choices=["wrong-iss", "wrong-aud", "multi-aud-no-azp", "multi-aud-azp", "expired", "future-iat",
+                                                     "wrong-nonce", "no-nonce", "unknown-kid", "alg-none", "hs256", "bad-signature"],
+                        help="ID tokens wrong in this way (the multi-aud-azp one is right)")
     parser.add_argument("--no-expires-in", action="store_true", help="token answers without expires_in")
     parser.add_argument("--no-refresh-token", action="store_true", help="token answers without a refresh token")
     parser.add_argument("--refresh-delay", type=float, default=0.0, help="seconds a refresh takes (to test concurrent callers)")
@@ -866,6 +872,7 @@ def main():
     flow_server = FlowServer(options)
     address = {}
     signins = signin.SignInServer(options, flow_server, lambda: address["url"])
+    signins.now = server_now
     httpd = ThreadingHTTPServer((options.host, options.port), make_handler(flow_server, signins))
     httpd.daemon_threads = True
     scheme = "http"

@@ -18,6 +18,10 @@ import time
 import uuid
 from urllib.parse import parse_qs
 
+from cryptography.hazmat.primitives import hashes, hmac, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
 BASIC_ID = base64.b64encode(b"BasicAuthenticator:LOCAL").decode()
 EMAIL_OTP_ID = base64.b64encode(b"email-otp-authenticator:LOCAL").decode()
 TOTP_ID = base64.b64encode(b"totp:LOCAL").decode()
@@ -31,6 +35,80 @@ USER = ("alice@example.com", "correct horse")
 
 def b64url(data):
     return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def int_b64url(value, length=None):
+    data = value.to_bytes(length or (value.bit_length() + 7) // 8, "big")
+    return b64url(data)
+
+
+class IDTokenSigner:
+    """Signs ID tokens as an OpenID provider does (ES256 or RS256, --id-token-alg), with
+    the keys its JWK set publishes; --id-token-fault makes one wrong in a chosen way."""
+
+    def __init__(self, options):
+        self.options = options
+        self.ec_key = ec.generate_private_key(ec.SECP256R1())
+        self.rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    def jwks(self):
+        ec_numbers = self.ec_key.public_key().public_numbers()
+        rsa_numbers = self.rsa_key.public_key().public_numbers()
+        return {"keys": [
+            {"kty": "EC", "crv": "P-256", "kid": "ec-1", "use": "sig", "alg": "ES256",
+             "x": int_b64url(ec_numbers.x, 32), "y": int_b64url(ec_numbers.y, 32)},
+            {"kty": "RSA", "kid": "rsa-1", "use": "sig", "alg": "RS256", "n": int_b64url(rsa_numbers.n), "e": int_b64url(rsa_numbers.e)},
+        ]}
+
+    def sign(self, issuer, user, nonce, now):
+        fault = self.options.id_token_fault
+        alg = self.options.id_token_alg
+        claims = {"iss": issuer, "sub": "user-" + hashlib.sha256(user.encode()).hexdigest()[:12], "aud": CLIENT_ID,
+                  "exp": int(now) + 3600, "iat": int(now), "name": "Alice Example", "preferred_username": user}
+        if nonce is not None:
+            claims["nonce"] = nonce
+        if fault == "wrong-iss":
+            claims["iss"] = issuer + "/other"
+        elif fault == "wrong-aud":
+            claims["aud"] = "another-client"
+        elif fault == "multi-aud-no-azp":
+            claims["aud"] = [CLIENT_ID, "another-client"]
+        elif fault == "multi-aud-azp":
+            claims["aud"] = [CLIENT_ID, "another-client"]
+            claims["azp"] = CLIENT_ID
+        elif fault == "expired":
+            claims["exp"] = int(now) - 120
+            claims["iat"] = int(now) - 3720
+        elif fault == "future-iat":
+            claims["iat"] = int(now) + 600
+        elif fault == "wrong-nonce" and nonce is not None:
+            claims["nonce"] = "not-the-nonce"
+        elif fault == "no-nonce":
+            claims.pop("nonce", None)
+        header = {"alg": alg, "typ": "JWT", "kid": "ec-1" if alg == "ES256" else "rsa-1"}
+        if fault == "unknown-kid":
+            header["kid"] = "retired-key"
+        if fault == "alg-none":
+            header = {"alg": "none", "typ": "JWT"}
+        if fault == "hs256":
+            header = {"alg": "HS256", "typ": "JWT", "kid": header["kid"]}
+        signing_input = (b64url(json.dumps(header).encode()) + "." + b64url(json.dumps(claims).encode())).encode()
+        if fault == "alg-none":
+            return signing_input.decode() + "."
+        if fault == "hs256":
+            # The classic confusion: an HMAC keyed with the public key's bytes.
+            secret = self.rsa_key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+            mac = hmac.HMAC(secret, hashes.SHA256())
+            mac.update(signing_input)
+            return signing_input.decode() + "." + b64url(mac.finalize())
+        if alg == "ES256":
+            r, s = decode_dss_signature(self.ec_key.sign(signing_input, ec.ECDSA(hashes.SHA256())))
+            signature = r.to_bytes(32, "big") + s.to_bytes(32, "big")
+        else:
+            signature = self.rsa_key.sign(signing_input, padding.PKCS1v15(), hashes.SHA256())
+        if fault == "bad-signature":
+            signature = bytes([signature[0] ^ 1]) + signature[1:]
+        return signing_input.decode() + "." + b64url(signature)
 
 
 class OAuthFailure(Exception):
@@ -53,6 +131,9 @@ class SignInServer:
         self.device_grants = {}
         self.par_requests = {}
         self.stats = {"refresh": 0, "token": 0, "revoked": 0, "refreshFaults": 0}
+        self.id_tokens = IDTokenSigner(options)
+        # The server's clock (reference_server.py sets its --clock-offset one).
+        self.now = time.time
 
     # -- discovery -------------------------------------------------------------
 
@@ -65,6 +146,7 @@ class SignInServer:
             "revocation_endpoint": base + "/oauth2/revoke",
             "device_authorization_endpoint": base + "/oauth2/device_authorize",
             "pushed_authorization_request_endpoint": base + "/oauth2/par",
+            "jwks_uri": base + "/oauth2/jwks",
             "code_challenge_methods_supported": ["S256"],
             "grant_types_supported": ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"],
         }
@@ -88,7 +170,7 @@ class SignInServer:
         record.update(self.flow_server.device_check(token))
         with self.lock:
             self.records.append(record)
-            self.flows[flow_id] = {"request": {k: get(k) for k in ("redirect_uri", "scope", "state", "code_challenge")},
+            self.flows[flow_id] = {"request": {k: get(k) for k in ("redirect_uri", "scope", "state", "code_challenge", "nonce")},
                                    "step": "first", "user": None, "failures": 0, "tenant": tenant}
         flow = self.flows[flow_id]
         return 200, self.first_step(flow_id, flow)
@@ -226,7 +308,7 @@ class SignInServer:
                 raise OAuthFailure(400, "invalid_grant", "PKCE verification failed")
             if get("redirect_uri") != entry["request"]["redirect_uri"]:
                 raise OAuthFailure(400, "invalid_grant", "redirect_uri does not match")
-            return self.issue(entry["user"], entry["request"]["scope"] or "openid")
+            return self.issue(entry["user"], entry["request"]["scope"] or "openid", entry["request"].get("nonce"))
         if grant == "refresh_token":
             with self.lock:
                 self.stats["refresh"] += 1
@@ -248,14 +330,15 @@ class SignInServer:
             self.stats["refreshFaults"] += 1
             return True
 
-    def issue(self, user, scope):
+    def issue(self, user, scope, nonce=None):
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         with self.lock:
             self.stats["token"] += 1
             self.access_tokens[access] = {"user": user, "scope": scope}
             self.refresh_tokens[refresh] = {"user": user, "scope": scope}
         answer = {"access_token": access, "token_type": "Bearer", "expires_in": self.options.access_token_ttl,
-                  "refresh_token": refresh, "scope": scope, "id_token": "header.payload.signature"}
+                  "refresh_token": refresh, "scope": scope,
+                  "id_token": self.id_tokens.sign(self.base_url() + "/oauth2/token", user, nonce, self.now())}
         # Servers that leave out what RFC 6749 only recommends.
         if self.options.no_expires_in:
             del answer["expires_in"]

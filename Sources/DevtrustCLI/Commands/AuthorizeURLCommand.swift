@@ -17,9 +17,10 @@ enum AuthorizeURLCommand {
         let random = context.environment.random
         let pkce = try PKCE.make(using: random)
         let state = try PKCE.state(using: random)
+        let nonce = try PKCE.state(using: random)
         var parameters: [(String, String)] = [
             ("client_id", settings.clientID), ("response_type", "code"), ("redirect_uri", settings.redirectURI),
-            ("scope", settings.scope), ("state", state), ("code_challenge", pkce.challenge), ("code_challenge_method", pkce.method),
+            ("scope", settings.scope), ("state", state), ("nonce", nonce), ("code_challenge", pkce.challenge), ("code_challenge_method", pkce.method),
         ]
         if let acr = settings.acrValues { parameters.append(("acr_values", acr)) }
         // With --discovery, the registration is found by the provider's URLs, not the document's.
@@ -41,7 +42,7 @@ enum AuthorizeURLCommand {
         try PendingAuthorizations(store.keystore).add(.init(
             verifier: pkce.verifier, clientID: settings.clientID, redirectURI: settings.redirectURI, scope: settings.scope,
             server: settings.serverName, discovery: settings.discovery, tokenEndpoint: tokenEndpoint, revocationEndpoint: server.revocation,
-            createdAt: context.environment.clock.secondsSinceEpoch()), state: state)
+            createdAt: context.environment.clock.secondsSinceEpoch(), nonce: nonce, issuer: server.issuer, jwks: server.jwks), state: state)
         context.output(url)
         context.info("open the URL in a browser; then `devtrust login --callback URL` with the address it is sent back to (within 10 minutes)")
     }

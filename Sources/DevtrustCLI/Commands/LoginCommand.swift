@@ -28,7 +28,7 @@ enum LoginCommand {
                                                     interactive: !context.arguments.has("non-interactive") && context.terminal.inputIsTerminal)
         let signIn = AppNativeSignIn(
             server: server, http: http, oauth: settings.oauth(context), clientID: settings.clientID, redirectURI: settings.redirectURI,
-            scope: settings.scope, state: try PKCE.state(using: random), pkce: try PKCE.make(using: random),
+            scope: settings.scope, state: try PKCE.state(using: random), nonce: try PKCE.state(using: random), pkce: try PKCE.make(using: random),
             deviceToken: { try deviceToken(context, store: store, server: server.description, settings: settings) },
             interaction: interaction)
         context.info("signing in at \(server) as client \(settings.clientID)")
@@ -68,12 +68,19 @@ enum LoginCommand {
     }
 
     static func save(_ context: CommandContext, store: DeviceStore, settings: SignInSettings, method: String, tokens: TokenSet) throws {
+        if let note = tokens.idTokenNote { context.warn(note) }
         let record = try store.saveSignIn(server: settings.serverName, discovery: settings.discovery, clientId: settings.clientID,
                                           scope: tokens.scope ?? settings.scope, method: method, tokens: tokens)
         let lifetime = tokens.expiryAssumed
             ? " (the server gave no lifetime for the access token: devtrust refreshes it after \(TokenSet.assumedLifetime) s, or with `access-token --refresh`)"
             : tokens.expiresAt.map { " (access token valid for \($0 - context.environment.clock.secondsSinceEpoch()) s)" } ?? ""
-        context.info("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId)\(lifetime); `devtrust access-token` prints the access token")
+        context.info("signed in at \(record.server ?? record.discovery ?? "?")\(identityText(tokens)) as client \(record.clientId)\(lifetime); `devtrust access-token` prints the access token")
+    }
+
+    /// " as NAME (sub SUB)" from the kept (checked) ID token, or nothing.
+    static func identityText(_ tokens: TokenSet) -> String {
+        guard let identity = tokens.idToken.flatMap(IDTokenValidator.identity(ofKept:)) else { return "" }
+        return " as " + (identity.displayName.map { "\($0) (sub \(identity.subject))" } ?? "sub \(identity.subject)")
     }
 
     /// `login --callback URL`: the code from a browser sign-in begun with `authorize-url`.
@@ -92,10 +99,13 @@ enum LoginCommand {
         let clock = context.environment.clock
         let oauth = OAuthClient(http: CurlHTTPClientFactory.make(context), clock: { clock.secondsSinceEpoch() })
         let tokens = try oauth.exchangeCode(code, verifier: pending.verifier, redirectURI: pending.redirectURI, clientID: pending.clientID,
-                                            server: AuthorizationServer(token: pending.tokenEndpoint, revocation: pending.revocationEndpoint))
+                                            server: AuthorizationServer(issuer: pending.issuer, token: pending.tokenEndpoint, revocation: pending.revocationEndpoint,
+                                                                        jwks: pending.jwks),
+                                            nonce: pending.nonce)
+        if let note = tokens.idTokenNote { context.warn(note) }
         let record = try store.saveSignIn(server: pending.server, discovery: pending.discovery, clientId: pending.clientID,
                                           scope: tokens.scope ?? pending.scope, method: "authorization-code", tokens: tokens)
-        context.info("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId); `devtrust access-token` prints the access token")
+        context.info("signed in at \(record.server ?? record.discovery ?? "?")\(identityText(tokens)) as client \(record.clientId); `devtrust access-token` prints the access token")
     }
 }
 

@@ -59,6 +59,10 @@ enum StatusCommand {
                 guard var object = element.objectValue else { return element }
                 object["accessTokenExpiresAt"] = tokens?.expiresAt.map { .string(Timestamp.format(secondsSinceEpoch: $0)) } ?? .null
                 object["accessTokenLifetimeKnown"] = .bool(tokens.map { !$0.expiryAssumed && $0.expiresAt != nil } ?? false)
+                // Who signed in, from the ID token devtrust checked before it kept it (null without one).
+                let identity = tokens?.idToken.flatMap(IDTokenValidator.identity(ofKept:))
+                object["subject"] = identity.map { .string($0.subject) } ?? .null
+                object["name"] = identity?.displayName.map { .string($0) } ?? .null
                 return .object(object)
             })
             context.output(JSONWriter.string(.object(document)))
@@ -93,7 +97,8 @@ enum StatusCommand {
         } else {
             lines.append("sign-ins:")
             for (record, tokens) in zip(state.signIns, tokens) {
-                var line = "  \(record.server ?? record.discovery ?? "?"): client \(record.clientId), \(record.method), scope \(record.scope), signed in \(record.signedInAt)"
+                let who = tokens.map(LoginCommand.identityText) ?? ""
+                var line = "  \(record.server ?? record.discovery ?? "?"):\(who.isEmpty ? "" : who.dropFirst(3) + ",") client \(record.clientId), \(record.method), scope \(record.scope), signed in \(record.signedInAt)"
                 if let tokens, tokens.expiryAssumed || tokens.expiresAt == nil {
                     line += "; access token lifetime unknown (the server gave no expires_in): " + (tokens.refreshToken == nil
                         ? "used until a resource refuses it" : "refreshed after \(TokenSet.assumedLifetime) s, or with `access-token --refresh`")
