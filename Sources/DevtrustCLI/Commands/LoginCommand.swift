@@ -57,8 +57,10 @@ enum LoginCommand {
             .deviceToken(deviceId: registration.registrationId, attributes: attributes)
     }
 
-    static func save(_ context: CommandContext, store: DeviceStore, settings: SignInSettings, method: String, tokens: TokenSet) throws {
-        let record = try store.saveSignIn(server: settings.serverName, discovery: settings.discovery, clientId: settings.clientID,
+    /// `issuer`: the discovery document's, recorded as the server of a `--discovery` sign-in.
+    static func save(_ context: CommandContext, store: DeviceStore, settings: SignInSettings, method: String, tokens: TokenSet,
+                     issuer: String? = nil) throws {
+        let record = try store.saveSignIn(server: settings.serverName ?? issuer, discovery: settings.discovery, clientId: settings.clientID,
                                           scope: tokens.scope ?? settings.scope, method: method, tokens: tokens)
         let lifetime = tokens.expiresAt.map { " (access token valid for \($0 - context.environment.clock.secondsSinceEpoch()) s)" } ?? ""
         context.info("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId)\(lifetime); `devtrust access-token` prints the access token")
