@@ -6,12 +6,18 @@ import DevtrustSignIn
 
 /// Stored sign-ins: the record in keystore.json, the tokens in their own file.
 extension DeviceStore {
-    /// The id of a sign-in with (server or discovery URL, client id).
+    /// The id of a sign-in with (server or discovery URL, client id). A sign-in
+    /// made with a discovery URL is keyed by that URL alone, not by the issuer
+    /// that is also stored as its server: its id is the one earlier versions
+    /// gave it (they stored no issuer), so that signing in again replaces it.
     public static func signInID(server: String?, discovery: String?, clientId: String) -> String {
-        String(Base64URL.encode(SHA256.hash(Array("\(server ?? "")|\(discovery ?? "")|\(clientId)".utf8)).bytes).prefix(16))
+        let key = discovery.map { "|\($0)|\(clientId)" } ?? "\(server ?? "")||\(clientId)"
+        return String(Base64URL.encode(SHA256.hash(Array(key.utf8)).bytes).prefix(16))
     }
 
-    /// Stores the tokens of a sign-in, replacing an earlier one with the same server and client.
+    /// Stores the tokens of a sign-in, replacing an earlier one with the same
+    /// server (or discovery URL) and client. `server` is the base URL of a
+    /// `--server` sign-in, or the issuer of a `--discovery` one.
     public func saveSignIn(server: String?, discovery: String?, clientId: String, scope: String, method: String, tokens: TokenSet) throws -> SignInRecord {
         let id = Self.signInID(server: server, discovery: discovery, clientId: clientId)
         let record = SignInRecord(id: id, server: server, discovery: discovery, clientId: clientId, scope: scope, method: method,
@@ -25,18 +31,52 @@ extension DeviceStore {
     }
 
     /// The sign-in `--server URL|NAME` or `--discovery URL` names, or the only one.
+    /// A sign-in made with a discovery URL answers to that URL and to its issuer
+    /// (recorded as its server; for records of earlier versions, which have no
+    /// issuer, the discovery URL's own: the URL without `/.well-known/...`), under
+    /// either option. Where several answer, `--server` prefers those made with
+    /// `--server` and `--discovery` those made with that discovery URL.
     public func signIn(server: String?, discovery: String?) throws -> SignInRecord {
         let records = try state().signIns
-        let candidates = records.filter { record in
-            if let discovery { return record.discovery == discovery }
-            if let server { return record.server.map { RegistrationSelector.matches($0, server) } ?? false }
-            return true
+        var candidates = records
+        if let wanted = discovery ?? server {
+            candidates = records.filter { Self.names(of: $0).contains { RegistrationSelector.matches($0, wanted) } }
+            let preferred = candidates.filter { record in
+                if discovery != nil { return record.discovery.map { RegistrationSelector.matches($0, wanted) } ?? false }
+                return record.discovery == nil
+            }
+            if !preferred.isEmpty { candidates = preferred }
         }
         guard let first = candidates.first else { throw DeviceError.notSignedIn(server: server ?? discovery) }
         guard candidates.count == 1 else {
-            throw DeviceError.ambiguousSignIn(names: candidates.map { "\($0.server ?? $0.discovery ?? "?") (client \($0.clientId))" })
+            throw DeviceError.ambiguousSignIn(names: candidates.map { "\($0.discovery ?? $0.server ?? "?") (client \($0.clientId))" })
         }
         return first
+    }
+
+    /// What a sign-in answers to: its server (or issuer), its discovery URL, and
+    /// for a record without an issuer, the issuer its discovery URL implies.
+    static func names(of record: SignInRecord) -> [String] {
+        var names = [record.server, record.discovery].compactMap { $0 }
+        if record.server == nil, let discovery = record.discovery, let issuer = issuer(ofDiscoveryURL: discovery) { names.append(issuer) }
+        return names
+    }
+
+    /// The issuer whose configuration a discovery URL names: OpenID Connect's
+    /// `{issuer}/.well-known/openid-configuration` (and RFC 8414's
+    /// `{origin}/.well-known/oauth-authorization-server{path}`, either name in
+    /// either place); nil for any other URL.
+    public static func issuer(ofDiscoveryURL url: String) -> String? {
+        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://"), !url.contains("?"), !url.contains("#") else { return nil }
+        let afterScheme = url[url.index(colon, offsetBy: 3)...]
+        let pathStart = afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex
+        let origin = String(url[..<pathStart])
+        let path = Substring(afterScheme[pathStart...])
+        for name in ["/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"] {
+            if path.hasSuffix(name) { return origin + path.dropLast(name.count) }
+            if path.hasPrefix(name + "/") { return origin + path.dropFirst(name.count) }
+        }
+        return nil
     }
 
     public func tokens(of record: SignInRecord) throws -> TokenSet {

@@ -52,7 +52,9 @@ public struct RegistrationRecord: Equatable, Sendable {
 public struct SignInRecord: Equatable, Sendable {
     /// Stable for (server or discovery URL, client id): a new sign-in replaces the old.
     public var id: String
-    /// The WSO2-style base URL (`--server`), if the sign-in used one.
+    /// The WSO2-style base URL (`--server`), if the sign-in used one; for a
+    /// `--discovery` sign-in, the issuer its document names (none in records
+    /// of earlier versions).
     public var server: String?
     /// The OpenID discovery document URL (`--discovery`), if the sign-in used one.
     public var discovery: String?

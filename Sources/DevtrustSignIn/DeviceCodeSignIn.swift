@@ -4,9 +4,10 @@ import DevtrustHTTP
 /// What happens during a device-code sign-in, for the terminal or `--json`.
 public enum DeviceCodeEvent: Sendable {
     case started(DeviceAuthorization, interval: Int64)
-    /// About to wait `interval` seconds, then poll for the `pollCount`-th time at `nextPollAt` (epoch seconds).
+    /// About to wait, then poll for the `pollCount`-th time at `nextPollAt` (epoch seconds, for display only).
     case polling(pollCount: Int, interval: Int64, nextPollAt: Double)
     case slowDown(newInterval: Int64)
+    /// The poll did not reach the server, or the server failed (5xx, 429): polling goes on in `retryIn` seconds.
     case networkError(String, retryIn: Int64)
 }
 
@@ -23,11 +24,15 @@ public enum DeviceCodeFailure: Error, Equatable, Sendable, CustomStringConvertib
     }
 }
 
-/// Waits; injected so that tests of the polling rules need no real time.
+/// Time and waiting; injected so that tests of the polling rules need no real time.
 public protocol Waiting: Sendable {
-    /// Seconds since the epoch, with fractions.
+    /// Seconds, with fractions, on a clock that nobody can set (any origin):
+    /// the deadline and every wait are measured on it, so that a change of the
+    /// system time neither ends the sign-in early nor stretches it.
     func now() -> Double
-    /// Waits until `deadline` (epoch seconds), calling `tick` about once a second.
+    /// Seconds since the epoch, only to show when something happens (`next_poll_at`).
+    func wallClock() -> Double
+    /// Waits until `deadline` (on the `now()` clock), calling `tick` with `now()` about once a second.
     func wait(until deadline: Double, tick: (Double) -> Void)
 }
 
@@ -35,8 +40,9 @@ public protocol Waiting: Sendable {
 /// wait `interval` (5 s when absent) between polls; `slow_down` adds 5 s to
 /// this and every later interval; `authorization_pending` keeps polling;
 /// `access_denied` and `expired_token` end it; stop at `expires_in` even when
-/// the server never says so; network errors back off exponentially (at most
-/// 60 s) and polling goes on within the deadline. The device code is never shown.
+/// the server never says so (measured on a monotonic clock); network errors and
+/// server failures (5xx, with or without a JSON error) back off and polling goes
+/// on within the deadline. The device code is never shown.
 public struct DeviceCodeSignIn {
     public static let defaultInterval: Int64 = 5
     public static let maximumBackoff: Int64 = 60
@@ -55,9 +61,21 @@ public struct DeviceCodeSignIn {
         self.waiting = waiting
     }
 
+    /// The wait before the next poll after a network error or a server failure,
+    /// `previous` being the wait after the one before (0 for the first in a row):
+    /// the interval, doubled for each further one, never shorter than the
+    /// interval; at most 60 s, unless the interval itself is longer, when the
+    /// doubling goes on (the deadline bounds it).
+    public static func backoff(after previous: Int64, interval: Int64) -> Int64 {
+        let doubled = previous > 0 ? min(previous, Int64(1) << 40) * 2 : interval
+        let grown = max(doubled, interval)
+        return interval > maximumBackoff ? grown : min(grown, maximumBackoff)
+    }
+
     public func run(events: (DeviceCodeEvent) -> Void, tick: (Double, Double) -> Void = { _, _ in }) throws -> TokenSet {
         let authorization = try oauth.authorizeDevice(clientID: clientID, scope: scope, server: server)
         var interval = authorization.interval ?? Self.defaultInterval
+        // Monotonic: a wall clock set forward would end the sign-in at once, one set back would poll past the code's life.
         let deadline = waiting.now() + Double(authorization.expiresIn)
         events(.started(authorization, interval: interval))
         var backoff: Int64 = 0
@@ -71,25 +89,30 @@ public struct DeviceCodeSignIn {
                 throw DeviceCodeFailure.expired
             }
             polls += 1
-            events(.polling(pollCount: polls, interval: interval, nextPollAt: nextPoll))
+            events(.polling(pollCount: polls, interval: interval, nextPollAt: waiting.wallClock() + Double(wait)))
             waiting.wait(until: nextPoll) { tick($0, deadline) }
             let result: DevicePollResult
             do {
                 result = try oauth.pollDevice(authorization, clientID: clientID, server: server)
             } catch let error as HTTPError {
                 guard case .transport = error else { throw error }
-                backoff = min(max(backoff * 2, interval), Self.maximumBackoff)
+                backoff = Self.backoff(after: backoff, interval: interval)
                 events(.networkError("\(error)", retryIn: backoff))
                 continue
             } catch let error as OAuthProtocolError {
-                backoff = min(max(backoff * 2, interval), Self.maximumBackoff)
+                backoff = Self.backoff(after: backoff, interval: interval)
                 events(.networkError("\(error)", retryIn: backoff))
+                continue
+            }
+            if case let .unavailable(message) = result {
+                backoff = Self.backoff(after: backoff, interval: interval)
+                events(.networkError(message, retryIn: backoff))
                 continue
             }
             backoff = 0
             switch result {
             case let .tokens(tokens): return tokens
-            case .pending: continue
+            case .pending, .unavailable: continue
             case .slowDown:
                 interval += 5
                 events(.slowDown(newInterval: interval))
@@ -100,13 +123,19 @@ public struct DeviceCodeSignIn {
     }
 }
 
-/// Real time.
+/// Real time: CLOCK_BOOTTIME for deadlines and waits (monotonic, and it counts
+/// the time the machine was suspended, as the server's expiry does), CLOCK_REALTIME
+/// only for the times shown.
 public struct SystemWaiting: Waiting {
     public init() {}
 
-    public func now() -> Double {
+    public func now() -> Double { Self.read(CLOCK_BOOTTIME) }
+
+    public func wallClock() -> Double { Self.read(CLOCK_REALTIME) }
+
+    static func read(_ clock: clockid_t) -> Double {
         var time = timespec()
-        clock_gettime(CLOCK_REALTIME, &time)
+        clock_gettime(clock, &time)
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 

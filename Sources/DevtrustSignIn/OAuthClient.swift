@@ -19,6 +19,9 @@ public enum DevicePollResult: Sendable {
     case slowDown
     case denied
     case expired
+    /// The server failed (5xx, or 429) with a JSON error: as transient as the same status
+    /// without one (an OAuthProtocolError); poll again after a back-off.
+    case unavailable(String)
 }
 
 /// Token-endpoint and related requests (form-encoded POSTs) over the HTTP layer.
@@ -71,12 +74,18 @@ public struct OAuthClient: Sendable {
                                                ("device_code", authorization.deviceCode), ("client_id", clientID)])
             return .tokens(try tokens(document, endpoint: endpoint, server: server, previous: nil, clientID: clientID, nonce: nil))
         } catch let error as OAuthError {
+            // A failing server is no refusal, whatever its body says (temporarily_unavailable, server_error, ...).
+            if (500...599).contains(error.httpStatus) {
+                return .unavailable("\(endpoint) answered HTTP \(error.httpStatus) (\(error.error)" + (error.errorDescription.map { ": \($0)" } ?? "") + ")")
+            }
             switch error.error {
             case "authorization_pending": return .pending
             case "slow_down": return .slowDown
             case "access_denied": return .denied
             case "expired_token": return .expired
-            default: throw error
+            default:
+                if error.httpStatus == 429 { return .unavailable("\(endpoint) answered HTTP 429 (\(error.error))") }
+                throw error
             }
         }
     }

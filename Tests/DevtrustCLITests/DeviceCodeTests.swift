@@ -30,6 +30,13 @@ import Testing
         // No event carries a code or a token.
         let accessToken = try cli.run("access-token").output
         #expect(accessToken.hasPrefix("eyJ"))
+        // Stored under glewlwyd's issuer, and found by it as well as by the discovery URL.
+        let issuer = try #require(peer.document["issuer"]?.stringValue)
+        #expect(issuer != peer.discovery)
+        for arguments in [["--server", issuer], ["--discovery", peer.discovery]] {
+            let found = try cli.run(["access-token"] + arguments)
+            #expect(found.status == 0 && found.output == accessToken, "access-token \(arguments): \(found)")
+        }
         for line in lines + [stderr] {
             #expect(!line.contains(accessToken) && !line.contains("device_code") && !line.contains("refresh_token"))
         }
@@ -40,7 +47,7 @@ import Testing
         directory.write("ks/" + tokenFile, JSONWriter.bytes(.object(tokens)))
         let refreshed = try cli.run("access-token")
         #expect(refreshed.status == 0 && refreshed.output != accessToken, "\(refreshed)")
-        let logout = try cli.run("logout")
+        let logout = try cli.run("logout", "--server", issuer)
         #expect(logout.status == 0 && logout.stderr.contains("revoked the refresh token"), "\(logout)")
         #expect(try cli.run("access-token").status == 3)
     }
@@ -54,9 +61,33 @@ import Testing
         #expect(result.status == 4, "\(result)")
         let events = Self.events(result.stdout.split(separator: "\n").map(String.init))
         #expect(events.first?["expires_in"] == .integer(8) && events.first?["interval"] == .integer(2))
-        #expect(events.last?["event"] == .string("expired"))
+        // `expired`, then the one final event.
+        #expect(DeviceCodeRun.names(events).suffix(2) == ["expired", "failure"], "\(events)")
+        #expect(DeviceCodeRun.finalEvent(events)?["error"] == .string("expired_token"))
         #expect(result.stderr.contains("the code expired before it was approved"))
         #expect(Date().timeIntervalSince(start) < 15)
+    }
+
+    @Test(.enabled(if: ExternalTool.cc.shouldRun))
+    func aWallClockSetForwardDoesNotEndTheSignIn() throws {
+        // oidc-short: codes live 8 s; the wall clock jumps an hour before the first poll.
+        let peer = try GlewlwydPeer()
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment = try DeviceCodeRun.jumpingClock(directory, seconds: 3600)
+        let login = try RunningCommand(cli, ["login", "--device-code", "--discovery", peer.shortDiscovery, "--client-id", peer.clientID, "--json"])
+        var events = [JSONObject]()
+        // Approved only once the first poll came back pending, so that a second poll, after the jump, is needed.
+        while let line = login.nextLine(), let event = try? JSONParser.parse(line).objectValue {
+            events.append(event)
+            if event["event"] != .string("started") && event["poll_count"] != .integer(1) { break }
+        }
+        #expect(events.last?["poll_count"] == .integer(2), "\(events)")
+        let approval = try peer.approve(try #require(events.first?["user_code"]?.stringValue), plugin: "oidc-short")
+        #expect(approval.status == 0, "\(approval)")
+        let (status, lines, stderr) = login.finish()
+        #expect(status == 0, "\(stderr)")
+        #expect(DeviceCodeRun.finalEvent(events + GlewlwydDeviceCodeTests.events(lines))?["event"] == .string("success"))
     }
 
     @Test func authorizeURLWithPARIsAcceptedByGlewlwyd() throws {
@@ -111,7 +142,10 @@ import Testing
         _ = try ProcessRunner.run("/usr/bin/curl", ["-s", "-X", "POST", "--data", #"{"user_code":"\#(code)"}"#, server.url + "/api/device/deny"])
         let (status, lines, stderr) = login.finish()
         #expect(status == 4 && stderr.contains("denied"), "\(stderr)")
-        #expect(lines.last.flatMap { try? JSONParser.parse($0).objectValue }?["event"] == .string("access_denied"))
+        // `access_denied`, then the one final event.
+        let events = GlewlwydDeviceCodeTests.events(lines)
+        #expect(DeviceCodeRun.names(events).suffix(2) == ["access_denied", "failure"], "\(events)")
+        #expect(DeviceCodeRun.finalEvent(events)?["error"] == .string("access_denied"))
     }
 
     @Test func theTerminalShowsTheCodeLargeAndAQRCode() throws {

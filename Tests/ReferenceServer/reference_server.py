@@ -647,6 +647,9 @@ def make_handler(server, signins):
                     return self.send_json(200 if found else 404, {"found": found})
             except signin.OAuthFailure as failure:
                 return self.send_json(failure.status, {"error": failure.error, "error_description": failure.description})
+            except signin.DropConnection:
+                self.close_connection = True
+                return
             self.send_json(404, {"error": "not_found", "error_description": path})
 
         def refresh_outage(self, mode):
@@ -866,6 +869,7 @@ def main():
     parser.add_argument("--device-slow-down-on", type=int, action="append", default=[], help="answer slow_down to the Nth poll")
     parser.add_argument("--device-approve-after", type=int, default=0, help="approve the device code at the Nth poll")
     parser.add_argument("--verbose", action="store_true")
+    signin.add_device_code_options(parser)
     options = parser.parse_args()
     CLOCK_OFFSET[0] = options.clock_offset
 

@@ -6,8 +6,10 @@ then /oauth2/authn), which verifies the device token exactly as the server does
 iat window) and records the outcome per flow without failing the request; a
 BasicAuthenticator and an email OTP option (multi-option step), an optional
 TOTP second step; a token endpoint with PKCE S256 and rotating refresh tokens;
-RFC 8628 device authorization with the exact polling rules; PAR; revocation;
-discovery at /oauth2/token/.well-known/openid-configuration.
+RFC 8628 device authorization with the exact polling rules (and, on chosen
+polls, a 503 with a JSON error or a connection closed without an answer); PAR;
+revocation; discovery at /oauth2/token/.well-known/openid-configuration (the
+issuer {base}/oauth2/token, or --issuer).
 """
 import base64
 import hashlib
@@ -117,6 +119,19 @@ class OAuthFailure(Exception):
         self.status, self.error, self.description = status, error, description
 
 
+class DropConnection(Exception):
+    """Close the connection without an answer (a network failure, as the client sees it)."""
+
+
+def add_device_code_options(parser):
+    """Options of the device-code side beyond --device-expires/--device-interval/... (own function: easy merges)."""
+    parser.add_argument("--issuer", help="the discovery document's issuer (default: {base}/oauth2/token)")
+    parser.add_argument("--device-unavailable-on", type=int, action="append", default=[], metavar="N",
+                        help="answer the Nth device-code poll with HTTP 503 {\"error\":\"temporarily_unavailable\"}")
+    parser.add_argument("--device-drop-on", type=int, action="append", default=[], metavar="N",
+                        help="close the connection of the Nth device-code poll without an answer")
+
+
 class SignInServer:
     def __init__(self, options, flow_server, base_url):
         self.options = options
@@ -140,7 +155,7 @@ class SignInServer:
     def discovery(self):
         base = self.base_url()
         document = {
-            "issuer": base + "/oauth2/token",
+            "issuer": self.options.issuer or base + "/oauth2/token",
             "authorization_endpoint": base + "/oauth2/authorize",
             "token_endpoint": base + "/oauth2/token",
             "revocation_endpoint": base + "/oauth2/revoke",
@@ -380,6 +395,10 @@ class SignInServer:
         count = len(grant["polls"])
         if now - grant["created"] > grant["expires_in"]:
             raise OAuthFailure(400, "expired_token", "the device code expired")
+        if count in self.options.device_drop_on:
+            raise DropConnection()
+        if count in self.options.device_unavailable_on:
+            raise OAuthFailure(503, "temporarily_unavailable", "the server is overloaded; try again later")
         if count in self.options.device_slow_down_on:
             raise OAuthFailure(400, "slow_down", "polling too fast")
         if grant["state"] == "denied":

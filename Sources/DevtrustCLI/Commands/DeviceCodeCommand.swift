@@ -1,5 +1,6 @@
 import CQRCode
 import DevtrustEncoding
+import DevtrustHTTP
 import DevtrustSignIn
 import Glibc
 
@@ -8,7 +9,25 @@ import Glibc
 /// With --json, one JSON object per status on stdout; none ever carries the
 /// device code or a token.
 enum DeviceCodeCommand {
+    /// With --json, every run that got this far ends with exactly one final
+    /// event: `success`, or `failure` with `error` and `description`, whatever
+    /// went wrong (an expired or denied code says `expired` or `access_denied`
+    /// first, then `failure`).
     static func run(_ context: CommandContext, _ settings: SignInSettings) throws {
+        let status = StatusLine(context: context)
+        do {
+            try signIn(context, settings, status: status)
+        } catch {
+            status.clear()
+            if let failure = error as? DeviceCodeFailure {
+                emit(context, ["event": .string(failure == .expired ? "expired" : "access_denied")])
+            }
+            emit(context, failureEvent(error))
+            throw error
+        }
+    }
+
+    private static func signIn(_ context: CommandContext, _ settings: SignInSettings, status: StatusLine) throws {
         let store = try context.deviceStore()
         let http = settings.http(context)
         let server = try settings.authorizationServer(http: http, context: context)
@@ -16,53 +35,98 @@ enum DeviceCodeCommand {
                                       server: server, waiting: SystemWaiting())
         let showQR = !context.arguments.has("no-qr") && context.terminal.errorIsTerminal
         let countdown = context.terminal.errorIsTerminal && !context.quiet
-        var lastLine = ""
-        let tokens: TokenSet
-        do {
-            tokens = try signIn.run(events: { event in
-                if !lastLine.isEmpty { context.terminal.writeError("\r\u{1B}[K"); lastLine = "" }
-                switch event {
-                case let .started(authorization, interval):
-                    emit(context, ["event": .string("started"), "user_code": .string(authorization.userCode),
-                                   "verification_uri": .string(authorization.verificationURI),
-                                   "verification_uri_complete": authorization.verificationURIComplete.map { .string($0) } ?? .null,
-                                   "expires_in": .integer(authorization.expiresIn), "interval": .integer(interval)])
-                    present(context, authorization, qr: showQR)
-                case let .polling(count, interval, nextPollAt):
-                    emit(context, ["event": .string("polling"), "poll_count": .integer(count), "interval": .integer(interval),
-                                   "next_poll_at": .string(Timestamp.format(secondsSinceEpoch: Int64(nextPollAt.rounded(.up))))])
-                    context.detail("poll \(count) in \(interval) s")
-                case let .slowDown(newInterval):
-                    context.detail("the server asked to slow down: polling every \(newInterval) s from now on")
-                case let .networkError(message, retryIn):
-                    context.warn("\(message); trying again in \(retryIn) s")
-                }
-            }, tick: { now, deadline in
-                guard countdown else { return }
-                let left = max(0, Int(deadline - now))
-                lastLine = "waiting for approval… \(left / 60):\(left % 60 < 10 ? "0" : "")\(left % 60) left"
-                context.terminal.writeError("\r\u{1B}[K" + lastLine)
-            })
-        } catch let failure as DeviceCodeFailure {
-            if !lastLine.isEmpty { context.terminal.writeError("\r\u{1B}[K") }
-            emit(context, ["event": .string(failure == .expired ? "expired" : "access_denied")])
-            throw failure
-        } catch let error as OAuthError {
-            if !lastLine.isEmpty { context.terminal.writeError("\r\u{1B}[K") }
-            emit(context, ["event": .string("failure"), "error": .string(error.error),
-                           "description": error.errorDescription.map { .string($0) } ?? .null])
-            throw error
-        }
-        if !lastLine.isEmpty { context.terminal.writeError("\r\u{1B}[K") }
+        let tokens = try signIn.run(events: { event in
+            status.clear()
+            switch event {
+            case let .started(authorization, interval):
+                emit(context, ["event": .string("started"), "user_code": .string(authorization.userCode),
+                               "verification_uri": .string(authorization.verificationURI),
+                               "verification_uri_complete": authorization.verificationURIComplete.map { .string($0) } ?? .null,
+                               "expires_in": .integer(authorization.expiresIn), "interval": .integer(interval)])
+                present(context, authorization, qr: showQR)
+            case let .polling(count, interval, nextPollAt):
+                emit(context, ["event": .string("polling"), "poll_count": .integer(count), "interval": .integer(interval),
+                               "next_poll_at": .string(Timestamp.format(secondsSinceEpoch: Int64(nextPollAt.rounded(.up))))])
+                context.detail("poll \(count) in \(interval) s")
+            case let .slowDown(newInterval):
+                context.detail("the server asked to slow down: polling every \(newInterval) s from now on")
+            case let .networkError(message, retryIn):
+                context.warn("\(message); trying again in \(retryIn) s")
+            }
+        }, tick: { now, deadline in
+            guard countdown else { return }
+            let left = max(0, Int(deadline - now))
+            status.show("waiting for approval… \(left / 60):\(left % 60 < 10 ? "0" : "")\(left % 60) left")
+        })
+        status.clear()
+        // Saved before `success` is said: a keystore that refuses the tokens makes the run a failure.
+        try LoginCommand.save(context, store: store, settings: settings, method: "device-code", tokens: tokens,
+                              issuer: settings.discovery != nil ? recordableIssuer(server.issuer) : nil)
         let now = context.environment.clock.secondsSinceEpoch()
         emit(context, ["event": .string("success"), "token_type": .string(tokens.tokenType),
-                       "expires_in": tokens.expiresAt.map { .integer($0 - now) } ?? .null,
+                       "expires_in": tokens.expiryAssumed ? .null : tokens.expiresAt.map { .integer($0 - now) } ?? .null,
                        "scope": tokens.scope.map { .string($0) } ?? .null])
-        try LoginCommand.save(context, store: store, settings: settings, method: "device-code", tokens: tokens)
+    }
+
+    /// The discovery document's issuer, when it is a URL devtrust would use
+    /// (https, or http to loopback; no query, fragment or control characters).
+    static func recordableIssuer(_ issuer: String?) -> String? {
+        guard let issuer, !issuer.isEmpty, issuer.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }),
+              (try? ServerURL(issuer)) != nil else { return nil }
+        return issuer
+    }
+
+    /// The final event of a run that failed: the OAuth error code when the
+    /// server refused, else what kind of failure it was; and what happened.
+    static func failureEvent(_ error: any Error) -> JSONObject {
+        let report = ErrorReport.from(error)
+        var description = report.message
+        let code: String
+        switch error {
+        case let error as OAuthError:
+            code = error.error
+            description = error.errorDescription ?? report.message
+        case let failure as DeviceCodeFailure:
+            code = failure == .expired ? "expired_token" : "access_denied"
+        case is OAuthProtocolError:
+            code = "protocol_error"
+        case is SignInUnsupportedError:
+            code = "unsupported"
+        default:
+            switch report.exitCode {
+            case .usage: code = "usage_error"
+            case .noKeyOrNotRegistered: code = "not_registered"
+            case .serverRefused: code = "server_refused"
+            case .network: code = "network_error"
+            case .tpm: code = "tpm_error"
+            case .keystore: code = "keystore_error"
+            case .success, .failure: code = "error"
+            }
+        }
+        return ["event": .string("failure"), "error": .string(code), "description": .string(description)]
     }
 
     static func emit(_ context: CommandContext, _ event: JSONObject) {
         if context.json { context.output(JSONWriter.string(.object(event))) }
+    }
+
+    /// The countdown line on stderr, rewritten in place and cleared before anything else is written.
+    final class StatusLine {
+        let context: CommandContext
+        private var shown = false
+
+        init(context: CommandContext) { self.context = context }
+
+        func show(_ line: String) {
+            context.terminal.writeError("\r\u{1B}[K" + line)
+            shown = true
+        }
+
+        func clear() {
+            guard shown else { return }
+            context.terminal.writeError("\r\u{1B}[K")
+            shown = false
+        }
     }
 
     static func present(_ context: CommandContext, _ authorization: DeviceAuthorization, qr: Bool) {

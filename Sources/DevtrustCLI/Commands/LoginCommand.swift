@@ -67,9 +67,11 @@ enum LoginCommand {
             .deviceToken(deviceId: registration.registrationId, attributes: attributes)
     }
 
-    static func save(_ context: CommandContext, store: DeviceStore, settings: SignInSettings, method: String, tokens: TokenSet) throws {
+    /// `issuer`: the discovery document's, recorded as the server of a `--discovery` sign-in.
+    static func save(_ context: CommandContext, store: DeviceStore, settings: SignInSettings, method: String, tokens: TokenSet,
+                     issuer: String? = nil) throws {
         if let note = tokens.idTokenNote { context.warn(note) }
-        let record = try store.saveSignIn(server: settings.serverName, discovery: settings.discovery, clientId: settings.clientID,
+        let record = try store.saveSignIn(server: settings.serverName ?? issuer, discovery: settings.discovery, clientId: settings.clientID,
                                           scope: tokens.scope ?? settings.scope, method: method, tokens: tokens)
         let lifetime = tokens.expiryAssumed
             ? " (the server gave no lifetime for the access token: devtrust refreshes it after \(TokenSet.assumedLifetime) s, or with `access-token --refresh`)"
