@@ -14,6 +14,7 @@ struct SignInSettings {
     let par: Bool
     let acrValues: String?
     let endpointOverrides: [String: String]
+    let deleteTokenGrant: Bool
     let configuration: Configuration
 
     init(_ context: CommandContext, command: String, needsClient: Bool = true) throws {
@@ -47,6 +48,7 @@ struct SignInSettings {
         par = arguments.has("par") || (profile.par ?? false)
         acrValues = profile.acrValues
         endpointOverrides = profile.endpoints
+        deleteTokenGrant = profile.deleteTokenGrant ?? false
     }
 
     /// The record's key: the server base URL or the discovery URL.

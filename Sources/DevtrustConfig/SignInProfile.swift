@@ -15,9 +15,12 @@ public struct SignInProfile: Equatable, Sendable {
     /// device_authorization_endpoint), by name: authorization, token,
     /// deviceAuthorization, revocation, pushedAuthorizationRequest.
     public var endpoints: [String: String]
+    /// The server ends refresh tokens with glewlwyd's non-standard `grant_type=delete_token`
+    /// (its public clients cannot use RFC 7009); `logout` tries it only then.
+    public var deleteTokenGrant: Bool?
 
     public static let endpointNames = ["authorization", "token", "deviceAuthorization", "revocation", "pushedAuthorizationRequest"]
-    public static let knownFields = ["server", "discovery", "clientId", "scope", "redirectUri", "par", "acrValues", "endpoints"]
+    public static let knownFields = ["server", "discovery", "clientId", "scope", "redirectUri", "par", "acrValues", "endpoints", "deleteTokenGrant"]
 
     public init(server: String? = nil, discovery: String? = nil, clientId: String? = nil, scope: String? = nil, redirectUri: String? = nil,
                 par: Bool? = nil, acrValues: String? = nil, endpoints: [String: String] = [:]) {
@@ -38,6 +41,7 @@ public struct SignInProfile: Equatable, Sendable {
             clientId: try reader.optionalString("clientId"), scope: try reader.optionalString("scope"),
             redirectUri: try reader.optionalString("redirectUri"), par: try reader.optionalBool("par"),
             acrValues: try reader.optionalString("acrValues"))
+        profile.deleteTokenGrant = try reader.optionalBool("deleteTokenGrant")
         guard profile.server != nil || profile.discovery != nil else {
             throw JSONFieldError(path: reader.fieldPath("server"), kind: .missingRequiredField)
         }

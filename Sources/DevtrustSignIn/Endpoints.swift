@@ -45,6 +45,23 @@ public struct AuthorizationServer: Equatable, Sendable {
             pushedAuthorizationRequest: pushedAuthorizationRequest ?? other.pushedAuthorizationRequest, jwks: jwks ?? other.jwks)
     }
 
+    /// The issuer whose configuration a discovery URL names: OpenID Connect's
+    /// `{issuer}/.well-known/openid-configuration` (and RFC 8414's
+    /// `{origin}/.well-known/oauth-authorization-server{path}`, either name in
+    /// either place); nil for any other URL.
+    public static func issuer(ofDiscoveryURL url: String) -> String? {
+        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://"), !url.contains("?"), !url.contains("#") else { return nil }
+        let afterScheme = url[url.index(colon, offsetBy: 3)...]
+        let pathStart = afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex
+        let origin = String(url[..<pathStart])
+        let path = Substring(afterScheme[pathStart...])
+        for name in ["/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"] {
+            if path.hasSuffix(name) { return origin + path.dropLast(name.count) }
+            if path.hasPrefix(name + "/") { return origin + path.dropFirst(name.count) }
+        }
+        return nil
+    }
+
     /// Fetches and reads an OpenID Provider configuration document.
     public static func discover(_ url: String, http: any HTTPClient) throws -> AuthorizationServer {
         _ = try ServerURL(url.split(separator: "?").first.map(String.init) ?? url)
@@ -62,10 +79,9 @@ public struct AuthorizationServer: Equatable, Sendable {
             }
             return text
         }
-        // OpenID Connect Discovery 4.3: the document is the issuer's own, at {issuer}/.well-known/openid-configuration.
-        let suffix = "/.well-known/openid-configuration"
-        guard let issuer = document["issuer"]?.stringValue, url.hasSuffix(suffix), issuer == String(url.dropLast(suffix.count)) else {
-            throw OAuthProtocolError("the discovery document \(url) names the issuer \(document["issuer"]?.stringValue ?? "(none)"), but an issuer's document is at {issuer}\(suffix) (OpenID Connect Discovery 4.3): check the URL")
+        // OpenID Connect Discovery 4.3 (RFC 8414 3.3): the document is the issuer's own, at the URL its issuer gives.
+        guard let issuer = document["issuer"]?.stringValue, issuer == Self.issuer(ofDiscoveryURL: url) else {
+            throw OAuthProtocolError("the discovery document \(url) names the issuer \(document["issuer"]?.stringValue ?? "(none)"), but an issuer's document is at {issuer}/.well-known/openid-configuration (OpenID Connect Discovery 4.3; or RFC 8414's {origin}/.well-known/openid-configuration{path}): check the URL")
         }
         return AuthorizationServer(
             issuer: issuer, authorization: try endpoint("authorization_endpoint"),

@@ -90,16 +90,39 @@ public struct OAuthClient: Sendable {
         }
     }
 
-    /// RFC 7009 revocation; false when the server has no endpoint or refuses it.
-    public func revoke(_ token: String, hint: String, clientID: String, endpoint: String?) -> Bool {
-        guard let endpoint else { return false }
-        return (try? post(endpoint, [("token", token), ("token_type_hint", hint), ("client_id", clientID)], allowEmpty: true)) != nil
+    /// What became of a revocation.
+    public enum Revocation: Sendable, Equatable {
+        case revoked
+        /// The server advertises no way to revoke.
+        case notOffered
+        /// It answered, and said no.
+        case refused(String)
+        /// It did not answer as a server should (network, TLS, a broken answer).
+        case unreachable(String)
     }
 
-    /// glewlwyd's non-standard `grant_type=delete_token`: how its public clients
-    /// end a refresh token when RFC 7009 revocation is not open to them.
-    public func deleteRefreshToken(_ refreshToken: String, clientID: String, tokenEndpoint: String) -> Bool {
-        (try? post(tokenEndpoint, [("grant_type", "delete_token"), ("client_id", clientID), ("refresh_token", refreshToken)], allowEmpty: true)) != nil
+    /// RFC 7009 revocation.
+    public func revoke(_ token: String, hint: String, clientID: String, endpoint: String?) -> Revocation {
+        guard let endpoint else { return .notOffered }
+        return outcome { try post(endpoint, [("token", token), ("token_type_hint", hint), ("client_id", clientID)], allowEmpty: true) }
+    }
+
+    /// glewlwyd's non-standard `grant_type=delete_token`: how its public clients end a refresh
+    /// token when RFC 7009 revocation is not open to them. Only for a sign-in whose profile says
+    /// the server has it (`deleteTokenGrant`): another server would only see an odd grant.
+    public func deleteRefreshToken(_ refreshToken: String, clientID: String, tokenEndpoint: String) -> Revocation {
+        outcome { try post(tokenEndpoint, [("grant_type", "delete_token"), ("client_id", clientID), ("refresh_token", refreshToken)], allowEmpty: true) }
+    }
+
+    private func outcome(_ request: () throws -> JSONObject) -> Revocation {
+        do {
+            _ = try request()
+            return .revoked
+        } catch let error as OAuthError where !error.mayPass {
+            return .refused(error.description)
+        } catch {
+            return .unreachable("\(error)")
+        }
     }
 
     /// RFC 9126 pushed authorization request: the request_uri to put in the URL.
@@ -155,6 +178,7 @@ public struct OAuthClient: Sendable {
             expiryAssumed: expiresIn == nil)
         tokens.issuer = server.issuer ?? previous?.issuer
         tokens.jwksURI = server.jwks ?? previous?.jwksURI
+        tokens.deleteTokenGrant = previous?.deleteTokenGrant ?? false
         if let idToken = document["id_token"]?.stringValue {
             // Kept only when it checks out; a refresh's new one that does not leaves the one kept before.
             do {

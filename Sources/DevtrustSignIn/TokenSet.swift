@@ -22,6 +22,8 @@ public struct TokenSet: Equatable, Sendable {
     /// The issuer and JWK set that checked the ID token (and check the ones refreshes bring).
     public var issuer: String?
     public var jwksURI: String?
+    /// The sign-in's profile says the server ends refresh tokens with glewlwyd's `delete_token` grant.
+    public var deleteTokenGrant = false
     /// Why the server's ID token was not kept (not stored: said once, at sign-in).
     public var idTokenNote: String?
 
@@ -49,6 +51,7 @@ public struct TokenSet: Equatable, Sendable {
         if let revocationEndpoint { object["revocationEndpoint"] = .string(revocationEndpoint) }
         if let issuer { object["issuer"] = .string(issuer) }
         if let jwksURI { object["jwksUri"] = .string(jwksURI) }
+        if deleteTokenGrant { object["deleteTokenGrant"] = .bool(true) }
         return JSONWriter.bytes(.object(object))
     }
 
@@ -62,6 +65,7 @@ public struct TokenSet: Equatable, Sendable {
                   expiryAssumed: object["expiresAtAssumed"]?.boolValue ?? false)
         issuer = object["issuer"]?.stringValue
         jwksURI = object["jwksUri"]?.stringValue
+        deleteTokenGrant = object["deleteTokenGrant"]?.boolValue ?? false
     }
 
     /// Whether to refresh before use: when the access token has less than `margin` seconds

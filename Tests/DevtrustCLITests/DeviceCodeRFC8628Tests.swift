@@ -39,10 +39,12 @@ enum DeviceCodeRun {
 
 @Suite(.enabled(if: ReferenceServer.shouldRun)) struct DeviceCodeIssuerTests {
     @Test func aDiscoverySignInIsStoredUnderTheIssuerAndFoundByItOrTheDiscoveryURL() throws {
-        // The issuer is not the discovery URL without its well-known suffix: only the document says it.
-        let issuer = "https://login.example/acme"
-        let server = try ReferenceServer(["--device-interval", "1", "--device-approve-after", "1", "--issuer", issuer])
-        let discovery = server.url + "/oauth2/token/.well-known/openid-configuration"
+        // RFC 8414's form: the well-known name comes before the issuer's path, so the discovery URL
+        // without its suffix is not the issuer; the document says it (and must match the URL).
+        let server = try ReferenceServer(["--device-interval", "1", "--device-approve-after", "1", "--issuer", "/t/acme"])
+        let issuer = server.url + "/t/acme"
+        let host = String(server.url.dropFirst("http://".count))
+        let discovery = server.url + "/.well-known/openid-configuration/t/acme"
         let directory = TemporaryDirectory()
         let cli = DevtrustBinary(keystore: directory.file("ks"))
         let login = try cli.run("login", "--device-code", "--discovery", discovery, "--client-id", "devtrust-app", "--scope", "openid offline_access", "--json")
@@ -53,11 +55,11 @@ enum DeviceCodeRun {
 
         let byIssuer = try cli.run("access-token", "--server", issuer)
         #expect(byIssuer.status == 0 && !byIssuer.output.isEmpty, "\(byIssuer)")
-        for arguments in [["--server", "login.example/acme"], ["--server", "login.example"], ["--discovery", discovery], ["--server", discovery], []] {
+        for arguments in [["--server", host + "/t/acme"], ["--server", host], ["--discovery", discovery], ["--server", discovery], []] {
             let found = try cli.run(["access-token"] + arguments)
             #expect(found.status == 0 && found.output == byIssuer.output, "access-token \(arguments): \(found)")
         }
-        #expect(try cli.run("access-token", "--server", "https://login.example/other").status == 3)
+        #expect(try cli.run("access-token", "--server", server.url + "/other").status == 3)
 
         // What was written still matches the keystore's schema.
         let validated = try ExternalTool.python.run([Repository.path("Tests/Interop/validate_keystore.py"), Repository.path("keystore/schema"), directory.file("ks/keystore.json")])

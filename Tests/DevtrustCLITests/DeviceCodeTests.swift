@@ -12,9 +12,11 @@ import Testing
     @Test func approvedCodeSignsInRefreshesAndLogsOut() throws {
         let peer = try GlewlwydPeer()
         let directory = TemporaryDirectory()
-        let cli = DevtrustBinary(keystore: directory.file("ks"))
-        let login = try RunningCommand(cli, ["login", "--device-code", "--discovery", peer.discovery, "--client-id", peer.clientID,
-                                             "--scope", "openid offline_access", "--json", "-v"])
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        // glewlwyd's public clients cannot revoke (RFC 7009); its own delete_token grant ends a refresh token.
+        let profile: JSONObject = ["discovery": .string(peer.discovery), "clientId": .string(peer.clientID), "deleteTokenGrant": .bool(true)]
+        cli.extraEnvironment["DEVTRUST_CONFIG"] = directory.write("config.json", JSONWriter.string(.object(["signIn": .object(["profiles": .object(["glewlwyd": .object(profile)])])])))
+        let login = try RunningCommand(cli, ["login", "--device-code", "--profile", "glewlwyd", "--scope", "openid offline_access", "--json", "-v"])
         let started = try #require(login.nextLine().flatMap { try? JSONParser.parse($0).objectValue })
         #expect(started["event"] == .string("started"))
         let userCode = try #require(started["user_code"]?.stringValue)

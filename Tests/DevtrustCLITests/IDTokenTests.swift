@@ -82,5 +82,9 @@ import Testing
         #expect(signIn?["subject"]?.stringValue?.isEmpty == false, "\(String(describing: signIn))")
         let file = try #require(directory.entries("ks").first { $0.hasPrefix("signin-") })
         #expect(try JSONParser.parse(try #require(directory.read("ks/" + file))).objectValue?["idToken"]?.stringValue != nil)
+        // glewlwyd advertises no revocation endpoint, and this sign-in's profile does not say it has delete_token.
+        let logout = try cli.run("logout")
+        #expect(logout.status == 0 && !logout.stderr.contains("revoked the"), "\(logout)")
+        #expect(logout.stderr.contains("the refresh token was not revoked: the server offers no revocation endpoint; it stays valid there until it expires"), "\(logout.stderr)")
     }
 }

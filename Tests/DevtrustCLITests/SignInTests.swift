@@ -261,6 +261,25 @@ import Testing
         #expect(try setup.cli.run("access-token").status == 3)
     }
 
+    /// What logout could not revoke is said, and why: no endpoint, a refusal, or no answer.
+    /// glewlwyd's non-standard delete_token grant is tried only where the profile says the server has it.
+    @Test func logoutSaysWhyATokenWasNotRevoked() throws {
+        let setup = try Setup(["--no-revocation"], register: false)
+        #expect(try setup.login().status == 0)
+        let noEndpoint = try setup.cli.run("logout")
+        #expect(noEndpoint.status == 0 && noEndpoint.stderr.contains("deleted the sign-in at \(setup.server.url)"), "\(noEndpoint)")
+        #expect(noEndpoint.stderr.contains("the refresh token was not revoked: the server offers no revocation endpoint"), "\(noEndpoint.stderr)")
+        #expect(try setup.stats()["deleteTokenGrants"] == .integer(0), "a non-standard grant went to a server not known to have it")
+
+        let down = try Setup([], register: false)
+        #expect(try down.login().status == 0)
+        down.server.stop()
+        let unreachable = try down.cli.run("logout")
+        #expect(unreachable.status == 0 && !unreachable.stderr.contains("refused"), "\(unreachable)")
+        #expect(unreachable.stderr.contains("the refresh token was not revoked: cannot connect to \(down.server.url)/oauth2/revoke"), "\(unreachable.stderr)")
+        #expect(unreachable.stderr.contains("the access token was not revoked: cannot connect to"), "\(unreachable.stderr)")
+    }
+
     @Test func authorizeURLCarriesADeviceTokenAndPKCEAndFinishesWithTheCallback() throws {
         let setup = try Setup()
         for par in [false, true] {

@@ -81,7 +81,7 @@ import Testing
             ("not a url/.well-known/openid-configuration", nil),
         ]
         for (url, issuer) in cases {
-            #expect(DeviceStore.issuer(ofDiscoveryURL: url) == issuer, "\(url)")
+            #expect(AuthorizationServer.issuer(ofDiscoveryURL: url) == issuer, "\(url)")
         }
     }
 }

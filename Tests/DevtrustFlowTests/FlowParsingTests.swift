@@ -39,7 +39,7 @@ import Testing
         (#"{"flowId":"f","flowStatus":"INCOMPLETE","type":"VIEW","data":{"requiredParams":[1]}}"#, "field \"data.requiredParams[0]\" must be a string"),
         (#"{"flowId":"f","flowStatus":"INCOMPLETE","type":"VIEW","data":{"additionalData":{"challenge":5}}}"#, "field \"data.additionalData.challenge\" must be a string"),
         (#"{"flowId":"f","flowStatus":"INCOMPLETE","type":"VIEW","data":{"components":[{"id":"x"}]}}"#, "missing required field \"data.components[0].type\""),
-        (#"{"flowId":"f","flowStatus":"INCOMPLETE","type":"VIEW","data":{"messages":[{"type":"ERROR"}]}}"#, "missing required field \"data.messages[0].message\""),
+        (#"{"flowId":"f","flowStatus":"INCOMPLETE","type":"VIEW","data":{"messages":[{"type":"ERROR","message":7}]}}"#, "field \"data.messages[0].message\" must be a string"),
         ("<html>", "the answer is not JSON"),
     ])
     func malformedAnswersNameTheField(text: String, message: String) {
@@ -49,6 +49,13 @@ import Testing
         } catch {
             #expect("\(error)".contains(message), "\(error)")
         }
+    }
+
+    /// A message may carry only its i18nKey (the UI looks the text up): the key is what is shown;
+    /// one with neither is left out. Neither stops the flow.
+    @Test func aMessageWithoutTextShowsItsKey() throws {
+        let step = try FlowStepParser.parse(Array(#"{"flowId":"f","flowStatus":"INCOMPLETE","type":"VIEW","data":{"messages":[{"type":"ERROR","i18nKey":"otp.invalid"},{"type":"INFO"},{"type":"INFO","message":"Sent"}]}}"#.utf8))
+        #expect(step.messages.map(\.message) == ["otp.invalid", "Sent"])
     }
 
     @Test func validationsExplainTheirRule() {

@@ -546,7 +546,9 @@ def make_handler(server, signins):
 
         def do_GET(self):
             url = urlparse(self.path)
-            if url.path in ("/oauth2/token/.well-known/openid-configuration", "/.well-known/openid-configuration"):
+            if url.path in ("/oauth2/token/.well-known/openid-configuration", "/.well-known/openid-configuration") or (
+                    server.options.issuer and server.options.issuer.startswith("/")
+                    and url.path in (server.options.issuer + "/.well-known/openid-configuration", "/.well-known/openid-configuration" + server.options.issuer)):
                 return self.send_json(200, signins.discovery())
             if url.path == "/oauth2/jwks":
                 return self.send_json(200, signins.id_tokens.jwks())
@@ -853,6 +855,7 @@ def main():
     parser.add_argument("--refresh-fault-count", type=int, default=1)
     parser.add_argument("--link-form", choices=["absolute-path", "absolute", "relative", "network-path"], default="absolute-path",
                         help="how links[].href of app-native steps is written (the API description's form, /oauth2/authn, by default)")
+    parser.add_argument("--no-revocation", action="store_true", help="advertise no revocation_endpoint")
     parser.add_argument("--no-par", action="store_true", help="advertise no pushed_authorization_request_endpoint")
     parser.add_argument("--mfa", choices=["none", "totp"], default="none", help="a TOTP step after the first factor")
     parser.add_argument("--fail-spelling", choices=["FAIL_INCOMPLETE", "FAILED_INCOMPLETE"], default="FAIL_INCOMPLETE")

@@ -145,17 +145,25 @@ class SignInServer:
         self.records = []
         self.device_grants = {}
         self.par_requests = {}
-        self.stats = {"refresh": 0, "token": 0, "revoked": 0, "refreshFaults": 0}
+        self.stats = {"refresh": 0, "token": 0, "revoked": 0, "refreshFaults": 0, "deleteTokenGrants": 0}
         self.id_tokens = IDTokenSigner(options)
         # The server's clock (reference_server.py sets its --clock-offset one).
         self.now = time.time
 
     # -- discovery -------------------------------------------------------------
 
+    def issuer(self):
+        """{base}/oauth2/token, as WSO2's; --issuer PATH puts it at {base}PATH (its document is then
+        at RFC 8414's {base}/.well-known/openid-configuration{PATH} too)."""
+        issuer = self.options.issuer
+        if not issuer:
+            return self.base_url() + "/oauth2/token"
+        return self.base_url() + issuer if issuer.startswith("/") else issuer
+
     def discovery(self):
         base = self.base_url()
         document = {
-            "issuer": self.options.issuer or base + "/oauth2/token",
+            "issuer": self.issuer(),
             "authorization_endpoint": base + "/oauth2/authorize",
             "token_endpoint": base + "/oauth2/token",
             "revocation_endpoint": base + "/oauth2/revoke",
@@ -167,6 +175,8 @@ class SignInServer:
         }
         if self.options.no_par:
             del document["pushed_authorization_request_endpoint"]
+        if self.options.no_revocation:
+            del document["revocation_endpoint"]
         return document
 
     # -- app-native authentication --------------------------------------------
@@ -335,6 +345,9 @@ class SignInServer:
             return self.issue(entry["user"], entry["scope"])
         if grant == "urn:ietf:params:oauth:grant-type:device_code":
             return self.poll_device(get("device_code") or "")
+        if grant == "delete_token":
+            with self.lock:
+                self.stats["deleteTokenGrants"] += 1
         raise OAuthFailure(400, "unsupported_grant_type", "grant %r" % grant)
 
     def take_refresh_fault(self):
@@ -353,7 +366,7 @@ class SignInServer:
             self.refresh_tokens[refresh] = {"user": user, "scope": scope}
         answer = {"access_token": access, "token_type": "Bearer", "expires_in": self.options.access_token_ttl,
                   "refresh_token": refresh, "scope": scope,
-                  "id_token": self.id_tokens.sign(self.base_url() + "/oauth2/token", user, nonce, self.now())}
+                  "id_token": self.id_tokens.sign(self.issuer(), user, nonce, self.now())}
         # Servers that leave out what RFC 6749 only recommends.
         if self.options.no_expires_in:
             del answer["expires_in"]

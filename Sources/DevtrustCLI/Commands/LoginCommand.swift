@@ -71,6 +71,8 @@ enum LoginCommand {
     static func save(_ context: CommandContext, store: DeviceStore, settings: SignInSettings, method: String, tokens: TokenSet,
                      issuer: String? = nil) throws {
         if let note = tokens.idTokenNote { context.warn(note) }
+        var tokens = tokens
+        tokens.deleteTokenGrant = settings.deleteTokenGrant
         let record = try store.saveSignIn(server: settings.serverName ?? issuer, discovery: settings.discovery, clientId: settings.clientID,
                                           scope: tokens.scope ?? settings.scope, method: method, tokens: tokens)
         let lifetime = tokens.expiryAssumed

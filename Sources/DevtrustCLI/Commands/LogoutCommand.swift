@@ -9,24 +9,33 @@ enum LogoutCommand {
         let clock = context.environment.clock
         let oauth = OAuthClient(http: CurlHTTPClientFactory.make(context), clock: { clock.secondsSinceEpoch() })
         let tokens = try? store.tokens(of: record)
-        var revoked = [String]()
+        var outcomes = [(what: String, outcome: OAuthClient.Revocation)]()
         if let tokens {
             if let refresh = tokens.refreshToken {
-                if oauth.revoke(refresh, hint: "refresh_token", clientID: record.clientId, endpoint: tokens.revocationEndpoint)
-                    || oauth.deleteRefreshToken(refresh, clientID: record.clientId, tokenEndpoint: tokens.tokenEndpoint) {
-                    revoked.append("refresh token")
+                var outcome = oauth.revoke(refresh, hint: "refresh_token", clientID: record.clientId, endpoint: tokens.revocationEndpoint)
+                if outcome != .revoked && tokens.deleteTokenGrant {
+                    outcome = oauth.deleteRefreshToken(refresh, clientID: record.clientId, tokenEndpoint: tokens.tokenEndpoint)
                 }
+                outcomes.append(("refresh token", outcome))
             }
-            if oauth.revoke(tokens.accessToken, hint: "access_token", clientID: record.clientId, endpoint: tokens.revocationEndpoint) {
-                revoked.append("access token")
-            }
+            outcomes.append(("access token", oauth.revoke(tokens.accessToken, hint: "access_token", clientID: record.clientId,
+                                                          endpoint: tokens.revocationEndpoint)))
         }
         try store.removeSignIn(record)
         let place = record.server ?? record.discovery ?? "?"
-        if revoked.isEmpty {
-            context.info("deleted the sign-in at \(place) (the server did not accept a revocation; the tokens stay valid there until they expire)")
-        } else {
-            context.info("revoked the \(revoked.joined(separator: " and ")) and deleted the sign-in at \(place)")
+        let revoked = outcomes.filter { $0.outcome == .revoked }.map(\.what)
+        context.info((revoked.isEmpty ? "" : "revoked the \(revoked.joined(separator: " and ")) and ") + "deleted the sign-in at \(place)")
+        // What was not revoked stays valid at the server: say why, in words that tell a refusal from a network failure.
+        for (what, outcome) in outcomes {
+            switch outcome {
+            case .revoked: break
+            case .notOffered:
+                context.warn("the \(what) was not revoked: the server offers no revocation endpoint; it stays valid there until it expires")
+            case let .refused(reason):
+                context.warn("the \(what) was not revoked: the server refused (\(reason)); it stays valid there until it expires")
+            case let .unreachable(reason):
+                context.warn("the \(what) was not revoked: \(reason); it stays valid there until it expires")
+            }
         }
     }
 }
