@@ -82,6 +82,21 @@ import Testing
         #expect(try setup.deviceCheck(token)["accepted"] == .bool(true))
     }
 
+    /// Device code and token requests read the Date header too.
+    @Test func deviceCodeAndTokenAnswersAreRead() throws {
+        let server = try ReferenceServer(["--clock-offset", "-100", "--device-interval", "1", "--device-approve-after", "1"])
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        let login = try cli.run("login", "--device-code", "--server", server.url, "--client-id", "devtrust-app", "--json")
+        #expect(login.status == 0, "\(login)")
+        #expect(login.stderr.contains("s ahead of \(server.url)'s (its Date header)"), "\(login.stderr)")
+        let skew = try JSONParser.parse(try cli.run("status", "--json").output).objectValue?["signIns"]?.arrayValue?.first?.objectValue?["clockSkewSeconds"]?.int64Value
+        #expect(skew.map { (99...101).contains($0) } == true, "\(String(describing: skew))")
+        let refreshed = try cli.run("access-token", "--refresh")
+        #expect(refreshed.status == 0 && refreshed.stderr.contains("s ahead of \(server.url)'s"), "\(refreshed)")
+    }
+
     /// Within what the server accepts: nothing to say, and no correction.
     @Test func aSmallDifferenceIsNotWarnedAbout() throws {
         let setup = try Setup(offset: 3)
