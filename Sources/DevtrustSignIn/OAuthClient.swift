@@ -182,7 +182,11 @@ public struct OAuthClient: Sendable {
         if let idToken = document["id_token"]?.stringValue {
             // Kept only when it checks out; a refresh's new one that does not leaves the one kept before.
             do {
-                _ = try validate(idToken, issuer: tokens.issuer, jwks: tokens.jwksURI, clientID: clientID, nonce: nonce)
+                let identity = try validate(idToken, issuer: tokens.issuer, jwks: tokens.jwksURI, clientID: clientID, nonce: nonce)
+                // OpenID Connect Core 12.2: a refresh's ID token is for the same user.
+                if let kept = previous?.idToken.flatMap(IDTokenValidator.identity(ofKept:)), kept.subject != identity.subject {
+                    throw IDTokenRejection("its sub \(identity.subject) is not the signed-in user's (\(kept.subject))")
+                }
                 tokens.idToken = idToken
             } catch {
                 tokens.idTokenNote = "devtrust keeps no ID token from \(endpoint): \(error)"

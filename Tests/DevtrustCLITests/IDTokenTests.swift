@@ -50,6 +50,18 @@ import Testing
         #expect(signIn["subject"] == .null && signIn["name"] == .null)
     }
 
+    /// OpenID Connect Core 12.2: a refresh's ID token names the same user; one for another is not kept.
+    @Test func aRefreshsIDTokenForAnotherUserIsNotKept() throws {
+        let (setup, login, _) = try Self.signIn(["--id-token-fault", "other-sub-on-refresh"])
+        #expect(login.status == 0 && !login.stderr.contains("keeps no ID token"), "\(login)")
+        let before = try Self.storedIDToken(setup)
+        let refreshed = try setup.cli.run("access-token", "--refresh")
+        #expect(refreshed.status == 0 && refreshed.stderr.contains("keeps no ID token from \(setup.server.url)/oauth2/token: its sub user-mallory is not the signed-in user's"), "\(refreshed)")
+        #expect(try Self.storedIDToken(setup) == before, "the other user's ID token was kept")
+        let status = try JSONParser.parse(try setup.cli.run("status", "--json").output).objectValue?["signIns"]?.arrayValue?.first?.objectValue
+        #expect(status?["subject"]?.stringValue?.hasPrefix("user-") == true && status?["subject"] != .string("user-mallory"))
+    }
+
     @Test func severalAudiencesWithTheClientAsAzpAreAccepted() throws {
         let (setup, login, _) = try Self.signIn(["--id-token-fault", "multi-aud-azp"])
         #expect(login.status == 0 && !login.stderr.contains("keeps no ID token"), "\(login)")

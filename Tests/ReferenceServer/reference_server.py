@@ -862,7 +862,8 @@ def main():
     parser.add_argument("--access-token-ttl", type=int, default=3600)
     parser.add_argument("--id-token-alg", choices=["ES256", "RS256"], default="ES256")
     parser.add_argument("--id-token-fault", choices=["wrong-iss", "wrong-aud", "multi-aud-no-azp", "multi-aud-azp", "expired", "future-iat",
-                                                     "wrong-nonce", "no-nonce", "unknown-kid", "alg-none", "hs256", "bad-signature"],
+                                                     "wrong-nonce", "no-nonce", "unknown-kid", "alg-none", "hs256", "bad-signature",
+                                                     "other-sub-on-refresh"],
                         help="ID tokens wrong in this way (the multi-aud-azp one is right)")
     parser.add_argument("--no-expires-in", action="store_true", help="token answers without expires_in")
     parser.add_argument("--no-refresh-token", action="store_true", help="token answers without a refresh token")

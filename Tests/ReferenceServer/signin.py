@@ -62,13 +62,15 @@ class IDTokenSigner:
             {"kty": "RSA", "kid": "rsa-1", "use": "sig", "alg": "RS256", "n": int_b64url(rsa_numbers.n), "e": int_b64url(rsa_numbers.e)},
         ]}
 
-    def sign(self, issuer, user, nonce, now):
+    def sign(self, issuer, user, nonce, now, refreshing=False):
         fault = self.options.id_token_fault
         alg = self.options.id_token_alg
         claims = {"iss": issuer, "sub": "user-" + hashlib.sha256(user.encode()).hexdigest()[:12], "aud": CLIENT_ID,
                   "exp": int(now) + 3600, "iat": int(now), "name": "Alice Example", "preferred_username": user}
         if nonce is not None:
             claims["nonce"] = nonce
+        if fault == "other-sub-on-refresh" and refreshing:
+            claims["sub"] = "user-mallory"
         if fault == "wrong-iss":
             claims["iss"] = issuer + "/other"
         elif fault == "wrong-aud":
@@ -342,7 +344,7 @@ class SignInServer:
                 raise OAuthFailure(400, "invalid_grant", "unknown, used or revoked refresh token")
             if self.options.refresh_delay:
                 time.sleep(self.options.refresh_delay)
-            return self.issue(entry["user"], entry["scope"])
+            return self.issue(entry["user"], entry["scope"], refreshing=True)
         if grant == "urn:ietf:params:oauth:grant-type:device_code":
             return self.poll_device(get("device_code") or "")
         if grant == "delete_token":
@@ -358,7 +360,7 @@ class SignInServer:
             self.stats["refreshFaults"] += 1
             return True
 
-    def issue(self, user, scope, nonce=None):
+    def issue(self, user, scope, nonce=None, refreshing=False):
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         with self.lock:
             self.stats["token"] += 1
@@ -366,7 +368,7 @@ class SignInServer:
             self.refresh_tokens[refresh] = {"user": user, "scope": scope}
         answer = {"access_token": access, "token_type": "Bearer", "expires_in": self.options.access_token_ttl,
                   "refresh_token": refresh, "scope": scope,
-                  "id_token": self.id_tokens.sign(self.issuer(), user, nonce, self.now())}
+                  "id_token": self.id_tokens.sign(self.issuer(), user, nonce, self.now(), refreshing)}
         # Servers that leave out what RFC 6749 only recommends.
         if self.options.no_expires_in:
             del answer["expires_in"]

@@ -25,6 +25,7 @@ enum AccessTokenCommand {
             context.detail("refreshing the access token")
             return try oauth.refresh(current, clientID: record.clientId)
         }
+        if let note = tokens.idTokenNote { context.warn(note) }
         context.output(tokens.accessToken)
     }
 }
