@@ -116,11 +116,9 @@ import Testing
 /// A one-answer HTTP server on loopback that redirects (python's http.server).
 final class RedirectingListener: @unchecked Sendable {
     let port: Int
-    private let process: Process
+    private let process: ListeningProcess
 
     init(location: String) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: ExternalTool.python.rawValue)
         let script = """
             import http.server, sys
             class H(http.server.BaseHTTPRequestHandler):
@@ -132,31 +130,11 @@ final class RedirectingListener: @unchecked Sendable {
                 do_GET = do_POST = answer
                 def log_message(self, *a): pass
             s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-            print(s.server_address[1], flush=True)
+            print("listening on", s.server_address[1], flush=True)
             s.serve_forever()
             """
-        process.arguments = ["-c", script, location]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var line = [UInt8]()
-        while true {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte.first == 0x0A { break }
-            line.append(byte.first!)
-        }
-        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
-            process.terminate()
-            throw SwtpmError("the redirecting server did not start")
-        }
+        process = try ListeningProcess(ExternalTool.python.rawValue, ["-c", script, location], what: "the redirecting server")
+        guard let port = Int(process.announced) else { throw SwtpmError("the redirecting server announced \(process.firstLine)") }
         self.port = port
-    }
-
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
     }
 }

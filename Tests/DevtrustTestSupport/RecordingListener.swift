@@ -10,7 +10,7 @@ public final class RecordingListener: @unchecked Sendable {
     public let host: String
     public let port: Int
     private let log: TemporaryDirectory
-    private let process: Process
+    private let process: ListeningProcess
 
     /// "host:port", with brackets for IPv6.
     public var authority: String { (host.contains(":") ? "[\(host)]" : host) + ":\(port)" }
@@ -18,34 +18,11 @@ public final class RecordingListener: @unchecked Sendable {
     public init(host: String, mode: Mode = .server) throws {
         self.host = host
         log = TemporaryDirectory("listener")
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: ExternalTool.python.rawValue)
-        process.arguments = [Repository.path("Tests/Interop/recording_listener.py"), "--host", host, "--mode", mode.rawValue,
-                             "--log", log.file("connections.jsonl")]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var line = [UInt8]()
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte.first == 0x0A { break }
-            line.append(byte.first!)
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("listening on "), let port = Int(text.dropFirst("listening on ".count)) else {
-            process.terminate()
-            throw SwtpmError("the recording listener on \(host) did not start: \(text)")
-        }
+        process = try ListeningProcess(ExternalTool.python.rawValue, [Repository.path("Tests/Interop/recording_listener.py"), "--host", host,
+                                                                      "--mode", mode.rawValue, "--log", log.file("connections.jsonl")],
+                                       what: "the recording listener on \(host)")
+        guard let port = Int(process.announced) else { throw SwtpmError("the recording listener announced \(process.firstLine)") }
         self.port = port
-    }
-
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
     }
 
     /// What each connection sent first (request line, headers, the start of the body), in order.

@@ -6,46 +6,24 @@ import Foundation
 public final class ReferenceServer: @unchecked Sendable {
     public let url: String
     public let database: TemporaryDirectory
-    private let process: Process
-    private let output: Pipe
+    private let process: ListeningProcess
 
     public static var shouldRun: Bool { ExternalTool.python.shouldRun }
 
     /// - Parameter arguments: reference_server.py options (`--device-policy`, `--fault MODE`, ...).
     public init(_ arguments: [String] = [], otp: String = "123456") throws {
         database = TemporaryDirectory("reference-server")
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: ExternalTool.python.rawValue)
-        process.arguments = [Repository.path("Tests/ReferenceServer/reference_server.py"), "--port", "0",
-                             "--db", database.file("server.sqlite"), "--otp", otp] + arguments
-        output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // The server prints "listening on URL" once it accepts connections.
-        var line = [UInt8]()
-        let handle = output.fileHandleForReading
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline {
-            let byte = handle.readData(ofLength: 1)
-            if byte.isEmpty { break }
-            if byte.first == 0x0A { break }
-            line.append(byte.first!)
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("listening on ") else {
-            process.terminate()
-            throw SwtpmError("the reference server did not start: \(text)")
-        }
-        url = String(text.dropFirst("listening on ".count))
+        process = try ListeningProcess(ExternalTool.python.rawValue,
+                                       [Repository.path("Tests/ReferenceServer/reference_server.py"), "--port", "0",
+                                        "--db", database.file("server.sqlite"), "--otp", otp] + arguments,
+                                       what: "the reference server")
+        url = process.announced
     }
 
     deinit { stop() }
 
     public func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.stop()
     }
 
     /// GET a JSON document from the server (devices, outbox, device-check).

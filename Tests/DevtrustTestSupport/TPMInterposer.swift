@@ -10,7 +10,7 @@ import Foundation
 public final class TPMInterposer: @unchecked Sendable {
     public let port: Int
     public let log: TemporaryDirectory
-    private let process: Process
+    private let process: ListeningProcess
 
     /// The TCTI configuration that goes through the interposer.
     public var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
@@ -18,34 +18,11 @@ public final class TPMInterposer: @unchecked Sendable {
     /// `arguments`: the mode's own options (`--refuse CC:RC`).
     public init(_ tpm: Swtpm, mode: String, attackerKey: String? = nil, arguments: [String] = []) throws {
         log = TemporaryDirectory("interposer")
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: ExternalTool.python.rawValue)
-        process.arguments = [Repository.path("Tests/Interop/tpm_interposer.py"), "--tpm-port", "\(tpm.port)", "--listen-port", "0",
-                             "--mode", mode, "--log", log.file("events.jsonl")] + (attackerKey.map { ["--attacker-key", $0] } ?? []) + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var line = [UInt8]()
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte.first == 0x0A { break }
-            line.append(byte.first!)
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("listening on "), let port = Int(text.dropFirst("listening on ".count)) else {
-            process.terminate()
-            throw SwtpmError("the TPM interposer did not start: \(text)")
-        }
+        process = try ListeningProcess(ExternalTool.python.rawValue, [Repository.path("Tests/Interop/tpm_interposer.py"), "--tpm-port", "\(tpm.port)", "--listen-port", "0",
+                                                                      "--mode", mode, "--log", log.file("events.jsonl")] + (attackerKey.map { ["--attacker-key", $0] } ?? []) + arguments,
+                                       what: "the TPM interposer")
+        guard let port = Int(process.announced) else { throw SwtpmError("the TPM interposer announced \(process.firstLine)") }
         self.port = port
-    }
-
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
     }
 
     /// The events it logged, by name ("create-swapped", "sign-forged", "salt-recovered", ...).
