@@ -36,7 +36,8 @@ final class ClockMonitor: @unchecked Sendable {
         measured[origin] = skew
         let now = reading()
         if let bootID = now.bootID {
-            store?.save(ClockSkewRecord(skewSeconds: skew, measuredAt: Int64(now.wall), bootID: bootID, wallMinusBoot: now.wallMinusBoot), for: origin)
+            store?.save(ClockSkewRecord(skewSeconds: skew, measuredAt: Int64(now.wall), bootID: bootID, rawAt: now.raw, wallMinusRaw: now.wallMinusRaw),
+                        for: origin)
         }
         guard ClockSkew.exceedsTolerance(skew), !warned.contains(origin) else { return }
         warned.insert(origin)

@@ -11,25 +11,30 @@ import Glibc
 /// without device data (server contract, section 2). devtrust warns when the
 /// difference is beyond that, and, like the AWS SDKs for their request
 /// signatures, writes its tokens for that server with the server's time.
-/// A correction is used only while it still describes this machine's clock:
-/// measured since this boot, within a day, and with the wall clock not set or
-/// slewed by more than 2 s since (the wall clock minus the boot clock is what
-/// it was). Once the clock is fixed, the old correction is dropped, so it
-/// cannot push `iat` into the server's future.
+/// A stored correction is used only while it still describes this machine's
+/// clock: measured in this boot, less than an hour ago, and with the wall
+/// clock neither set nor slewed by more than 2 s since (the wall clock minus
+/// the raw monotonic clock, which NTP neither sets nor slews, is what it was;
+/// a suspend also ends it). Once this machine's clock is fixed, the old
+/// correction is dropped, so it cannot push `iat` into the server's future.
+/// A change of the server's own clock is seen only at the next answer from
+/// it (register, login, a refresh), or when the hour is up.
 public struct ClockSkewRecord: Sendable, Equatable {
     /// This machine's clock minus the server's, whole seconds (positive: ahead).
     public var skewSeconds: Int64
     /// When it was measured, by this machine's clock.
     public var measuredAt: Int64
-    /// The boot it was measured in, and the wall clock minus the boot clock then.
+    /// The boot it was measured in, the raw monotonic clock then, and the wall clock minus it.
     public var bootID: String
-    public var wallMinusBoot: Double
+    public var rawAt: Double
+    public var wallMinusRaw: Double
 
-    public init(skewSeconds: Int64, measuredAt: Int64, bootID: String, wallMinusBoot: Double) {
+    public init(skewSeconds: Int64, measuredAt: Int64, bootID: String, rawAt: Double, wallMinusRaw: Double) {
         self.skewSeconds = skewSeconds
         self.measuredAt = measuredAt
         self.bootID = bootID
-        self.wallMinusBoot = wallMinusBoot
+        self.rawAt = rawAt
+        self.wallMinusRaw = wallMinusRaw
     }
 }
 
@@ -42,6 +47,8 @@ public enum ClockSkew {
     public static let correctionThreshold: Int64 = 5
     /// Beyond a day, the clock is too wrong to trust a correction of it.
     public static let maximumCorrection: Int64 = 86_400
+    /// How long a stored measurement is used (the server's clock may be fixed meanwhile).
+    public static let maximumAge = 3600.0
     /// How far the wall clock may have moved against the boot clock before a correction is dropped.
     public static let clockMovedTolerance = 2.0
 
@@ -66,33 +73,36 @@ public enum ClockSkew {
     /// The seconds to take off this machine's time for tokens to `server`, or nil for none.
     public static func correction(_ record: ClockSkewRecord?, now reading: BootClockReading) -> Int64? {
         guard let record, let bootID = reading.bootID, bootID == record.bootID,
-              abs(reading.wallMinusBoot - record.wallMinusBoot) <= clockMovedTolerance,
-              reading.wall - Double(record.measuredAt) < Double(maximumCorrection) + 5,
+              abs(reading.wallMinusRaw - record.wallMinusRaw) <= clockMovedTolerance,
+              (0...maximumAge).contains(reading.raw - record.rawAt),
               abs(record.skewSeconds) > correctionThreshold, abs(record.skewSeconds) <= maximumCorrection else { return nil }
         return record.skewSeconds
     }
 }
 
-/// The wall clock, the boot clock and the boot's id, read together.
+/// The wall clock, the raw monotonic clock and the boot's id, read together.
 public struct BootClockReading: Sendable {
     public let wall: Double
-    public let wallMinusBoot: Double
+    public let raw: Double
     public let bootID: String?
+    public var wallMinusRaw: Double { wall - raw }
 
-    public init(wall: Double, wallMinusBoot: Double, bootID: String?) {
+    public init(wall: Double, raw: Double, bootID: String?) {
         self.wall = wall
-        self.wallMinusBoot = wallMinusBoot
+        self.raw = raw
         self.bootID = bootID
     }
 
-    /// This machine's: CLOCK_REALTIME, CLOCK_BOOTTIME (which runs on in suspend and is never set), /proc's boot id.
+    /// This machine's: CLOCK_REALTIME; CLOCK_MONOTONIC_RAW, which is never set and never
+    /// slewed (CLOCK_MONOTONIC and CLOCK_BOOTTIME are slewed with the wall clock), and stops
+    /// in suspend; /proc's boot id.
     public static func system() -> BootClockReading {
         var wall = timespec()
-        var boot = timespec()
+        var raw = timespec()
         clock_gettime(CLOCK_REALTIME, &wall)
-        clock_gettime(CLOCK_BOOTTIME, &boot)
+        clock_gettime(CLOCK_MONOTONIC_RAW, &raw)
         let wallSeconds = Double(wall.tv_sec) + Double(wall.tv_nsec) / 1e9
-        let bootSeconds = Double(boot.tv_sec) + Double(boot.tv_nsec) / 1e9
+        let rawSeconds = Double(raw.tv_sec) + Double(raw.tv_nsec) / 1e9
         var bootID: String?
         if let file = fopen("/proc/sys/kernel/random/boot_id", "re") {
             var buffer = [CChar](repeating: 0, count: 64)
@@ -101,7 +111,7 @@ public struct BootClockReading: Sendable {
             }
             fclose(file)
         }
-        return BootClockReading(wall: wallSeconds, wallMinusBoot: wallSeconds - bootSeconds, bootID: bootID)
+        return BootClockReading(wall: wallSeconds, raw: rawSeconds, bootID: bootID)
     }
 }
 
@@ -120,8 +130,8 @@ public struct ClockSkewStore: Sendable {
         for member in document.members {
             guard let object = member.value.objectValue, let skew = object["skewSeconds"]?.int64Value,
                   let measuredAt = object["measuredAt"]?.int64Value, let bootID = object["bootId"]?.stringValue,
-                  let wallMinusBoot = object["wallMinusBoot"]?.doubleValue else { continue }
-            records[member.key] = ClockSkewRecord(skewSeconds: skew, measuredAt: measuredAt, bootID: bootID, wallMinusBoot: wallMinusBoot)
+                  let rawAt = object["rawAt"]?.doubleValue, let wallMinusRaw = object["wallMinusRaw"]?.doubleValue else { continue }
+            records[member.key] = ClockSkewRecord(skewSeconds: skew, measuredAt: measuredAt, bootID: bootID, rawAt: rawAt, wallMinusRaw: wallMinusRaw)
         }
         return records
     }
@@ -137,7 +147,8 @@ public struct ClockSkewStore: Sendable {
         for origin in all.keys.sorted() {
             let entry = all[origin]!
             document[origin] = .object(["skewSeconds": .integer(entry.skewSeconds), "measuredAt": .integer(entry.measuredAt),
-                                        "bootId": .string(entry.bootID), "wallMinusBoot": .number(String(entry.wallMinusBoot))])
+                                        "bootId": .string(entry.bootID), "rawAt": .number(String(entry.rawAt)),
+                                        "wallMinusRaw": .number(String(entry.wallMinusRaw))])
         }
         cache.write(Self.fileName, JSONWriter.bytes(.object(document)))
     }

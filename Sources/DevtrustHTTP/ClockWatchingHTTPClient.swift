@@ -11,10 +11,14 @@ public struct ClockObservation: Sendable, Equatable {
     }
 }
 
-/// Reads the `Date` header of every answer (the server's clock; server
+/// Reads the `Date` header of the server's answers (its clock; server
 /// contract, section 2) and reports how far this machine's clock is from it.
 /// The server's time is taken as the middle of the second its header names,
-/// and this machine's as the middle of the exchange.
+/// and this machine's as the middle of the exchange. Only answers the server
+/// itself made now count: those to POSTs (flow steps, sign-in, device code,
+/// token requests), never a GET's (a CDN or cache keeps the `Date` of when
+/// it fetched a discovery document or a key set), nor any answer with `Age`
+/// (RFC 9111 5.1: it came from a cache).
 public struct ClockWatchingHTTPClient: HTTPClient {
     public let inner: any HTTPClient
     /// Wall-clock seconds since the epoch, with fractions.
@@ -31,7 +35,7 @@ public struct ClockWatchingHTTPClient: HTTPClient {
         let sent = now()
         let response = try inner.send(request)
         let received = now()
-        if let header = response.header("Date"), let serverTime = HTTPDate.parse(header) {
+        if request.method == "POST", response.header("Age") == nil, let header = response.header("Date"), let serverTime = HTTPDate.parse(header) {
             observe(ClockObservation(url: request.url, skewSeconds: (sent + received) / 2 - (Double(serverTime) + 0.5)))
         }
         return response

@@ -12,7 +12,8 @@ public enum HTTPDate {
            let day = Int(words[1]), words[1].count == 2, let month = month(words[2]), let year = Int(words[3]), words[3].count == 4 {
             return seconds(year: year, month: month, day: day, time: words[4])
         }
-        // "Sunday, 06-Nov-94 08:49:37 GMT": a two-digit year more than 50 years ahead is in the past century.
+        // "Sunday, 06-Nov-94 08:49:37 GMT": a two-digit year below 70 is 20xx, else 19xx (a fixed pivot,
+        // not RFC 9110's "more than 50 years ahead" rule, which needs today's date; the form is obsolete).
         if words.count == 4, words[0].hasSuffix(","), words[3] == "GMT" {
             let parts = words[1].split(separator: "-", omittingEmptySubsequences: false)
             guard parts.count == 3, parts[0].count == 2, parts[2].count == 2, let day = Int(parts[0]), let month = month(String(parts[1])),

@@ -14,8 +14,9 @@ public struct RSAPublicKey: Equatable, Sendable {
     public init(modulus: [UInt8], exponent: [UInt8]) throws(PublicKeyError) {
         let n = Array(modulus.drop(while: { $0 == 0 }))
         let e = Array(exponent.drop(while: { $0 == 0 }))
-        guard n.count * 8 >= Self.minimumBits, n.count <= 2048 else {
-            throw PublicKeyError(message: "an RSA modulus of \(n.count * 8) bits (at least \(Self.minimumBits) are needed)")
+        let bits = n.isEmpty ? 0 : (n.count - 1) * 8 + (8 - n[0].leadingZeroBitCount)
+        guard bits >= Self.minimumBits, n.count <= 2048 else {
+            throw PublicKeyError(message: "an RSA modulus of \(bits) bits (at least \(Self.minimumBits) are needed)")
         }
         guard !e.isEmpty, e.count <= 8, e.last! & 1 == 1, e != [1] else { throw PublicKeyError(message: "not a valid RSA public exponent") }
         self.modulus = n

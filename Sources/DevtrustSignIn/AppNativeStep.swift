@@ -58,7 +58,7 @@ extension AppNativeStep {
                                           redirectURL: (additional?["redirectUrl"] ?? additional?["redirectURL"])?.stringValue)
         }
         let messages = (nextStep?["messages"]?.arrayValue ?? document["messages"]?.arrayValue ?? []).compactMap { element -> AppNativeMessage? in
-            guard let object = element.objectValue, let text = (object["message"] ?? object["i18nKey"])?.stringValue else { return nil }
+            guard let object = element.objectValue, let text = object["message"]?.stringValue ?? object["i18nKey"]?.stringValue else { return nil }
             return AppNativeMessage(type: object["type"]?.stringValue ?? "INFO", message: text)
         }
         self.init(flowId: document["flowId"]?.stringValue ?? "", status: status, stepType: nextStep?["stepType"]?.stringValue,

@@ -104,14 +104,14 @@ public struct OAuthClient: Sendable {
     /// RFC 7009 revocation.
     public func revoke(_ token: String, hint: String, clientID: String, endpoint: String?) -> Revocation {
         guard let endpoint else { return .notOffered }
-        return outcome { try post(endpoint, [("token", token), ("token_type_hint", hint), ("client_id", clientID)], allowEmpty: true) }
+        return outcome { try post(endpoint, [("token", token), ("token_type_hint", hint), ("client_id", clientID)], ignoreBody: true) }
     }
 
     /// glewlwyd's non-standard `grant_type=delete_token`: how its public clients end a refresh
     /// token when RFC 7009 revocation is not open to them. Only for a sign-in whose profile says
     /// the server has it (`deleteTokenGrant`): another server would only see an odd grant.
     public func deleteRefreshToken(_ refreshToken: String, clientID: String, tokenEndpoint: String) -> Revocation {
-        outcome { try post(tokenEndpoint, [("grant_type", "delete_token"), ("client_id", clientID), ("refresh_token", refreshToken)], allowEmpty: true) }
+        outcome { try post(tokenEndpoint, [("grant_type", "delete_token"), ("client_id", clientID), ("refresh_token", refreshToken)], ignoreBody: true) }
     }
 
     private func outcome(_ request: () throws -> JSONObject) -> Revocation {
@@ -139,7 +139,9 @@ public struct OAuthClient: Sendable {
         return endpoint
     }
 
-    func post(_ url: String, _ parameters: [(String, String)], expectedStatus: Set<Int> = [200], allowEmpty: Bool = false) throws -> JSONObject {
+    /// - Parameter allowEmpty: an empty body is an empty object; `ignoreBody`: any body is (RFC 7009: the revocation answer's body is ignored).
+    func post(_ url: String, _ parameters: [(String, String)], expectedStatus: Set<Int> = [200], allowEmpty: Bool = false,
+              ignoreBody: Bool = false) throws -> JSONObject {
         let response = try http.send(HTTPRequest(method: "POST", url: url, headers: [
             ("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json"),
         ], body: Array(FormEncoding.encode(parameters).utf8)))
@@ -148,14 +150,18 @@ public struct OAuthClient: Sendable {
             if case let .object(object)? = document, let error = object["error"]?.stringValue {
                 throw OAuthError(error: error, errorDescription: object["error_description"]?.stringValue, httpStatus: response.status)
             }
-            // Some servers (glewlwyd) answer a bad refresh token with an empty 400.
-            if response.status == 400 || response.status == 401 {
-                throw OAuthError(error: "invalid_grant", errorDescription: "HTTP \(response.status) without an error body", httpStatus: response.status,
-                                 bodyless: true)
+            // Some servers (glewlwyd) answer a bad refresh token with an empty 400: a refusal. A 401 without
+            // an OAuth body is what a proxy or gateway in front of the server answers: not the server's word.
+            if response.status == 400 {
+                throw OAuthError(error: "invalid_grant", errorDescription: "HTTP 400 without an error body", httpStatus: 400)
+            }
+            if response.status == 401 {
+                throw OAuthError(error: "unauthorized", errorDescription: "HTTP 401 without an OAuth error body, as a proxy or gateway answers",
+                                 httpStatus: 401, bodyless: true)
             }
             throw OAuthProtocolError("\(url) answered HTTP \(response.status)")
         }
-        if allowEmpty && response.body.isEmpty { return JSONObject() }
+        if ignoreBody || (allowEmpty && response.body.isEmpty) { return JSONObject() }
         guard case let .object(object)? = document else { throw OAuthProtocolError("\(url) did not answer a JSON object") }
         return object
     }
@@ -165,12 +171,14 @@ public struct OAuthClient: Sendable {
         guard let accessToken = document["access_token"]?.stringValue, !accessToken.isEmpty else {
             throw OAuthProtocolError("the token answer has no access_token")
         }
-        let expiresIn = document["expires_in"]?.int64Value ?? document["expires_in"]?.stringValue.flatMap { Int64($0) }
+        // At most ten years: a larger lifetime is a server's mistake, and must not overflow.
+        let expiresIn = (document["expires_in"]?.int64Value ?? document["expires_in"]?.stringValue.flatMap { Int64($0) })
+            .map { min(max($0, 0), 315_360_000) }
         var tokens = TokenSet(
             accessToken: accessToken,
             tokenType: document["token_type"]?.stringValue ?? "Bearer",
             refreshToken: document["refresh_token"]?.stringValue ?? previous?.refreshToken,
-            idToken: previous?.idToken,
+            idToken: previous?.keptIdentity != nil ? previous?.idToken : nil,
             scope: document["scope"]?.stringValue ?? previous?.scope,
             expiresAt: clock() + (expiresIn ?? TokenSet.assumedLifetime),
             tokenEndpoint: endpoint,
@@ -184,7 +192,7 @@ public struct OAuthClient: Sendable {
             do {
                 let identity = try validate(idToken, issuer: tokens.issuer, jwks: tokens.jwksURI, clientID: clientID, nonce: nonce)
                 // OpenID Connect Core 12.2: a refresh's ID token is for the same user.
-                if let kept = previous?.idToken.flatMap(IDTokenValidator.identity(ofKept:)), kept.subject != identity.subject {
+                if let kept = previous?.keptIdentity, kept.subject != identity.subject {
                     throw IDTokenRejection("its sub \(identity.subject) is not the signed-in user's (\(kept.subject))")
                 }
                 tokens.idToken = idToken

@@ -3,8 +3,8 @@ public struct OAuthError: Error, Equatable, Sendable, CustomStringConvertible {
     public let error: String
     public let errorDescription: String?
     public let httpStatus: Int
-    /// A 400 or 401 without an OAuth error body: read as `invalid_grant`, but it may
-    /// come from a proxy or gateway in front of the server, not from the server.
+    /// A 401 without an OAuth error body: it may come from a proxy or gateway in
+    /// front of the server, not from the server.
     public let bodyless: Bool
 
     public init(error: String, errorDescription: String?, httpStatus: Int, bodyless: Bool = false) {

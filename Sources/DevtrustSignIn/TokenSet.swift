@@ -68,6 +68,13 @@ public struct TokenSet: Equatable, Sendable {
         deleteTokenGrant = object["deleteTokenGrant"]?.boolValue ?? false
     }
 
+    /// Who signed in, from the ID token: only one devtrust checked before it kept it (a file
+    /// written by an earlier devtrust, which kept ID tokens unchecked, records no issuer).
+    public var keptIdentity: IDTokenIdentity? {
+        guard issuer != nil, let idToken else { return nil }
+        return IDTokenValidator.identity(ofKept: idToken)
+    }
+
     /// Whether to refresh before use: when the access token has less than `margin` seconds
     /// left, by the server's word or by the assumed lifetime, or has no known expiry at all.
     /// Without a refresh token, an access token of unknown lifetime is used as it is

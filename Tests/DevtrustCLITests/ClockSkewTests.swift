@@ -109,9 +109,10 @@ import Testing
         #expect(abs(claims["iat"]!.int64Value! - Int64(Date().timeIntervalSince1970)) <= 1)
     }
 
-    /// Once this machine's clock is set (the wall clock moved against the boot clock) or the
-    /// machine restarted, the old measurement no longer describes it: tokens carry this clock's iat.
-    @Test(arguments: ["clock set", "another boot"])
+    /// Once this machine's clock is set or slewed (the wall clock moved against the raw monotonic
+    /// clock), the machine restarted, or an hour passed (the server's clock may have been fixed),
+    /// the old measurement is not used: tokens carry this clock's iat.
+    @Test(arguments: ["clock set", "another boot", "an hour ago"])
     func aStaleCorrectionIsDropped(_ change: String) throws {
         let setup = try Setup(offset: -100)
         #expect(try setup.register().status == 0)
@@ -120,7 +121,11 @@ import Testing
         switch change {
         case "clock set":
             // As if the clock had been 100 s ahead of where it is now: it was set back since.
-            record["wallMinusBoot"] = .number(String(record["wallMinusBoot"]!.doubleValue! + 100))
+            record["wallMinusRaw"] = .number(String(record["wallMinusRaw"]!.doubleValue! + 100))
+        case "an hour ago":
+            // Measured 3601 s ago by both clocks: nothing moved, only time passed.
+            record["rawAt"] = .number(String(record["rawAt"]!.doubleValue! - 3601))
+            record["measuredAt"] = .integer(record["measuredAt"]!.int64Value! - 3601)
         default:
             record["bootId"] = .string("00000000-0000-4000-8000-000000000000")
         }

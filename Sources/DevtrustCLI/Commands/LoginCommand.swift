@@ -83,7 +83,7 @@ enum LoginCommand {
 
     /// " as NAME (sub SUB)" from the kept (checked) ID token, or nothing.
     static func identityText(_ tokens: TokenSet) -> String {
-        guard let identity = tokens.idToken.flatMap(IDTokenValidator.identity(ofKept:)) else { return "" }
+        guard let identity = tokens.keptIdentity else { return "" }
         return " as " + (identity.displayName.map { "\($0) (sub \(identity.subject))" } ?? "sub \(identity.subject)")
     }
 

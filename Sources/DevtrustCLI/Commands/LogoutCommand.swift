@@ -32,7 +32,7 @@ enum LogoutCommand {
             case .notOffered:
                 context.warn("the \(what) was not revoked: the server offers no revocation endpoint; it stays valid there until it expires")
             case let .refused(reason):
-                context.warn("the \(what) was not revoked: the server refused (\(reason)); it stays valid there until it expires")
+                context.warn("the \(what) was not revoked: \(reason); it stays valid there until it expires")
             case let .unreachable(reason):
                 context.warn("the \(what) was not revoked: \(reason); it stays valid there until it expires")
             }

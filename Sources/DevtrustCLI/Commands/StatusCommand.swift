@@ -60,7 +60,7 @@ enum StatusCommand {
                 object["accessTokenExpiresAt"] = tokens?.expiresAt.map { .string(Timestamp.format(secondsSinceEpoch: $0)) } ?? .null
                 object["accessTokenLifetimeKnown"] = .bool(tokens.map { !$0.expiryAssumed && $0.expiresAt != nil } ?? false)
                 // Who signed in, from the ID token devtrust checked before it kept it (null without one).
-                let identity = tokens?.idToken.flatMap(IDTokenValidator.identity(ofKept:))
+                let identity = tokens?.keptIdentity
                 object["subject"] = identity.map { .string($0.subject) } ?? .null
                 object["name"] = identity?.displayName.map { .string($0) } ?? .null
                 return .object(object)
