@@ -94,7 +94,6 @@ struct SignInSettings {
     }
 
     func oauth(_ context: CommandContext) -> OAuthClient {
-        let clock = context.environment.clock
-        return OAuthClient(http: http(context), clock: { clock.secondsSinceEpoch() })
+        CurlHTTPClientFactory.oauth(context, http: http(context))
     }
 }

@@ -21,6 +21,8 @@ public struct PendingAuthorizations {
         public var nonce: String?
         public var issuer: String?
         public var jwks: String?
+        /// The profile says the server ends refresh tokens with glewlwyd's delete_token grant.
+        public var deleteTokenGrant = false
 
         public init(verifier: String, clientID: String, redirectURI: String, scope: String, server: String?, discovery: String?,
                     tokenEndpoint: String, revocationEndpoint: String?, createdAt: Int64, nonce: String? = nil, issuer: String? = nil, jwks: String? = nil) {
@@ -73,6 +75,7 @@ public struct PendingAuthorizations {
                                         server: object["server"]?.stringValue, discovery: object["discovery"]?.stringValue,
                                         tokenEndpoint: tokenEndpoint, revocationEndpoint: object["revocationEndpoint"]?.stringValue, createdAt: createdAt,
                                         nonce: object["nonce"]?.stringValue, issuer: object["issuer"]?.stringValue, jwks: object["jwks"]?.stringValue)
+            entries[member.key]?.deleteTokenGrant = object["deleteTokenGrant"]?.boolValue ?? false
         }
         return entries
     }
@@ -90,6 +93,7 @@ public struct PendingAuthorizations {
             if let nonce = entry.nonce { object["nonce"] = .string(nonce) }
             if let issuer = entry.issuer { object["issuer"] = .string(issuer) }
             if let jwks = entry.jwks { object["jwks"] = .string(jwks) }
+            if entry.deleteTokenGrant { object["deleteTokenGrant"] = .bool(true) }
             document[state] = .object(object)
         }
         return JSONWriter.bytes(.object(document))

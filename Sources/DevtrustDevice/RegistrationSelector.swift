@@ -24,16 +24,16 @@ public enum RegistrationSelector {
     /// provider's URLs (its issuer too) are below (`https://idp/t/acme` for `https://idp/t/acme/oauth2/token`).
     public static func select(from state: KeystoreState, destination: String, providerURLs: [String]) throws(DeviceError) -> RegistrationRecord {
         let providerURLs = [destination] + providerURLs
-        var candidates = state.registrations.filter { origin($0.server) == origin(destination) }
-        if candidates.count > 1 {
-            let below = candidates.filter { record in
-                let base = normalized(record.server).location
-                return providerURLs.contains { let location = normalized($0).location; return location == base || location.hasPrefix(base + "/") }
-            }
-            // The longest base URL is the most specific (a tenant's before the root's).
-            let longest = below.map { normalized($0.server).location.count }.max()
-            candidates = below.filter { normalized($0.server).location.count == longest }
+        // On the destination's origin, and a base URL the provider's URLs are below (a registration in
+        // tenant /t/acme is not for /t/other); the longest such base is the most specific (a tenant's
+        // before the root's).
+        let below = state.registrations.filter { record in
+            guard origin(record.server) == origin(destination) else { return false }
+            let base = normalized(record.server).location
+            return providerURLs.contains { let location = normalized($0).location; return location == base || location.hasPrefix(base + "/") }
         }
+        let longest = below.map { normalized($0.server).location.count }.max()
+        let candidates = below.filter { normalized($0.server).location.count == longest }
         guard let first = candidates.first else { throw .notRegistered(server: origin(destination)) }
         guard candidates.count == 1 else { throw .ambiguousRegistration(servers: candidates.map(\.server)) }
         if let key = state.key, first.keyFingerprint != key.fingerprint {

@@ -80,7 +80,8 @@ public struct AuthorizationServer: Equatable, Sendable {
             return text
         }
         // OpenID Connect Discovery 4.3 (RFC 8414 3.3): the document is the issuer's own, at the URL its issuer gives.
-        guard let issuer = document["issuer"]?.stringValue, issuer == Self.issuer(ofDiscoveryURL: url) else {
+        // An issuer may end in "/" (Discovery 4.1 drops it before adding the well-known name).
+        guard let issuer = document["issuer"]?.stringValue, let derived = Self.issuer(ofDiscoveryURL: url), issuer == derived || issuer == derived + "/" else {
             throw OAuthProtocolError("the discovery document \(url) names the issuer \(document["issuer"]?.stringValue ?? "(none)"), but an issuer's document is at {issuer}/.well-known/openid-configuration (OpenID Connect Discovery 4.3; or RFC 8414's {origin}/.well-known/openid-configuration{path}): check the URL")
         }
         return AuthorizationServer(

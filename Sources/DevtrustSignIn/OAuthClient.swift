@@ -29,9 +29,14 @@ public struct OAuthClient: Sendable {
     public let http: any HTTPClient
     public let clock: @Sendable () -> Int64
 
-    public init(http: any HTTPClient, clock: @escaping @Sendable () -> Int64) {
+    /// The time at a server (this machine's, corrected by a measured skew): what an ID token's
+    /// exp and iat are read against. This machine's clock when not given.
+    public let serverTime: @Sendable (String) -> Int64
+
+    public init(http: any HTTPClient, clock: @escaping @Sendable () -> Int64, serverTime: (@Sendable (String) -> Int64)? = nil) {
         self.http = http
         self.clock = clock
+        self.serverTime = serverTime ?? { _ in clock() }
     }
 
     /// - Parameter nonce: the authorization request's, which the ID token must carry back.
@@ -211,6 +216,6 @@ public struct OAuthClient: Sendable {
         let response = try http.send(HTTPRequest(method: "GET", url: jwks, headers: [("Accept", "application/json")]))
         guard response.status == 200 else { throw IDTokenRejection("its JWK set \(jwks) answered HTTP \(response.status)") }
         let keys = try JSONWebKey.set(response.body)
-        return try IDTokenValidator(issuer: issuer, clientID: clientID, nonce: nonce, now: clock(), keys: keys).validate(idToken)
+        return try IDTokenValidator(issuer: issuer, clientID: clientID, nonce: nonce, now: serverTime(issuer), keys: keys).validate(idToken)
     }
 }

@@ -97,6 +97,23 @@ import Testing
         #expect(refreshed.status == 0 && refreshed.stderr.contains("s ahead of \(server.url)'s"), "\(refreshed)")
     }
 
+    /// A CDN's answer to a GET keeps the Date of when it was fetched (and says its Age): it says
+    /// nothing about the server's clock now.
+    @Test func cachedAnswersDoNotTellTheClock() throws {
+        let server = try ReferenceServer(["--cached-gets", "1800"])
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        try cli.run("init", "--backend", "software", "-q")
+        #expect(try cli.run(["register", "--server", server.url, "--non-interactive", "-q"] + RegisterTests.answers).status == 0)
+        let login = try cli.run(["login", "--server", server.url, "--client-id", "devtrust-app", "--non-interactive"] + SignInTests.basicAnswers)
+        #expect(login.status == 0 && !login.stderr.contains("clock"), "\(login)")
+        let skew = try JSONParser.parse(try cli.run("status", "--json").output).objectValue?["clocks"]?.arrayValue?.first?.objectValue?["clockSkewSeconds"]?.int64Value
+        #expect(skew.map { abs($0) <= 1 } == true, "\(String(describing: skew))")
+        let records = try server.get("/api/signin-records").arrayValue?.compactMap(\.objectValue) ?? []
+        #expect(records.first?["accepted"] == .bool(true), "\(records)")
+    }
+
     /// Within what the server accepts: nothing to say, and no correction.
     @Test func aSmallDifferenceIsNotWarnedAbout() throws {
         let setup = try Setup(offset: 3)

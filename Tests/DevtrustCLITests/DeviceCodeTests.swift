@@ -9,6 +9,32 @@ import Testing
 @Suite(.enabled(if: GlewlwydPeer.shouldRun)) struct GlewlwydDeviceCodeTests {
     static func events(_ lines: [String]) -> [JSONObject] { lines.compactMap { try? JSONParser.parse($0).objectValue } }
 
+    /// glewlwyd answers a dead refresh token with an empty 400: the grant is dead, the sign-in goes
+    /// (exit 4, "sign in again"), not kept and retried for ever as if the server were down.
+    @Test func aDeadGrantAtGlewlwydEndsTheSignIn() throws {
+        let peer = try GlewlwydPeer()
+        let directory = TemporaryDirectory()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        let login = try RunningCommand(cli, ["login", "--device-code", "--discovery", peer.discovery, "--client-id", peer.clientID,
+                                             "--scope", "openid offline_access", "--json"])
+        let started = try #require(login.nextLine().flatMap { try? JSONParser.parse($0).objectValue })
+        #expect(try peer.approve(try #require(started["user_code"]?.stringValue)).status == 0)
+        #expect(login.finish().0 == 0)
+        let file = try #require(directory.entries("ks").first { $0.hasPrefix("signin-") })
+        var tokens = try JSONParser.parse(try #require(directory.read("ks/" + file))).objectValue!
+        let refresh = try #require(tokens["refreshToken"]?.stringValue)
+        let tokenEndpoint = try #require(tokens["tokenEndpoint"]?.stringValue)
+        // The user ends the grant elsewhere (glewlwyd's own way for public clients).
+        let killed = try ProcessRunner.run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-d", "grant_type=delete_token",
+                                                              "-d", "client_id=\(peer.clientID)", "-d", "refresh_token=\(refresh)", tokenEndpoint])
+        #expect(killed.stdout == "200", "\(killed)")
+        tokens["expiresAt"] = .integer(Int64(Date().timeIntervalSince1970) + 5)
+        directory.write("ks/" + file, JSONWriter.bytes(.object(tokens)))
+        let refused = try cli.run("access-token")
+        #expect(refused.status == 4 && refused.stderr.contains("run `devtrust login` again") && !refused.stderr.contains("it is kept"), "\(refused)")
+        #expect(try cli.run("access-token").status == 3)
+    }
+
     @Test func approvedCodeSignsInRefreshesAndLogsOut() throws {
         let peer = try GlewlwydPeer()
         let directory = TemporaryDirectory()

@@ -62,6 +62,27 @@ import Testing
         #expect(status?["subject"]?.stringValue?.hasPrefix("user-") == true && status?["subject"] != .string("user-mallory"))
     }
 
+    /// An ID token an earlier devtrust kept unchecked (its file records no issuer) names nobody.
+    @Test func anIdentityIsShownOnlyFromACheckedIDToken() throws {
+        let (setup, _, signIn) = try Self.signIn([])
+        #expect(signIn["name"] == .string("Alice Example"))
+        let file = try #require(setup.directory.entries("ks").first { $0.hasPrefix("signin-") })
+        var stored = try JSONParser.parse(try #require(setup.directory.read("ks/" + file))).objectValue!
+        stored["issuer"] = nil
+        stored["jwksUri"] = nil
+        setup.directory.write("ks/" + file, JSONWriter.bytes(.object(stored)))
+        let status = try JSONParser.parse(try setup.cli.run("status", "--json").output).objectValue?["signIns"]?.arrayValue?.first?.objectValue
+        #expect(status?["subject"] == .null && status?["name"] == .null, "\(String(describing: status))")
+    }
+
+    /// Discovery 4.1: an issuer may end in a slash.
+    @Test func anIssuerEndingInASlashIsItsDocumentsIssuer() throws {
+        let setup = try SignInTests.Setup(["--issuer", "/", "--device-interval", "1", "--device-approve-after", "1"], register: false)
+        let login = try setup.cli.run(["login", "--device-code", "--discovery", setup.server.url + "/.well-known/openid-configuration",
+                                       "--client-id", "devtrust-app", "--json"])
+        #expect(login.status == 0 && !login.stderr.contains("keeps no ID token"), "\(login)")
+    }
+
     @Test func severalAudiencesWithTheClientAsAzpAreAccepted() throws {
         let (setup, login, _) = try Self.signIn(["--id-token-fault", "multi-aud-azp"])
         #expect(login.status == 0 && !login.stderr.contains("keeps no ID token"), "\(login)")

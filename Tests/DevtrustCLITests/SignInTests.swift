@@ -326,6 +326,43 @@ import Testing
         #expect(seen["deviceCheck"]?.objectValue?["deviceId"] == rootID, "the root's registration, not the tenant's")
     }
 
+    /// A device token goes only to the server it was registered with: not to a PAR endpoint on
+    /// another origin, and not to another tenant of the same host.
+    @Test func aDeviceTokenGoesNowhereButItsOwnServer() throws {
+        let listener = try RecordingListener(host: "127.0.0.1")
+        let elsewhere = "http://\(listener.authority)/par"
+        let setup = try Setup(["--par-endpoint", elsewhere])
+        let pushed = try setup.cli.run(["authorize-url", "--server", setup.server.url, "--client-id", "devtrust-app", "--par"])
+        #expect(pushed.stderr.contains("the request goes to http://\(listener.authority), not to \(setup.server.url) where this device is registered"), "\(pushed)")
+        let received = listener.connections()
+        #expect(received.count == 1 && !received.joined().contains("device_token"), "\(received)")
+
+        let tenant = try Setup()
+        var cli = tenant.cli
+        try FileManager.default.removeItem(atPath: tenant.directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        try cli.run("init", "--backend", "software", "-q")
+        #expect(try cli.run(["register", "--server", tenant.server.url + "/t/acme", "--non-interactive", "-q"] + RegisterTests.answers).status == 0)
+        let discovery = tenant.server.url + "/oauth2/token/.well-known/openid-configuration"
+        let printed = try cli.run(["authorize-url", "--discovery", discovery, "--client-id", "devtrust-app"])
+        #expect(printed.status == 0 && !printed.output.contains("device_token="), "tenant acme's token went to the root: \(printed)")
+    }
+
+    /// A sign-in's profile flag for glewlwyd's delete_token survives a browser sign-in.
+    @Test func aBrowserSignInKeepsTheProfilesDeleteTokenGrant() throws {
+        let setup = try Setup(["--no-revocation"], register: false)
+        var cli = setup.cli
+        let profile: JSONObject = ["server": .string(setup.server.url), "clientId": .string("devtrust-app"), "deleteTokenGrant": .bool(true)]
+        cli.extraEnvironment["DEVTRUST_CONFIG"] = setup.directory.write("config.json", JSONWriter.string(.object(["signIn": .object(["profiles": .object(["p": .object(profile)])])])))
+        let url = try cli.run("authorize-url", "--profile", "p").output
+        let seen = try JSONParser.parse(try ProcessRunner.run("/usr/bin/curl", ["-s", url]).stdout).objectValue!
+        let request = try #require(seen["request"]?.objectValue)
+        let code = try Self.code(setup, challengeFrom: request)
+        #expect(try cli.run("login", "--callback", "http://127.0.0.1:8765/callback?code=\(code)&state=\(request["state"]!.stringValue!)").status == 0)
+        #expect(try cli.run("logout").status == 0)
+        #expect(try setup.stats()["deleteTokenGrants"] == .integer(1))
+    }
+
     /// A code issued for the request's PKCE challenge, as the browser would get it.
     static func code(_ setup: Setup, challengeFrom request: JSONObject) throws -> String {
         let form = FormEncodingForTests.encode([

@@ -518,8 +518,16 @@ def str_claim(value):
 def make_handler(server, signins):
     class Handler(BaseHTTPRequestHandler):
         def date_time_string(self, timestamp=None):
-            # Every answer's Date header tells the server's clock (--clock-offset).
+            # Every answer's Date header tells the server's clock (--clock-offset); with --cached-gets,
+            # a GET's answer is what a CDN kept: the Date of when it was fetched, and its Age.
+            if timestamp is None and self.command == "GET" and server.options.cached_gets:
+                timestamp = server_now() - server.options.cached_gets
             return super().date_time_string(server_now() if timestamp is None else timestamp)
+
+        def end_headers(self):
+            if self.command == "GET" and server.options.cached_gets:
+                self.send_header("Age", str(server.options.cached_gets))
+            super().end_headers()
 
         protocol_version = "HTTP/1.1"
 
@@ -855,6 +863,9 @@ def main():
     parser.add_argument("--refresh-fault-count", type=int, default=1)
     parser.add_argument("--link-form", choices=["absolute-path", "absolute", "relative", "network-path"], default="absolute-path",
                         help="how links[].href of app-native steps is written (the API description's form, /oauth2/authn, by default)")
+    parser.add_argument("--cached-gets", type=int, default=0, metavar="SECONDS",
+                        help="GET answers come as from a cache: a Date that many seconds old, and Age")
+    parser.add_argument("--par-endpoint", help="the discovery document's pushed_authorization_request_endpoint (another origin, say)")
     parser.add_argument("--no-revocation", action="store_true", help="advertise no revocation_endpoint")
     parser.add_argument("--no-par", action="store_true", help="advertise no pushed_authorization_request_endpoint")
     parser.add_argument("--mfa", choices=["none", "totp"], default="none", help="a TOTP step after the first factor")

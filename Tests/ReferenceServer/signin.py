@@ -179,6 +179,8 @@ class SignInServer:
             del document["pushed_authorization_request_endpoint"]
         if self.options.no_revocation:
             del document["revocation_endpoint"]
+        if self.options.par_endpoint:
+            document["pushed_authorization_request_endpoint"] = self.options.par_endpoint
         return document
 
     # -- app-native authentication --------------------------------------------

@@ -11,8 +11,7 @@ enum AccessTokenCommand {
     static func run(_ context: CommandContext) throws {
         let store = try context.deviceStore()
         let record = try store.signIn(server: context.arguments.value("server"), discovery: context.arguments.value("discovery"))
-        let clock = context.environment.clock
-        let oauth = OAuthClient(http: CurlHTTPClientFactory.make(context), clock: { clock.secondsSinceEpoch() })
+        let oauth = CurlHTTPClientFactory.oauth(context, http: CurlHTTPClientFactory.make(context))
         // A refresh may wait for another caller's: give the lock longer than one HTTP request.
         var keystore = store.keystore
         keystore.lockTimeoutMilliseconds = 60_000

@@ -24,7 +24,10 @@ enum AuthorizeURLCommand {
         ]
         if let acr = settings.acrValues { parameters.append(("acr_values", acr)) }
         // With --discovery, the registration is found by the provider's URLs, not the document's.
-        if let token = try LoginCommand.deviceToken(context, store: store, server: settings.serverName, provider: server, settings: settings) {
+        // The token goes in the URL to the authorization endpoint, or in the pushed request to the PAR endpoint.
+        let destinations = [authorization] + (settings.par ? [server.pushedAuthorizationRequest].compactMap { $0 } : [])
+        if let token = try LoginCommand.deviceToken(context, store: store, server: settings.serverName, provider: server,
+                                                    destinations: destinations, settings: settings) {
             parameters.append(("device_token", token))
         }
         var url = authorization + (authorization.contains("?") ? "&" : "?")
@@ -39,10 +42,12 @@ enum AuthorizeURLCommand {
         } else {
             url += FormEncoding.encode(parameters)
         }
-        try PendingAuthorizations(store.keystore).add(.init(
+        var pending = PendingAuthorizations.Entry(
             verifier: pkce.verifier, clientID: settings.clientID, redirectURI: settings.redirectURI, scope: settings.scope,
             server: settings.serverName, discovery: settings.discovery, tokenEndpoint: tokenEndpoint, revocationEndpoint: server.revocation,
-            createdAt: context.environment.clock.secondsSinceEpoch(), nonce: nonce, issuer: server.issuer, jwks: server.jwks), state: state)
+            createdAt: context.environment.clock.secondsSinceEpoch(), nonce: nonce, issuer: server.issuer, jwks: server.jwks)
+        pending.deleteTokenGrant = settings.deleteTokenGrant
+        try PendingAuthorizations(store.keystore).add(pending, state: state)
         context.output(url)
         context.info("open the URL in a browser; then `devtrust login --callback URL` with the address it is sent back to (within 10 minutes)")
     }

@@ -29,7 +29,8 @@ enum LoginCommand {
         let signIn = AppNativeSignIn(
             server: server, http: http, oauth: settings.oauth(context), clientID: settings.clientID, redirectURI: settings.redirectURI,
             scope: settings.scope, state: try PKCE.state(using: random), nonce: try PKCE.state(using: random), pkce: try PKCE.make(using: random),
-            deviceToken: { try deviceToken(context, store: store, server: server.description, settings: settings) },
+            deviceToken: { try deviceToken(context, store: store, server: server.description, destinations: [server.appending("/oauth2/authorize")],
+                                           settings: settings) },
             interaction: interaction)
         context.info("signing in at \(server) as client \(settings.clientID)")
         let tokens = try signIn.run(tokenServer: tokenServer)
@@ -38,9 +39,11 @@ enum LoginCommand {
 
     /// A fresh device token for the server (a base URL), or for a provider known by its discovery
     /// document (its authorization endpoint, where the token goes, and its issuer); nil, with a
-    /// warning, when the device is not registered there.
+    /// warning, when the device is not registered there, or when a URL the token goes to
+    /// (`destinations`) is not on the registration's origin: a device token is good at the server
+    /// it was registered with, and goes nowhere else.
     static func deviceToken(_ context: CommandContext, store: DeviceStore, server: String?, provider: AuthorizationServer? = nil,
-                            settings: SignInSettings) throws -> String? {
+                            destinations: [String], settings: SignInSettings) throws -> String? {
         let state = try store.state()
         guard state.key != nil else {
             context.warn("this device has no key, so the sign-in carries no device token (run `devtrust init` and `devtrust register`)")
@@ -57,6 +60,11 @@ enum LoginCommand {
             }
         } catch {
             context.warn("\(error); signing in without a device token")
+            return nil
+        }
+        let home = ClockSkew.origin(of: registration.server)
+        if let elsewhere = destinations.first(where: { ClockSkew.origin(of: $0) != home }) {
+            context.warn("the request goes to \(ClockSkew.origin(of: elsewhere)), not to \(home) where this device is registered; a device token goes only to its own server, so this sign-in carries none")
             return nil
         }
         let device = try store.loadKey()
@@ -100,13 +108,13 @@ enum LoginCommand {
         guard let pending = PendingAuthorizations(store.keystore).take(state: state, now: context.environment.clock.secondsSinceEpoch()) else {
             throw UsageError("no pending sign-in has state \(state) (it expired after 10 minutes, or was used); run `devtrust authorize-url` again", command: "login")
         }
-        let clock = context.environment.clock
-        let oauth = OAuthClient(http: CurlHTTPClientFactory.make(context), clock: { clock.secondsSinceEpoch() })
-        let tokens = try oauth.exchangeCode(code, verifier: pending.verifier, redirectURI: pending.redirectURI, clientID: pending.clientID,
+        let oauth = CurlHTTPClientFactory.oauth(context, http: CurlHTTPClientFactory.make(context))
+        var tokens = try oauth.exchangeCode(code, verifier: pending.verifier, redirectURI: pending.redirectURI, clientID: pending.clientID,
                                             server: AuthorizationServer(issuer: pending.issuer, token: pending.tokenEndpoint, revocation: pending.revocationEndpoint,
                                                                         jwks: pending.jwks),
                                             nonce: pending.nonce)
         if let note = tokens.idTokenNote { context.warn(note) }
+        tokens.deleteTokenGrant = pending.deleteTokenGrant
         let record = try store.saveSignIn(server: pending.server, discovery: pending.discovery, clientId: pending.clientID,
                                           scope: tokens.scope ?? pending.scope, method: "authorization-code", tokens: tokens)
         context.info("signed in at \(record.server ?? record.discovery ?? "?")\(identityText(tokens)) as client \(record.clientId); `devtrust access-token` prints the access token")
@@ -118,5 +126,13 @@ enum CurlHTTPClientFactory {
     static func make(_ context: CommandContext) -> any HTTPClient {
         let configuration = (try? context.configuration()) ?? .init()
         return context.clocks.watch(CurlHTTPClient(options: RegisterCommand.httpOptions(context, configuration)))
+    }
+
+    /// An OAuth client whose ID-token checks read the time at the server (its measured clock).
+    static func oauth(_ context: CommandContext, http: any HTTPClient) -> OAuthClient {
+        let clock = context.environment.clock
+        let clocks = context.clocks
+        return OAuthClient(http: http, clock: { clock.secondsSinceEpoch() },
+                           serverTime: { clocks.clock(for: $0, base: clock).secondsSinceEpoch() })
     }
 }
