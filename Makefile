@@ -30,7 +30,7 @@ RELEASE_FLAGS = -c release --static-swift-stdlib \
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS    ?= 0
 FUZZ_BUILD   ?= .build/fuzz
-FUZZ_TARGETS  = FlowResponse AppNativeResponse DERSignature CompactJWS TSS2KeyFile Configuration Keystore PrivateKeyFile
+FUZZ_TARGETS  = FlowResponse AppNativeResponse DERSignature CompactJWS TSS2KeyFile Configuration Keystore PrivateKeyFile LoopbackRequest
 
 .PHONY: all build test demo install clean deps-build deps-check deps-bench static-libs bench link-order fuzz
 
