@@ -87,6 +87,7 @@ let package = Package(
         .executableTarget(name: "FuzzConfiguration", dependencies: ["DevtrustConfig", "FuzzSupport"], path: "Fuzz/Configuration"),
         .executableTarget(name: "FuzzKeystore", dependencies: ["DevtrustKeystore", "FuzzSupport"], path: "Fuzz/Keystore"),
         .executableTarget(name: "FuzzPrivateKeyFile", dependencies: ["DevtrustKeys", "FuzzSupport"], path: "Fuzz/PrivateKeyFile"),
+        .executableTarget(name: "FuzzLoopbackRequest", dependencies: ["DevtrustSignIn", "FuzzSupport"], path: "Fuzz/LoopbackRequest"),
 
         // Shared test environment: temporary keystores, the built binary,
         // independent verifiers (openssl CLI, python3-cryptography, jose).

@@ -109,6 +109,59 @@ def record(devtrust, directory, server_arguments, commands):
     return recorder.bodies
 
 
+def loopback_request_seeds():
+    """LoopbackRequest: the request heads curl and (when installed) chromium send to a
+    loopback redirect, hostile heads, and redirect URIs."""
+    import socket
+    heads = []
+    for client in (["curl", "-s", "--max-time", "3"], ["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--dump-dom"]):
+        if not shutil.which(client[0]):
+            continue
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        listener.settimeout(20)
+        port = listener.getsockname()[1]
+        profile = tempfile.mkdtemp(prefix="devtrust-seeds-browser-")
+        extra = ["--user-data-dir=" + profile] if client[0] == "chromium" else []
+        process = subprocess.Popen(client + extra + ["http://127.0.0.1:%d/callback?code=c0de&state=s3cr3t-state" % port],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            connection, _ = listener.accept()
+            connection.settimeout(5)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = connection.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+            heads.append(data)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            connection.close()
+        except OSError:
+            pass
+        finally:
+            process.kill()
+            process.wait()
+            listener.close()
+            shutil.rmtree(profile, ignore_errors=True)
+    heads += [
+        b"GET /callback?code=c0de&state=s3cr3t-state HTTP/1.1\r\nHost: 127.0.0.1:5000\r\n\r\n",
+        b"GET /callback?error=access_denied&error_description=no%1B%5B2J&state=s3cr3t-state HTTP/1.1\r\nHost: 127.0.0.1:5000\r\n\r\n",
+        b"GET /callback?code=a&code=b&state=s3cr3t-state&state=x HTTP/1.0\nHost: 127.0.0.1:5000\n\n",
+        b"POST /callback?code=c0de&state=s3cr3t-state HTTP/1.1\r\nHost: 127.0.0.1:5000\r\nContent-Length: 0\r\n\r\n",
+        b"GET /favicon.ico HTTP/1.1\r\nHost: evil.example:5000\r\n\r\n",
+        b"\r\n\r\nGET http://127.0.0.1:5000/callback HTTP/1.1\r\nHost: 127.0.0.1:5000\r\nHost: x\r\n\r\n",
+        b"GET /callback?code=%FF%FE&state=s3cr3t-state HTTP/1.1\r\nHost: 127.0.0.1:5000\r\n\r\n",
+        b"GET /callback HTTP/1.1\r\nX-Padding: " + b"a" * 4200 + b"\r\n\r\n",
+    ]
+    for head in heads:
+        save("LoopbackRequest", head)
+    for uri in ("http://127.0.0.1/callback", "http://127.0.0.1:8765/callback", "http://[::1]:9000/cb?app=1", "http://localhost:0/",
+                "https://app.example/callback", "http://evil@127.0.0.1/cb", "http://127.0.0.1:99999/cb"):
+        save("LoopbackRequest", uri)
+
+
 def main(arguments):
     devtrust = os.path.abspath(arguments[0] if arguments else os.path.join(ROOT, ".build/debug/devtrust"))
     shutil.rmtree(CORPUS, ignore_errors=True)
@@ -175,6 +228,7 @@ def main(arguments):
         for literal in re.findall(r'#"(\{.*?\})"#', tests):
             save("Configuration", literal)
         save("Configuration", "{}")
+        loopback_request_seeds()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     for target in sorted(os.listdir(CORPUS)):

@@ -71,6 +71,8 @@ struct ErrorReport {
             return ErrorReport(.serverRefused, error.description)
         case let error as OAuthProtocolError:
             return ErrorReport(.network, error.description)
+        case let error as LoopbackListenerError:
+            return ErrorReport(.network, error.description)
         case let error as TPMError:
             return ErrorReport(.tpm, error.description)
         case let error as KeySelfTestFailure:

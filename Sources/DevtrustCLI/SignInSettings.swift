@@ -11,6 +11,8 @@ struct SignInSettings {
     let clientID: String
     let scope: String
     let redirectURI: String
+    /// The redirect URI the command line or the profile gave (nil: the default).
+    let explicitRedirectURI: String?
     let par: Bool
     let acrValues: String?
     let endpointOverrides: [String: String]
@@ -44,7 +46,8 @@ struct SignInSettings {
         }
         clientID = client ?? ""
         scope = arguments.value("scope") ?? profile.scope ?? "openid"
-        redirectURI = arguments.value("redirect-uri") ?? profile.redirectUri ?? Self.defaultRedirectURI
+        explicitRedirectURI = arguments.value("redirect-uri") ?? profile.redirectUri
+        redirectURI = explicitRedirectURI ?? Self.defaultRedirectURI
         par = arguments.has("par") || (profile.par ?? false)
         acrValues = profile.acrValues
         endpointOverrides = profile.endpoints

@@ -145,23 +145,36 @@ final class TerminalFlowInteraction: FlowInteraction {
         return origin.scheme == "https" || origin.isLoopback
     }
 
-    static func launchBrowser(_ url: String, context: CommandContext) {
+    /// Starts `xdg-open URL` (its output to /dev/null: a browser it starts writes there
+    /// too, not over devtrust's prompts) and returns its process id, or nil, having said
+    /// why, when the URL is not a web URL, there is no desktop session or it cannot start.
+    /// The caller may reap it (`waitpid`); xdg-open can run as long as the browser it starts.
+    @discardableResult
+    static func launchBrowser(_ url: String, context: CommandContext, noDesktop: String = "(no desktop session here: open the URL on another device)") -> pid_t? {
         guard isWebURL(url) else {
             context.warn("not opening \(url) in a browser: only https URLs (or http to this machine) are opened; open it yourself if you trust it")
-            return
+            return nil
         }
         let variables = context.environment.variables
         guard variables["DISPLAY"] != nil || variables["WAYLAND_DISPLAY"] != nil else {
-            context.info("(no desktop session here: open the URL on another device)")
-            return
+            context.info(noDesktop)
+            return nil
         }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         var pid: pid_t = 0
         let arguments = ["xdg-open", url]
         var pointers = arguments.map { strdup($0) } + [nil]
         defer { pointers.forEach { free($0) } }
-        if posix_spawnp(&pid, "xdg-open", nil, nil, &pointers, environ) != 0 {
+        if posix_spawnp(&pid, "xdg-open", &actions, nil, &pointers, environ) != 0 {
             context.warn("could not start xdg-open; open the URL yourself")
+            return nil
         }
+        return pid
     }
 
     static func strippingTags(_ text: String) -> String {

@@ -23,6 +23,10 @@ public struct DeviceAttributes: Equatable, Sendable {
 /// Mints device data and device tokens: ES256 JWTs with a fresh `jti` and the
 /// current `iat`, top-level string attributes, and for a token the `deviceId` header.
 public struct DeviceTokenMinter: Sendable {
+    /// How long the server accepts a token after its `iat` (server contract, section 2):
+    /// what limits a URL that carries one.
+    public static let acceptedForSeconds: Int64 = 300
+
     public let key: any DeviceKey
     public let clock: any Clock
     public let random: any RandomSource

@@ -24,6 +24,13 @@ public enum DevicePollResult: Sendable {
     case unavailable(String)
 }
 
+/// What the pushed authorization request endpoint answers (RFC 9126 section 2.2).
+public struct PushedAuthorizationRequest: Equatable, Sendable {
+    public let requestURI: String
+    /// Seconds the request_uri is good for; nil when the answer does not say.
+    public let expiresIn: Int64?
+}
+
 /// Token-endpoint and related requests (form-encoded POSTs) over the HTTP layer.
 public struct OAuthClient: Sendable {
     public let http: any HTTPClient
@@ -130,13 +137,15 @@ public struct OAuthClient: Sendable {
         }
     }
 
-    /// RFC 9126 pushed authorization request: the request_uri to put in the URL.
-    public func pushAuthorizationRequest(_ parameters: [(String, String)], endpoint: String) throws -> String {
+    /// RFC 9126 pushed authorization request: the request_uri to put in the URL, and
+    /// how long it is good for (`expires_in`, when the server says).
+    public func pushAuthorizationRequest(_ parameters: [(String, String)], endpoint: String) throws -> PushedAuthorizationRequest {
         let document = try post(endpoint, parameters, expectedStatus: [200, 201])
         guard let requestURI = document["request_uri"]?.stringValue, !requestURI.isEmpty else {
             throw OAuthProtocolError("the pushed authorization answer has no request_uri")
         }
-        return requestURI
+        let expiresIn = document["expires_in"]?.int64Value ?? document["expires_in"]?.stringValue.flatMap { Int64($0) }
+        return PushedAuthorizationRequest(requestURI: requestURI, expiresIn: expiresIn.flatMap { $0 > 0 ? $0 : nil })
     }
 
     func require(_ endpoint: String?, _ what: String) throws -> String {

@@ -6,7 +6,7 @@ import Testing
 /// (Fuzz/Crashes) run through the same checks, in the normal build: none may
 /// crash or trip an invariant again.
 @Suite struct FuzzRegressionTests {
-    static let targets = ["FlowResponse", "AppNativeResponse", "DERSignature", "CompactJWS", "TSS2KeyFile", "Configuration", "Keystore", "PrivateKeyFile"]
+    static let targets = ["FlowResponse", "AppNativeResponse", "DERSignature", "CompactJWS", "TSS2KeyFile", "Configuration", "Keystore", "PrivateKeyFile", "LoopbackRequest"]
 
     @Test(arguments: targets)
     func seedsAndSavedCrashesRunClean(target: String) throws {

@@ -11,6 +11,8 @@ public enum ExternalTool: String, Sendable {
     /// For the small C libraries some tests preload (Tests/Interop/*.c).
     case cc = "/usr/bin/gcc"
     case valgrind = "/usr/bin/valgrind"
+    /// Debian's chromium, run headless as the browser of `login --browser`.
+    case chromium = "/usr/bin/chromium"
 
     public static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 

@@ -566,6 +566,8 @@ def make_handler(server, signins):
                 pushed = signins.pushed(query.get("request_uri", "")) if "request_uri" in query else None
                 request = pushed or query
                 check = server.device_check(request.get("device_token"))
+                if server.options.browser_login:
+                    return self.browser_login(signins.browser_authorize(request, pushed is not None, check))
                 return self.send_json(200, {"request": request, "pushed": pushed is not None, "deviceCheck": check})
             if url.path == "/api/signin-records":
                 return self.send_json(200, signins.records)
@@ -661,6 +663,16 @@ def make_handler(server, signins):
                 self.close_connection = True
                 return
             self.send_json(404, {"error": "not_found", "error_description": path})
+
+        def browser_login(self, answer):
+            """--browser-login: the redirect back to the client (or an error page for a bad client)."""
+            status, location, error = answer
+            if location is None:
+                return self.send_json(status, error)
+            self.send_response(status)
+            self.send_header("Location", location)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
 
         def refresh_outage(self, mode):
             """A refresh that fails without the grant being dead (--refresh-fault): what an
@@ -883,6 +895,9 @@ def main():
     parser.add_argument("--device-interval", type=int, default=5)
     parser.add_argument("--device-slow-down-on", type=int, action="append", default=[], help="answer slow_down to the Nth poll")
     parser.add_argument("--device-approve-after", type=int, default=0, help="approve the device code at the Nth poll")
+    parser.add_argument("--browser-login", choices=["approve", "deny"],
+                        help="GET /oauth2/authorize answers as after the user signed in: a 302 to redirect_uri with a code "
+                             "(approve) or error=access_denied (deny), instead of a JSON echo of the request")
     parser.add_argument("--verbose", action="store_true")
     signin.add_device_code_options(parser)
     options = parser.parse_args()

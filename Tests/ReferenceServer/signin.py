@@ -14,11 +14,12 @@ issuer {base}/oauth2/token, or --issuer).
 import base64
 import hashlib
 import json
+import re
 import secrets
 import threading
 import time
 import uuid
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 from cryptography.hazmat.primitives import hashes, hmac, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
@@ -33,6 +34,10 @@ FEDERATED_STATE = "federated-state-42"
 CLIENT_ID = "devtrust-app"
 REDIRECT_URIS = ("http://127.0.0.1:8765/callback", "https://app.example/callback")
 USER = ("alice@example.com", "correct horse")
+# RFC 8252 section 7.3: a loopback redirect URI matches whatever its port.
+LOOPBACK_REDIRECT = re.compile(r"^http://(127\.0\.0\.1|\[::1\]|localhost)(:[0-9]{1,5})?/[^?#]*$")
+# --browser-login deny: the server's words, with terminal escape sequences a client must not pass on.
+DENIED_DESCRIPTION = "The user denied the request\u001b]0;owned\u0007\u001b[2J"
 
 
 def b64url(data):
@@ -437,6 +442,39 @@ class SignInServer:
         with self.lock:
             return [{"userCode": g["user_code"], "deviceCode": code, "polls": g["polls"], "created": g["created"], "state": g["state"]}
                     for code, g in self.device_grants.items()]
+
+    # -- browser sign-in (--browser-login) ---------------------------------------
+
+    def browser_authorize(self, request, pushed, check):
+        """GET /oauth2/authorize as a real server answers it once the user has signed in
+        in the browser: a 302 to the request's redirect_uri with a code bound to its PKCE
+        challenge and the state (--browser-login approve), or with error=access_denied
+        (deny). The device token is checked and recorded as on the app-native path.
+        Returns (status, location or None, error document or None)."""
+        get = lambda name: request.get(name)
+        redirect = get("redirect_uri") or ""
+        if get("client_id") != CLIENT_ID or not (redirect in REDIRECT_URIS or LOOPBACK_REDIRECT.match(redirect)):
+            # Never redirect to a URI that is not the client's.
+            return 400, None, {"error": "invalid_request", "error_description": "unknown client_id or redirect_uri"}
+        record = {"flowId": str(uuid.uuid4()), "deviceToken": get("device_token") is not None, "path": "browser",
+                  "redirectUri": redirect, "pushed": pushed}
+        record.update(check)
+        if get("response_type") != "code" or get("code_challenge_method") != "S256" or not get("code_challenge"):
+            answer = {"error": "invalid_request", "error_description": "the browser path needs response_type=code and PKCE S256"}
+        elif self.options.browser_login == "deny":
+            answer = {"error": "access_denied", "error_description": DENIED_DESCRIPTION}
+        else:
+            code = secrets.token_urlsafe(24)
+            with self.lock:
+                self.codes[code] = {"user": USER[0], "request": {k: get(k) for k in ("redirect_uri", "scope", "state", "code_challenge")},
+                                    "flowId": record["flowId"], "at": time.time()}
+            record["code"] = code
+            answer = {"code": code}
+        if get("state") is not None:
+            answer["state"] = get("state")
+        with self.lock:
+            self.records.append(record)
+        return 302, redirect + ("&" if "?" in redirect else "?") + urlencode(answer), None
 
     # -- PAR -------------------------------------------------------------------
 

@@ -5,15 +5,27 @@ import DevtrustJOSE
 import DevtrustKeystore
 import DevtrustSignIn
 
-/// `login`: app-native sign-in (default), `--device-code` (RFC 8628), or
-/// `--callback URL` to finish an `authorize-url` sign-in; stores the tokens.
+/// `login`: app-native sign-in (default), `--browser` (a loopback redirect),
+/// `--device-code` (RFC 8628), or `--callback URL` to finish an `authorize-url`
+/// sign-in; stores the tokens.
 enum LoginCommand {
     static func run(_ context: CommandContext) throws {
-        if let callback = context.arguments.value("callback") {
+        let arguments = context.arguments
+        let ways = ["browser", "device-code"].filter(arguments.has) + (arguments.value("callback") != nil ? ["callback"] : [])
+        if ways.count > 1 {
+            throw UsageError("give one of --browser, --device-code and --callback, not " + ways.map { "--" + $0 }.joined(separator: " and "), command: "login")
+        }
+        if !arguments.has("browser"), let browserOnly = ["no-browser", "timeout", "par"].first(where: { arguments.has($0) || arguments.value($0) != nil }) {
+            throw UsageError("--\(browserOnly) goes with --browser", command: "login")
+        }
+        if let callback = arguments.value("callback") {
             return try finishBrowserSignIn(context, callback: callback)
         }
         let settings = try SignInSettings(context, command: "login")
-        if context.arguments.has("device-code") {
+        if arguments.has("browser") {
+            return try BrowserLoginCommand.run(context, settings)
+        }
+        if arguments.has("device-code") {
             return try DeviceCodeCommand.run(context, settings)
         }
         guard let server = settings.server else {

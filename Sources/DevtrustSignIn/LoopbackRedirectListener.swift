@@ -1,0 +1,437 @@
+import DevtrustEncoding
+import Glibc
+
+/// Why the loopback listener stopped without a callback (exit 5).
+public enum LoopbackListenerError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The address could not be bound or listened on (errno).
+    case cannotListen(address: String, code: Int32)
+    /// Nothing with this sign-in's state came back before the deadline.
+    case timedOut(redirectURI: String, seconds: Int)
+
+    public var description: String {
+        switch self {
+        case let .cannotListen(address, code):
+            var text = "cannot listen on \(address) for the browser's redirect: \(String(cString: strerror(code)))"
+            if code == EADDRINUSE {
+                text += " (another program, or another `devtrust login --browser`, holds that port; wait for it to end, or use a redirect URI without a port so that the system chooses a free one, if the server allows it)"
+            }
+            return text
+        case let .timedOut(redirectURI, seconds):
+            return "the browser did not come back to \(redirectURI) within \(seconds) s; run `devtrust login --browser` again (--timeout SECONDS waits longer)"
+        }
+    }
+}
+
+/// A request the listener answered and went on waiting after: only a GET of the
+/// redirect path, with this sign-in's state, ends the wait.
+public enum IgnoredRequest: Equatable, Sendable {
+    /// Another path (a favicon, a probe).
+    case notFound
+    /// Another method than GET on the redirect path.
+    case wrongMethod
+    /// A Host header that is not the redirect URI's (DNS rebinding, a proxy).
+    case wrongHost
+    /// The redirect path without this sign-in's state (another sign-in's, a forgery).
+    case wrongState
+    /// This sign-in's state, but neither a code nor an error.
+    case incomplete
+    /// Not an HTTP/1.x request.
+    case malformed
+    /// A request head over the size limit.
+    case tooLarge
+    /// A client that did not send its request head in time (or at all).
+    case tooSlow
+}
+
+/// What the browser came back with.
+public enum CallbackOutcome: Equatable, Sendable {
+    /// Secret: exchanged once, never printed or logged.
+    case code(String)
+    /// The server's `error` and `error_description`.
+    case error(String, description: String?)
+}
+
+/// The pages the listener serves: fixed text, nothing taken from the request.
+public enum LoopbackPage: Sendable {
+    case signedIn, notSignedIn
+
+    var title: String { self == .signedIn ? "Signed in" : "Sign-in not completed" }
+
+    var text: String {
+        switch self {
+        case .signedIn: return "devtrust has signed you in. You can close this tab and go back to the terminal."
+        case .notSignedIn: return "The sign-in did not complete: the terminal where devtrust runs says why. You can close this tab."
+        }
+    }
+}
+
+/// The browser's request that ended the wait; its connection stays open until `finish`.
+public struct LoopbackCallback: Sendable {
+    public let outcome: CallbackOutcome
+    let connection: Int32
+}
+
+/// One request head, as the listener reads it (RFC 9112 section 2-3, strictly).
+public struct LoopbackRequest: Equatable, Sendable {
+    public let method: String
+    public let target: String
+    public let host: String?
+
+    public init(method: String, target: String, host: String?) {
+        self.method = method
+        self.target = target
+        self.host = host
+    }
+
+    public enum Reading: Equatable, Sendable {
+        case incomplete, tooLarge, malformed
+        case request(LoopbackRequest)
+    }
+
+    /// Reads a request head from the bytes received so far.
+    public static func read(_ bytes: [UInt8], limit: Int) -> Reading {
+        guard let end = headEnd(bytes) else { return bytes.count >= limit ? .tooLarge : .incomplete }
+        guard end <= limit else { return .tooLarge }
+        guard let head = String(validating: bytes[..<end], as: UTF8.self) else { return .malformed }
+        // "\r\n" is one Character in Swift: split on it and on a bare "\n".
+        var lines = head.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\r\n" || $0 == "\n" })
+        // A client may send empty lines before the request line (RFC 9112 section 2.2).
+        while let first = lines.first, first.isEmpty { lines.removeFirst() }
+        guard let requestLine = lines.first else { return .malformed }
+        let parts = requestLine.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy({ $0.isASCII && $0.isUppercase }),
+              parts[1].hasPrefix("/"), parts[2] == "HTTP/1.1" || parts[2] == "HTTP/1.0" else { return .malformed }
+        var host: String?
+        for line in lines.dropFirst() where !line.isEmpty {
+            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else { return .malformed }
+            let name = line[..<colon]
+            guard !name.contains(where: { $0 == " " || $0 == "\t" }) else { return .malformed }
+            if name.lowercased() == "host" {
+                guard host == nil else { return .malformed }
+                host = String(line[line.index(after: colon)...].drop(while: { $0 == " " || $0 == "\t" }))
+                while let last = host?.last, last == " " || last == "\t" { host?.removeLast() }
+            }
+        }
+        return .request(LoopbackRequest(method: String(parts[0]), target: String(parts[1]), host: host))
+    }
+
+    /// The index just past the blank line that ends the head (CRLF CRLF, or LF LF).
+    static func headEnd(_ bytes: [UInt8]) -> Int? {
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == 0x0A {
+                if index + 1 < bytes.count, bytes[index + 1] == 0x0A { return index + 2 }
+                if index + 2 < bytes.count, bytes[index + 1] == 0x0D, bytes[index + 2] == 0x0A { return index + 3 }
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    /// What the listener does with this request: end the wait, or answer and go on.
+    public func decision(path expectedPath: String, host expectedHost: String, state expectedState: String) -> Decision {
+        let question = target.firstIndex(of: "?")
+        let path = question.map { String(target[..<$0]) } ?? target
+        guard path == expectedPath else { return .ignore(.notFound) }
+        guard method == "GET" else { return .ignore(.wrongMethod) }
+        guard let host, host.lowercased() == expectedHost.lowercased() else { return .ignore(.wrongHost) }
+        var parameters = [String: String]()
+        var repeated = false
+        if let question {
+            for pair in target[target.index(after: question)...].split(separator: "&") {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                guard let name = FormEncoding.unescape(parts[0]) else { continue }
+                let value = parts.count == 2 ? FormEncoding.unescape(parts[1]) : ""
+                if ["state", "code", "error", "error_description"].contains(name) {
+                    if parameters[name] != nil { repeated = true }
+                    // A value that is not UTF-8 is kept as a marker that it was there.
+                    parameters[name] = value ?? "\u{FFFD}"
+                }
+            }
+        }
+        guard let state = parameters["state"], !repeated, Self.equalInConstantTime(state, expectedState) else {
+            return .ignore(.wrongState)
+        }
+        if let error = parameters["error"], !error.isEmpty {
+            return .end(.error(error, description: parameters["error_description"]))
+        }
+        if let code = parameters["code"], !code.isEmpty, code != "\u{FFFD}" {
+            return .end(.code(code))
+        }
+        return .ignore(.incomplete)
+    }
+
+    public enum Decision: Equatable, Sendable {
+        case end(CallbackOutcome)
+        case ignore(IgnoredRequest)
+    }
+
+    /// The time taken does not depend on where the texts differ (the state is what
+    /// a local attacker would have to guess, with as many tries as the wait lasts).
+    static func equalInConstantTime(_ a: String, _ b: String) -> Bool {
+        let left = Array(a.utf8), right = Array(b.utf8)
+        guard left.count == right.count else { return false }
+        var difference: UInt8 = 0
+        for index in left.indices { difference |= left[index] ^ right[index] }
+        return difference == 0
+    }
+}
+
+/// The browser's way back to a native app (RFC 8252 section 7.3): an HTTP
+/// listener on a loopback address only, that serves a few requests at once
+/// (a browser opens spare connections; a local client may connect and send
+/// nothing), each with a size limit and a deadline, and ends the wait only at a
+/// GET of the redirect path with this sign-in's state. Its sockets are closed
+/// on exec (a browser started from here never holds them) and when it closes.
+public final class LoopbackRedirectListener {
+    /// The redirect URI, with the port the listener holds.
+    public let redirectURI: String
+    public let port: UInt16
+    let redirect: LoopbackRedirect
+    private var listeners: [Int32] = []
+    private var connections: [Connection] = []
+
+    /// Limits per connection: the request head's size, and the time to send it.
+    public static let maximumHeadBytes = 16_384
+    public static let connectionMilliseconds: Int64 = 10_000
+    /// At most this many open connections: a new one closes the oldest.
+    public static let maximumConnections = 16
+
+    struct Connection {
+        let descriptor: Int32
+        var received: [UInt8] = []
+        let deadline: Int64
+    }
+
+    public init(_ redirect: LoopbackRedirect) throws(LoopbackListenerError) {
+        self.redirect = redirect
+        let wanted = redirect.port ?? 0
+        switch redirect.host {
+        case .ipv4:
+            let descriptor = try Self.listen(ipv6: false, port: wanted)
+            listeners = [descriptor]
+        case .ipv6:
+            let descriptor = try Self.listen(ipv6: true, port: wanted)
+            listeners = [descriptor]
+        case .localhost:
+            // A browser may resolve localhost to either address: the same port on both
+            // (IPv6 only where the system has it).
+            let descriptor = try Self.listen(ipv6: false, port: wanted)
+            listeners = [descriptor]
+            if let second = try? Self.listen(ipv6: true, port: Self.boundPort(descriptor)) { listeners.append(second) }
+        }
+        port = Self.boundPort(listeners[0])
+        redirectURI = redirect.uri(port: port)
+    }
+
+    deinit { close() }
+
+    /// Closes every connection and the listening sockets: the port is free again.
+    public func close() {
+        for connection in connections { Glibc.close(connection.descriptor) }
+        connections = []
+        for descriptor in listeners { Glibc.close(descriptor) }
+        listeners = []
+    }
+
+    /// Serves requests until a GET of the redirect path carries `state` and a code
+    /// or an error; `ignored` hears of every other request; `tick` runs at least
+    /// every 250 ms. Throws `timedOut` at the deadline (monotonic milliseconds).
+    public func waitForCallback(state: String, deadline: Int64, timeoutSeconds: Int, tick: () -> Void = {},
+                                ignored: (IgnoredRequest) -> Void = { _ in }) throws(LoopbackListenerError) -> LoopbackCallback {
+        let expectedHost = "\(redirect.host.text):\(port)"
+        while true {
+            tick()
+            let now = Self.now()
+            guard now < deadline else { throw .timedOut(redirectURI: redirectURI, seconds: timeoutSeconds) }
+            // Clients that overstayed: closed without an answer.
+            for connection in connections where connection.deadline <= now {
+                ignored(.tooSlow)
+                Glibc.close(connection.descriptor)
+            }
+            connections.removeAll { $0.deadline <= now }
+            var wake = min(deadline, now + 250)
+            for connection in connections { wake = min(wake, connection.deadline) }
+            var descriptors = listeners.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+                + connections.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
+            let ready = poll(&descriptors, nfds_t(descriptors.count), Int32(max(0, wake - now)))
+            if ready <= 0 { continue }
+            // Connections first (their indices shift when new ones arrive).
+            var finished = Set<Int32>()
+            for (index, polled) in descriptors.enumerated().dropFirst(listeners.count) where polled.revents != 0 {
+                let position = index - listeners.count
+                switch receive(&connections[position], host: expectedHost, state: state) {
+                case .waiting:
+                    continue
+                case .closed:
+                    finished.insert(connections[position].descriptor)
+                case let .ignore(reason, status):
+                    ignored(reason)
+                    Self.answer(connections[position].descriptor, status: status)
+                    finished.insert(connections[position].descriptor)
+                case let .end(outcome):
+                    let connection = connections.remove(at: position)
+                    for other in connections where !finished.contains(other.descriptor) { Glibc.close(other.descriptor) }
+                    for descriptor in finished { Glibc.close(descriptor) }
+                    connections = []
+                    // The listening sockets close now: no other request is taken.
+                    for descriptor in listeners { Glibc.close(descriptor) }
+                    listeners = []
+                    return LoopbackCallback(outcome: outcome, connection: connection.descriptor)
+                }
+            }
+            for descriptor in finished { Glibc.close(descriptor) }
+            connections.removeAll { finished.contains($0.descriptor) }
+            for polled in descriptors.prefix(listeners.count) where polled.revents != 0 {
+                accept(from: polled.fd)
+            }
+        }
+    }
+
+    enum Received {
+        case waiting, closed
+        case ignore(IgnoredRequest, Int)
+        case end(CallbackOutcome)
+    }
+
+    private func receive(_ connection: inout Connection, host expectedHost: String, state: String) -> Received {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = recv(connection.descriptor, &buffer, buffer.count, 0)
+        if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return .waiting }
+        if count <= 0 { return .closed }
+        connection.received += buffer.prefix(count)
+        switch LoopbackRequest.read(connection.received, limit: Self.maximumHeadBytes) {
+        case .incomplete: return .waiting
+        case .tooLarge: return .ignore(.tooLarge, 431)
+        case .malformed: return .ignore(.malformed, 400)
+        case let .request(request):
+            switch request.decision(path: redirect.path, host: expectedHost, state: state) {
+            case let .end(outcome): return .end(outcome)
+            case .ignore(.notFound): return .ignore(.notFound, 404)
+            case .ignore(.wrongMethod): return .ignore(.wrongMethod, 405)
+            case let .ignore(reason): return .ignore(reason, 400)
+            }
+        }
+    }
+
+    private func accept(from listener: Int32) {
+        while true {
+            // accept4 is out of Glibc's Swift view. devtrust starts no program while it
+            // waits (xdg-open ran before), so no exec sees the socket between the calls.
+            let descriptor = Glibc.accept(listener, nil, nil)
+            if descriptor < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return
+            }
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+            if connections.count >= Self.maximumConnections {
+                Glibc.close(connections.removeFirst().descriptor)
+            }
+            connections.append(Connection(descriptor: descriptor, deadline: Self.now() + Self.connectionMilliseconds))
+        }
+    }
+
+    /// Answers the request that ended the wait with a fixed page, and closes its connection.
+    public func finish(_ callback: LoopbackCallback, page: LoopbackPage) {
+        Self.send(callback.connection, Self.response(status: 200, title: page.title, text: page.text))
+        Glibc.close(callback.connection)
+    }
+
+    static func answer(_ descriptor: Int32, status: Int) {
+        let title: String
+        let text: String
+        var extra = ""
+        switch status {
+        case 404: (title, text) = ("Not found", "There is nothing here.")
+        case 405: (title, text) = ("Method not allowed", "Only GET is answered here."); extra = "Allow: GET\r\n"
+        case 431: (title, text) = ("Request header fields too large", "The request is too large.")
+        default: (title, text) = ("Not this sign-in", "This is not the sign-in devtrust is waiting for. If this tab came from devtrust, start the sign-in again from the terminal.")
+        }
+        send(descriptor, response(status: status, title: title, text: text, extraHeaders: extra))
+    }
+
+    static func response(status: Int, title: String, text: String, extraHeaders: String = "") -> [UInt8] {
+        let reasons = [200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 431: "Request Header Fields Too Large"]
+        let body = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>devtrust: \(title)</title></head>"
+            + "<body><h1>\(title)</h1><p>\(text)</p></body></html>\n"
+        let head = "HTTP/1.1 \(status) \(reasons[status] ?? "Error")\r\n"
+            + "Content-Type: text/html; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\n"
+            + "Content-Security-Policy: default-src 'none'\r\nX-Content-Type-Options: nosniff\r\nX-Frame-Options: DENY\r\n"
+            + "Referrer-Policy: no-referrer\r\nCache-Control: no-store\r\nConnection: close\r\n" + extraHeaders + "\r\n"
+        return Array((head + body).utf8)
+    }
+
+    /// Writes all of it unless the client stops reading for a second; never raises SIGPIPE.
+    static func send(_ descriptor: Int32, _ bytes: [UInt8]) {
+        var offset = 0
+        let end = now() + 1000
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written > 0 { offset += written; continue }
+            guard written < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR else { return }
+            let left = end - now()
+            guard left > 0 else { return }
+            var polled = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+            _ = poll(&polled, 1, Int32(left))
+        }
+        _ = shutdown(descriptor, Int32(SHUT_WR))
+    }
+
+    static func listen(ipv6: Bool, port: UInt16) throws(LoopbackListenerError) -> Int32 {
+        let address = ipv6 ? "[::1]:\(port)" : "127.0.0.1:\(port)"
+        let descriptor = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard descriptor >= 0 else { throw .cannotListen(address: address, code: errno) }
+        var one: Int32 = 1
+        // A fixed port is free again at once after a previous run (TIME_WAIT); Linux
+        // still refuses a second listener on it.
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let bound: Int32
+        if ipv6 {
+            _ = setsockopt(descriptor, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
+            var socketAddress = sockaddr_in6()
+            socketAddress.sin6_family = sa_family_t(AF_INET6)
+            socketAddress.sin6_port = port.bigEndian
+            socketAddress.sin6_addr = in6addr_loopback
+            bound = withUnsafePointer(to: &socketAddress) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        } else {
+            var socketAddress = sockaddr_in()
+            socketAddress.sin_family = sa_family_t(AF_INET)
+            socketAddress.sin_port = port.bigEndian
+            socketAddress.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
+            bound = withUnsafePointer(to: &socketAddress) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        }
+        guard bound == 0, Glibc.listen(descriptor, 16) == 0 else {
+            let code = errno
+            Glibc.close(descriptor)
+            throw .cannotListen(address: address, code: code)
+        }
+        return descriptor
+    }
+
+    static func boundPort(_ descriptor: Int32) -> UInt16 {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        let family = storage.ss_family
+        return withUnsafePointer(to: &storage) { pointer in
+            if family == sa_family_t(AF_INET6) {
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+            }
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+        }
+    }
+
+    /// Monotonic milliseconds (deadlines do not move with the wall clock).
+    public static func now() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Int64(time.tv_sec) * 1000 + Int64(time.tv_nsec) / 1_000_000
+    }
+}
