@@ -21,11 +21,11 @@ import Testing
     @Test(arguments: ["ES256", "RS256"])
     func aValidIDTokenIsKeptAndNamesWhoSignedIn(alg: String) throws {
         let (setup, login, signIn) = try Self.signIn(["--id-token-alg", alg])
-        #expect(login.status == 0 && login.stderr.contains("signed in at \(setup.server.url) as Alice Example (sub user-"), "\(login)")
+        #expect(login.status == 0 && login.stderr.contains("signed in at \(setup.server.url) as client devtrust-app, user Alice Example (sub user-"), "\(login)")
         #expect(!login.stderr.contains("keeps no ID token"))
         #expect(signIn["name"] == .string("Alice Example") && signIn["subject"]?.stringValue?.hasPrefix("user-") == true, "\(signIn)")
         #expect(try Self.storedIDToken(setup) != nil)
-        #expect(try setup.cli.run("status").output.contains(": Alice Example (sub user-"))
+        #expect(try setup.cli.run("status").output.contains(": client devtrust-app, user Alice Example (sub user-"))
         // A refresh brings a new one, checked the same way (no nonce there).
         var cli = setup.cli
         cli.extraEnvironment["DEVTRUST_CONFIG"] = nil

@@ -466,7 +466,7 @@ class SignInServer:
         else:
             code = secrets.token_urlsafe(24)
             with self.lock:
-                self.codes[code] = {"user": USER[0], "request": {k: get(k) for k in ("redirect_uri", "scope", "state", "code_challenge")},
+                self.codes[code] = {"user": USER[0], "request": {k: get(k) for k in ("redirect_uri", "scope", "state", "code_challenge", "nonce")},
                                     "flowId": record["flowId"], "at": time.time()}
             record["code"] = code
             answer = {"code": code}

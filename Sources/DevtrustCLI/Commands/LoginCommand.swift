@@ -98,13 +98,13 @@ enum LoginCommand {
         let lifetime = tokens.expiryAssumed
             ? " (the server gave no lifetime for the access token: devtrust refreshes it after \(TokenSet.assumedLifetime) s, or with `access-token --refresh`)"
             : tokens.expiresAt.map { " (access token valid for \($0 - context.environment.clock.secondsSinceEpoch()) s)" } ?? ""
-        context.info("signed in at \(record.server ?? record.discovery ?? "?")\(identityText(tokens)) as client \(record.clientId)\(lifetime); `devtrust access-token` prints the access token")
+        context.info("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId)\(identityText(tokens))\(lifetime); `devtrust access-token` prints the access token")
     }
 
-    /// " as NAME (sub SUB)" from the kept (checked) ID token, or nothing.
+    /// ", user NAME (sub SUB)" from the kept (checked) ID token, or nothing.
     static func identityText(_ tokens: TokenSet) -> String {
         guard let identity = tokens.keptIdentity else { return "" }
-        return " as " + (identity.displayName.map { "\($0) (sub \(identity.subject))" } ?? "sub \(identity.subject)")
+        return ", user " + (identity.displayName.map { "\($0) (sub \(identity.subject))" } ?? "sub \(identity.subject)")
     }
 
     /// `login --callback URL`: the code from a browser sign-in begun with `authorize-url`.
@@ -129,7 +129,7 @@ enum LoginCommand {
         tokens.deleteTokenGrant = pending.deleteTokenGrant
         let record = try store.saveSignIn(server: pending.server, discovery: pending.discovery, clientId: pending.clientID,
                                           scope: tokens.scope ?? pending.scope, method: "authorization-code", tokens: tokens)
-        context.info("signed in at \(record.server ?? record.discovery ?? "?")\(identityText(tokens)) as client \(record.clientId); `devtrust access-token` prints the access token")
+        context.info("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId)\(identityText(tokens)); `devtrust access-token` prints the access token")
     }
 }
 

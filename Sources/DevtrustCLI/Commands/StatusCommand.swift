@@ -98,7 +98,7 @@ enum StatusCommand {
             lines.append("sign-ins:")
             for (record, tokens) in zip(state.signIns, tokens) {
                 let who = tokens.map(LoginCommand.identityText) ?? ""
-                var line = "  \(record.server ?? record.discovery ?? "?"):\(who.isEmpty ? "" : who.dropFirst(3) + ",") client \(record.clientId), \(record.method), scope \(record.scope), signed in \(record.signedInAt)"
+                var line = "  \(record.server ?? record.discovery ?? "?"): client \(record.clientId)\(who), \(record.method), scope \(record.scope), signed in \(record.signedInAt)"
                 if let tokens, tokens.expiryAssumed || tokens.expiresAt == nil {
                     line += "; access token lifetime unknown (the server gave no expires_in): " + (tokens.refreshToken == nil
                         ? "used until a resource refuses it" : "refreshed after \(TokenSet.assumedLifetime) s, or with `access-token --refresh`")
