@@ -3,6 +3,7 @@
 #define CURL_DISABLE_DEPRECATION 1
 #include "devtrust_curl.h"
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -169,12 +170,25 @@ static size_t header_name_length(const char *line, size_t length, const char *co
     return 0;
 }
 
-/* Headers whose whole value is a secret: credentials, and the device token. */
-static size_t header_is_secret(const char *line, size_t length) {
-    static const char *const names[] = {
-        "authorization:", "proxy-authorization:", "cookie:", "set-cookie:", "x-device-token:",
-    };
-    return header_name_length(line, length, names, sizeof names / sizeof names[0]);
+/* Names whose value is a secret: credentials, cookies, the device token, a
+   DPoP proof. Looked for anywhere in a line, not only at its start: curl also
+   shows HTTP/2 and HTTP/3 request headers in its own info lines
+   ("h2h3 [x-device-token: ...]", "[HTTP/2] [1] [authorization: ...]").
+   proxy-authorization and set-cookie contain two of them. */
+static const char *const secret_names[] = { "authorization", "cookie", "x-device-token", "dpop" };
+
+/* Where the first secret name followed by ':' ends in the line, or NULL. */
+static const char *secret_name_end(const char *line, size_t length) {
+    for (size_t i = 0; i < length; i++) {
+        for (size_t n = 0; n < sizeof secret_names / sizeof secret_names[0]; n++) {
+            size_t name_length = strlen(secret_names[n]);
+            if (length - i < name_length || strncasecmp(line + i, secret_names[n], name_length) != 0) continue;
+            size_t after = i + name_length;
+            while (after < length && (line[after] == ' ' || line[after] == '\t')) after++;
+            if (after < length && line[after] == ':') return line + after + 1;
+        }
+    }
+    return NULL;
 }
 
 /* Headers whose value is a URL: where a redirect sends a code or a token. */
@@ -184,48 +198,81 @@ static size_t header_is_url(const char *line, size_t length) {
 }
 
 /* A URL without what may carry a secret: user and password, query, fragment.
-   "https://user:pw@host/path?code=x#token=y" is "https://[redacted]@host/path?[redacted]#[redacted]". */
+   "https://user:pw@host/path?code=x#token=y" is "https://[redacted]@host/path?[redacted]#[redacted]".
+   Whatever its form ("//u:p@host", "https:u:p@host"), all before the last '@'
+   ahead of the query goes, but the scheme. */
 static void write_redacted_url(const char *url, size_t length) {
     const char *end = url + length;
-    const char *separator = NULL;
-    for (const char *p = url; p + 2 < end; p++) {
-        if (p[0] == ':' && p[1] == '/' && p[2] == '/') { separator = p; break; }
-        if (p[0] == '/' || p[0] == '?' || p[0] == '#') break;
-    }
-    const char *authority = separator ? separator + 3 : url;
-    fprintf(stderr, "%.*s", (int)(authority - url), url);
-    const char *authority_end = authority;
-    while (authority_end < end && *authority_end != '/' && *authority_end != '?' && *authority_end != '#') authority_end++;
-    if (separator) {
-        const char *at = NULL;
-        for (const char *p = authority; p < authority_end; p++) if (*p == '@') at = p;
-        if (at) {
-            fprintf(stderr, "[redacted]@");
-            authority = at + 1;
+    const char *before_query = url;
+    while (before_query < end && *before_query != '?' && *before_query != '#') before_query++;
+    const char *at = NULL;
+    for (const char *p = url; p < before_query; p++) if (*p == '@') at = p;
+    const char *rest = url;
+    if (at) {
+        const char *scheme_end = url;
+        while (scheme_end < at && (isalnum((unsigned char)*scheme_end) || *scheme_end == '+' || *scheme_end == '-' || *scheme_end == '.')) scheme_end++;
+        if (scheme_end < at && *scheme_end == ':' && scheme_end > url) {
+            fprintf(stderr, "%.*s", (int)(scheme_end + 1 - url), url);
+            if (at - scheme_end > 2 && scheme_end[1] == '/' && scheme_end[2] == '/') fprintf(stderr, "//");
+        } else if (at - url > 1 && url[0] == '/' && url[1] == '/') {
+            fprintf(stderr, "//");
         }
+        fprintf(stderr, "[redacted]@");
+        rest = at + 1;
     }
-    const char *path_end = authority_end;
-    while (path_end < end && *path_end != '?' && *path_end != '#') path_end++;
-    fprintf(stderr, "%.*s", (int)(path_end - authority), authority);
-    const char *query = memchr(path_end, '?', (size_t)(end - path_end));
-    const char *fragment = memchr(path_end, '#', (size_t)(end - path_end));
+    fprintf(stderr, "%.*s", (int)(before_query - rest), rest);
+    const char *query = memchr(before_query, '?', (size_t)(end - before_query));
+    const char *fragment = memchr(before_query, '#', (size_t)(end - before_query));
     if (query && (!fragment || query < fragment)) fprintf(stderr, "?[redacted]");
     if (fragment) fprintf(stderr, "#[redacted]");
 }
 
-/* One header line, its secret parts left out: a request line loses its query,
-   a secret header its value, a URL header its user, query and fragment. */
+/* A line of curl's own account with the user and password of every URL in it
+   left out ("Uses proxy env variable https_proxy == 'http://u:p@proxy:3128'"),
+   and a query string (codes, tokens) too. */
+static void write_text_line(const char *prefix, const char *line, size_t length) {
+    fprintf(stderr, "%s", prefix);
+    size_t i = 0;
+    while (i < length) {
+        if (line[i] == '?') {
+            fprintf(stderr, "?[redacted]");
+            while (i < length && line[i] != ' ' && line[i] != '\'' && line[i] != '"') i++;
+            continue;
+        }
+        if (i + 3 <= length && memcmp(line + i, "://", 3) == 0) {
+            size_t stop = i + 3;
+            while (stop < length && !strchr(" '\"/?#", line[stop])) stop++;
+            const char *at = NULL;
+            for (size_t k = i + 3; k < stop; k++) if (line[k] == '@') at = line + k;
+            fprintf(stderr, "://");
+            i += 3;
+            if (at) {
+                fprintf(stderr, "[redacted]@");
+                i = (size_t)(at - line) + 1;
+            }
+            continue;
+        }
+        fputc(line[i], stderr);
+        i++;
+    }
+    fputc('\n', stderr);
+}
+
+/* One line of the account, its secret parts left out: a secret header's value
+   (wherever its name appears), the user and password, query and fragment of a
+   URL, and any line a terminal could be driven by (control bytes, or anything
+   not ASCII: C1 controls, bidirectional overrides). */
 static void write_header_line(const char *prefix, const char *line, size_t length) {
     while (length > 0 && (line[length - 1] == '\n' || line[length - 1] == '\r')) length--;
     if (length == 0) return;
-    size_t secret = header_is_secret(line, length);
+    const char *secret = secret_name_end(line, length);
     if (secret) {
-        fprintf(stderr, "%s%.*s [redacted]\n", prefix, (int)secret, line);
+        fprintf(stderr, "%s%.*s [redacted]\n", prefix, (int)(secret - line), line);
         return;
     }
     for (size_t i = 0; i < length; i++) {
         unsigned char c = (unsigned char)line[i];
-        if (c < 0x20 || c == 0x7F) { fprintf(stderr, "%s(a header line with control characters)\n", prefix); return; }
+        if (c < 0x20 || c >= 0x7F) { fprintf(stderr, "%s(a line with control or non-ASCII characters, not shown)\n", prefix); return; }
     }
     size_t url_header = header_is_url(line, length);
     if (url_header) {
@@ -236,15 +283,7 @@ static void write_header_line(const char *prefix, const char *line, size_t lengt
         fprintf(stderr, "\n");
         return;
     }
-    /* Query strings carry codes and tokens (request lines, other headers). */
-    const char *query = memchr(line, '?', length);
-    if (query) {
-        const char *end = memchr(query, ' ', length - (size_t)(query - line));
-        size_t tail = end ? length - (size_t)(end - line) : 0;
-        fprintf(stderr, "%s%.*s?[redacted]%.*s\n", prefix, (int)(query - line), line, (int)tail, end ? end : "");
-        return;
-    }
-    fprintf(stderr, "%s%.*s\n", prefix, (int)length, line);
+    write_text_line(prefix, line, length);
 }
 
 static int debug_callback(CURL *handle, curl_infotype type, char *data, size_t size, void *context) {
@@ -267,6 +306,11 @@ static int debug_callback(CURL *handle, curl_infotype type, char *data, size_t s
         break;
     }
     case CURLINFO_HEADER_IN:
+        /* A folded line continues the header before it, which may be a secret one. */
+        if (size > 0 && (data[0] == ' ' || data[0] == '\t')) {
+            fprintf(stderr, "devtrust: http: < (a folded header line, not shown)\n");
+            break;
+        }
         write_header_line("devtrust: http: < ", data, size);
         break;
     case CURLINFO_DATA_OUT:

@@ -67,17 +67,22 @@ public enum TransportPolicy {
     /// A URL for messages: without user and password, query and fragment,
     /// which may carry codes and tokens (a redirect's Location, say).
     /// "https://u:p@host/cb?code=x#t=y" is "https://[redacted]@host/cb?[redacted]#[redacted]".
+    /// Whatever form the URL takes (scheme-relative "//u:p@host", "https:u:p@host"), all
+    /// before the last "@" ahead of the query goes, but the scheme: a message may say too
+    /// little, never a password.
     public static func redacted(_ url: String) -> String {
         var result = ""
         var rest = Substring(url)
-        if let separator = rest.range(of: "://"), !rest[..<separator.lowerBound].contains(where: { "/?#".contains($0) }) {
-            result += rest[..<separator.upperBound]
-            rest = rest[separator.upperBound...]
-            let authorityEnd = rest.firstIndex(where: { "/?#".contains($0) }) ?? rest.endIndex
-            if let at = rest[..<authorityEnd].lastIndex(of: "@") {
-                result += "[redacted]@"
-                rest = rest[rest.index(after: at)...]
+        let beforeQuery = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        if let at = rest[..<beforeQuery].lastIndex(of: "@") {
+            if let colon = rest.firstIndex(of: ":"), colon < at, rest[..<colon].allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }) {
+                result += rest[...colon]
+                if rest[rest.index(after: colon)...].hasPrefix("//") { result += "//" }
+            } else if rest.hasPrefix("//") {
+                result += "//"
             }
+            result += "[redacted]@"
+            rest = rest[rest.index(after: at)...]
         }
         let pathEnd = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) ?? rest.endIndex
         result += rest[..<pathEnd]
@@ -85,17 +90,5 @@ public enum TransportPolicy {
         if let query = tail.firstIndex(of: "?"), tail.firstIndex(of: "#").map({ query < $0 }) ?? true { result += "?[redacted]" }
         if tail.contains("#") { result += "#[redacted]" }
         return result
-    }
-}
-
-extension Substring {
-    fileprivate func range(of text: String) -> Range<Index>? {
-        let needle = Array(text)
-        var index = startIndex
-        while index < endIndex {
-            if self[index...].starts(with: needle) { return index..<self.index(index, offsetBy: needle.count) }
-            index = self.index(after: index)
-        }
-        return nil
     }
 }

@@ -143,6 +143,87 @@ import Testing
     }
 }
 
+/// A TLS front speaking HTTP/2 (nghttpx, Debian's nghttp2-proxy) before the reference server,
+/// as most real servers and proxies are: curl then shows request headers in its own info lines.
+final class HTTP2Front: @unchecked Sendable {
+    static var shouldRun: Bool { FileManager.default.isExecutableFile(atPath: "/usr/sbin/nghttpx") || ExternalTool.isCI }
+    let url: String
+    private let process = Process()
+    private let directory = TemporaryDirectory("h2front")
+
+    init(backend: String, certificates: TestCertificateAuthority) throws {
+        let port = try ProcessRunner.run(ExternalTool.python.rawValue, ["-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"]).output
+        let backendAuthority = String(backend.dropFirst("http://".count)).replacingOccurrences(of: ":", with: ",")
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nghttpx")
+        process.arguments = ["--frontend=127.0.0.1,\(port)", "--backend=\(backendAuthority)", "--workers=1", "--no-ocsp",
+                             "--errorlog-file=\(directory.file("error.log"))", "--accesslog-file=/dev/null", "--pid-file=\(directory.file("pid"))",
+                             certificates.serverKey, certificates.serverCertificate]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        url = "https://127.0.0.1:\(port)"
+        for _ in 0..<100 {
+            if (try? ProcessRunner.run("/usr/bin/curl", ["-sk", "--max-time", "1", "-o", "/dev/null", url + "/api/devices"]).status) == 0 { return }
+            usleep(50_000)
+        }
+        throw SwtpmError("nghttpx did not start: \(String(decoding: directory.read("error.log") ?? [], as: UTF8.self))")
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+@Suite(.enabled(if: ReferenceServer.shouldRun && HTTP2Front.shouldRun)) struct HTTP2DebugRedactionTests {
+    /// curl shows HTTP/2 request headers again as info lines ("h2h3 [x-device-token: ...]"):
+    /// no secret may pass there either.
+    @Test func overHTTP2NoSecretReachesTheDebugOutput() throws {
+        let certificates = try TestCertificateAuthority()
+        let server = try ReferenceServer()
+        let front = try HTTP2Front(backend: server.url, certificates: certificates)
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        cli.extraEnvironment["DEVTRUST_CA_FILE"] = certificates.caCertificate
+        try cli.run("init", "--backend", "software", "-q")
+        #expect(try cli.run(["register", "--server", front.url, "--non-interactive", "-q"] + RegisterTests.answers).status == 0)
+        cli.extraEnvironment["DEVTRUST_HTTP_DEBUG"] = "1"
+        let login = try cli.run(["login", "--server", front.url, "--client-id", "devtrust-app", "--non-interactive"] + SignInTests.basicAnswers)
+        #expect(login.status == 0, "\(login)")
+        #expect(login.stderr.contains("HTTP/2") || login.stderr.contains("h2"), "not HTTP/2: \(login.stderr)")
+        let records = try server.get("/api/signin-records").arrayValue?.compactMap(\.objectValue) ?? []
+        #expect(records.first?["accepted"] == .bool(true), "\(records)")
+        #expect(!login.stderr.contains("eyJ"), "a token or its header: \(login.stderr)")
+        #expect(!login.stderr.contains("correct horse") && !login.stderr.contains("correct+horse"))
+        #expect(login.stderr.lowercased().contains("x-device-token: [redacted]"), "\(login.stderr)")
+        let accessToken = try cli.run("access-token").output
+        #expect(accessToken.count > 20 && !login.stderr.contains(accessToken))
+    }
+
+    /// A proxy's password (curl names the proxy variable it uses), a scheme-relative Location
+    /// with a password, a folded header, a C1 control: none reaches the terminal.
+    @Test func proxiesFoldedHeadersAndOddLocationsAreRedacted() throws {
+        var setup = try SignInTests.Setup(["--fault", "redirect-scheme-relative", "--fault-on", "signin", "--fault-at", "1"], register: false)
+        setup.cli.extraEnvironment["DEVTRUST_HTTP_DEBUG"] = "1"
+        let redirected = try setup.login()
+        #expect(redirected.status == 5, "\(redirected)")
+        #expect(redirected.stderr.contains("a redirect to //[redacted]@elsewhere.example/cb;"), "\(redirected.stderr)")
+        #expect(redirected.stderr.contains("devtrust: http: < (a folded header line, not shown)"), "\(redirected.stderr)")
+        #expect(!redirected.stderr.contains("SECRET") && !redirected.stderr.unicodeScalars.contains { $0.value == 0x9B }, "\(redirected.stderr)")
+
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_HTTP_DEBUG"] = "1"
+        cli.extraEnvironment["https_proxy"] = "http://proxyuser:PROXY-SECRET-4711@127.0.0.1:9"
+        let proxied = try cli.run("login", "--device-code", "--server", "https://idp.example", "--client-id", "c")
+        #expect(proxied.status == 5, "\(proxied)")
+        #expect(proxied.stderr.contains("[redacted]@127.0.0.1:9") && !proxied.stderr.contains("PROXY-SECRET"), "\(proxied.stderr)")
+    }
+}
+
 /// devtrust with an older libcurl: Tests/Interop/older_libcurl.c is the real
 /// libcurl reporting another version and, below 7.85, refusing
 /// CURLOPT_PROTOCOLS_STR as those versions do.

@@ -105,6 +105,7 @@ FAULTS = {
     "deep-json": "200 with JSON nested 10000 levels",
     "redirect-elsewhere": "302 to an https URL on another host",
     "redirect-with-code": "302 to a callback URL whose query carries a code (SECRET-CODE-4711)",
+    "redirect-scheme-relative": "302 to //user:SECRET-PASSWORD-4711@elsewhere.example/cb, with a folded Set-Cookie carrying SECRET-FOLDED-4711 and a header with a C1 control",
     "redirect-with-token": "302 to a URL with a password and a fragment that carries a token (SECRET-PASSWORD-4711, SECRET-TOKEN-4711)",
     "slow-body": "the headers, then one byte of the body per second",
     "truncated-body": "Content-Length 200, 20 bytes, then the connection closes",
@@ -718,6 +719,13 @@ def make_handler(server, signins):
             elif fault == "redirect-elsewhere":
                 self.send_response(302)
                 self.send_header("Location", "https://elsewhere.example" + self.path)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            elif fault == "redirect-scheme-relative":
+                self.send_response(302)
+                self.send_header("Location", "//user:SECRET-PASSWORD-4711@elsewhere.example/cb")
+                self.send_header("Set-Cookie", "session=abc;\r\n part=SECRET-FOLDED-4711")
+                self.send_header("X-Note", "before\u009b31mafter")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
             elif fault in ("redirect-with-code", "redirect-with-token"):
