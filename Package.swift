@@ -63,7 +63,7 @@ let package = Package(
         // The command line: argument parsing, commands, errors to exit codes.
         .target(
             name: "DevtrustCLI",
-            dependencies: ["CQRCode", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustSystem"]
+            dependencies: ["CProcessHardening", "CQRCode", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustSystem"]
         ),
         // Every symbol bound at start (-z now): the first call of a lazily bound
         // function runs the dynamic linker's resolver, which saves the vector

@@ -65,6 +65,8 @@ struct ErrorReport {
             return ErrorReport(.usage, error.description)
         case let error as OAuthError:
             return ErrorReport(.serverRefused, error.description)
+        case let error as Interrupted:
+            return ErrorReport(.failure, error.description)
         case let error as DeviceCodeFailure:
             return ErrorReport(.serverRefused, error.description)
         case let error as SignInUnsupportedError:

@@ -24,6 +24,18 @@ public enum DeviceCodeFailure: Error, Equatable, Sendable, CustomStringConvertib
     }
 }
 
+/// A signal (Ctrl-C, SIGTERM, SIGHUP) ended the wait: the caller says so, then ends by it.
+public struct Interrupted: Error, Equatable, Sendable, CustomStringConvertible {
+    public let signal: Int32
+
+    public init(signal: Int32) { self.signal = signal }
+
+    public var description: String {
+        let name = [2: "SIGINT", 15: "SIGTERM", 1: "SIGHUP"][signal] ?? "signal \(signal)"
+        return "interrupted by \(name) while waiting for approval; the code was not used"
+    }
+}
+
 /// Time and waiting; injected so that tests of the polling rules need no real time.
 public protocol Waiting: Sendable {
     /// Seconds, with fractions, on a clock that nobody can set (any origin):
@@ -33,7 +45,8 @@ public protocol Waiting: Sendable {
     /// Seconds since the epoch, only to show when something happens (`next_poll_at`).
     func wallClock() -> Double
     /// Waits until `deadline` (on the `now()` clock), calling `tick` with `now()` about once a second.
-    func wait(until deadline: Double, tick: (Double) -> Void)
+    /// Throws `Interrupted` when a signal ends the wait.
+    func wait(until deadline: Double, tick: (Double) -> Void) throws
 }
 
 /// RFC 8628 device authorization grant, polling exactly as section 3.5 says:
@@ -85,12 +98,12 @@ public struct DeviceCodeSignIn {
             let nextPoll = waiting.now() + Double(wait)
             guard nextPoll < deadline else {
                 // The server's own expiry: no poll could come back with tokens now.
-                waiting.wait(until: deadline) { tick($0, deadline) }
+                try waiting.wait(until: deadline) { tick($0, deadline) }
                 throw DeviceCodeFailure.expired
             }
             polls += 1
             events(.polling(pollCount: polls, interval: interval, nextPollAt: waiting.wallClock() + Double(wait)))
-            waiting.wait(until: nextPoll) { tick($0, deadline) }
+            try waiting.wait(until: nextPoll) { tick($0, deadline) }
             let result: DevicePollResult
             do {
                 result = try oauth.pollDevice(authorization, clientID: clientID, server: server)
@@ -127,7 +140,12 @@ public struct DeviceCodeSignIn {
 /// the time the machine was suspended, as the server's expiry does), CLOCK_REALTIME
 /// only for the times shown.
 public struct SystemWaiting: Waiting {
-    public init() {}
+    /// The signal that arrived, if one did (0 for none).
+    public let interruption: @Sendable () -> Int32
+
+    public init(interruption: @escaping @Sendable () -> Int32 = { 0 }) {
+        self.interruption = interruption
+    }
 
     public func now() -> Double { Self.read(CLOCK_BOOTTIME) }
 
@@ -139,8 +157,10 @@ public struct SystemWaiting: Waiting {
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
-    public func wait(until deadline: Double, tick: (Double) -> Void) {
+    public func wait(until deadline: Double, tick: (Double) -> Void) throws {
         while true {
+            let signal = interruption()
+            if signal != 0 { throw Interrupted(signal: signal) }
             let remaining = deadline - now()
             if remaining <= 0 { return }
             tick(now())

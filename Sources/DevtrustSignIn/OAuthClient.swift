@@ -76,7 +76,9 @@ public struct OAuthClient: Sendable {
         }
         return DeviceAuthorization(deviceCode: deviceCode, userCode: userCode, verificationURI: verificationURI,
                                    verificationURIComplete: document["verification_uri_complete"]?.stringValue,
-                                   expiresIn: expiresIn, interval: document["interval"]?.int64Value.flatMap { $0 > 0 ? $0 : nil })
+                                   // A day at most, and an interval within it: larger values are a server's mistake, and must not overflow.
+                                   expiresIn: min(expiresIn, 86_400),
+                                   interval: document["interval"]?.int64Value.flatMap { $0 > 0 ? min($0, min(expiresIn, 86_400)) : nil })
     }
 
     public func pollDevice(_ authorization: DeviceAuthorization, clientID: String, server: AuthorizationServer) throws -> DevicePollResult {

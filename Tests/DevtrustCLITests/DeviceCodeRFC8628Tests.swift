@@ -192,3 +192,52 @@ enum DeviceCodeRun {
         #expect(failure?["error"] == .string("keystore_error") && failure?["description"]?.stringValue?.contains("keystore.json") == true, "\(events)")
     }
 }
+
+/// However a device-code run ends, `--json` ends with one final event: a signal too.
+@Suite(.enabled(if: ReferenceServer.shouldRun)) struct DeviceCodeSignalTests {
+    /// Ctrl-C, SIGTERM, SIGHUP while polling: a `failure` event ("interrupted"), then the
+    /// process ends by that signal, as the shell expects. Also with numbers too large to add.
+    @Test(arguments: [(SIGINT, ["--device-interval", "1"]), (SIGTERM, ["--device-interval", "1"]), (SIGHUP, ["--device-interval", "1"]),
+                      (SIGTERM, ["--device-expires", "9223372036854775807", "--device-interval", "9223372036854000000"])])
+    func aSignalEndsWithAFinalEvent(signal: Int32, serverArguments: [String]) throws {
+        let server = try ReferenceServer(serverArguments)
+        let directory = TemporaryDirectory()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: cli.path)
+        process.arguments = ["login", "--device-code", "--server", server.url, "--client-id", "devtrust-app", "--json"]
+        process.environment = cli.environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Once it has shown the code and waits (to poll, or for the code's end), signal it.
+        var lines = [String]()
+        var buffer = [UInt8]()
+        while lines.isEmpty {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty { break }
+            if byte.first == 0x0A { lines.append(String(decoding: buffer, as: UTF8.self)); buffer.removeAll() } else { buffer.append(byte.first!) }
+        }
+        #expect(lines.first?.contains("\"event\":\"started\"") == true, "\(lines)")
+        usleep(1_500_000)
+        kill(process.processIdentifier, signal)
+        let rest = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        lines += String(decoding: rest, as: UTF8.self).split(separator: "\n").map(String.init)
+        let last = try JSONParser.parse(lines.last ?? "").objectValue
+        #expect(last?["event"] == .string("failure") && last?["error"] == .string("interrupted"), "\(lines)")
+        #expect(lines.filter { $0.contains("\"event\":\"failure\"") || $0.contains("\"event\":\"success\"") }.count == 1, "\(lines)")
+        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == signal, "\(process.terminationReason) \(process.terminationStatus)")
+    }
+
+    @Test func aTokenLifetimeTooLargeToAddIsNoCrash() throws {
+        let server = try ReferenceServer(["--device-interval", "1", "--device-approve-after", "1", "--access-token-ttl", "9223372036854775807"])
+        let directory = TemporaryDirectory()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        let login = try cli.run("login", "--device-code", "--server", server.url, "--client-id", "devtrust-app", "--json")
+        #expect(login.status == 0, "\(login)")
+        #expect(login.stdout.split(separator: "\n").last?.contains("\"event\":\"success\"") == true, "\(login.stdout)")
+        #expect(try cli.run("access-token").status == 0)
+    }
+}

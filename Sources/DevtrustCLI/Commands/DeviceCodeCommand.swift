@@ -1,3 +1,4 @@
+import CProcessHardening
 import CQRCode
 import DevtrustEncoding
 import DevtrustHTTP
@@ -23,6 +24,11 @@ enum DeviceCodeCommand {
                 emit(context, ["event": .string(failure == .expired ? "expired" : "access_denied")])
             }
             emit(context, failureEvent(error))
+            // Ended by a signal: said, then ended by that signal, as the shell expects.
+            if let interrupted = error as? Interrupted {
+                context.warn(interrupted.description)
+                devtrust_reraise(interrupted.signal)
+            }
             throw error
         }
     }
@@ -32,7 +38,8 @@ enum DeviceCodeCommand {
         let http = settings.http(context)
         let server = try settings.authorizationServer(http: http, context: context)
         let signIn = DeviceCodeSignIn(oauth: settings.oauth(context), clientID: settings.clientID, scope: settings.scope,
-                                      server: server, waiting: SystemWaiting())
+                                      server: server, waiting: SystemWaiting(interruption: { devtrust_interrupt_signal() }))
+        devtrust_watch_interrupts()
         let showQR = !context.arguments.has("no-qr") && context.terminal.errorIsTerminal
         let countdown = context.terminal.errorIsTerminal && !context.quiet
         let tokens = try signIn.run(events: { event in
@@ -88,6 +95,8 @@ enum DeviceCodeCommand {
             description = error.errorDescription ?? report.message
         case let failure as DeviceCodeFailure:
             code = failure == .expired ? "expired_token" : "access_denied"
+        case is Interrupted:
+            code = "interrupted"
         case is OAuthProtocolError:
             code = "protocol_error"
         case is SignInUnsupportedError:
