@@ -18,7 +18,7 @@ struct CommandContext {
         self.tpmNotices = tpmNotices
         let terminal = environment.terminal
         self.clocks = clocks ?? ClockMonitor(
-            store: CacheDirectory.resolve(environment: environment.variables, effectiveUserID: environment.effectiveUserID).map(ClockSkewStore.init),
+            store: Self.cacheDirectory(arguments, environment).map(ClockSkewStore.init),
             reading: environment.bootClock, warn: { Self.warning($0, to: terminal) })
     }
 
@@ -64,6 +64,15 @@ struct CommandContext {
             throw UsageError("cannot tell where the keystore is: HOME is not set; pass --keystore DIR or set DEVTRUST_KEYSTORE")
         }
         return Keystore(path: path, ownerID: environment.effectiveUserID)
+    }
+
+    /// The cache directory (posture results, clock measurements), kept out of the keystore.
+    var cacheDirectory: CacheDirectory? { Self.cacheDirectory(arguments, environment) }
+
+    static func cacheDirectory(_ arguments: ParsedArguments, _ environment: CommandEnvironment) -> CacheDirectory? {
+        let keystore = KeystoreLocation.resolve(explicit: arguments.value("keystore"), environment: environment.variables,
+                                                effectiveUserID: environment.effectiveUserID)
+        return CacheDirectory.resolve(environment: environment.variables, effectiveUserID: environment.effectiveUserID, keystorePath: keystore)
     }
 
     /// The TPM as `--tcti` and the environment choose it.

@@ -27,8 +27,9 @@ final class PrivateDirectory {
 
     /// Opens an existing directory and checks it belongs to `ownerID` and has
     /// no group or other access; nil when it does not exist.
-    static func open(_ path: String, ownerID: UInt32) throws(KeystoreError) -> PrivateDirectory? {
-        let descriptor = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    /// - Parameter followingSymlink: false refuses a symlink in place of the directory (ELOOP).
+    static func open(_ path: String, ownerID: UInt32, followingSymlink: Bool = true) throws(KeystoreError) -> PrivateDirectory? {
+        let descriptor = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (followingSymlink ? 0 : O_NOFOLLOW))
         if descriptor < 0 {
             let code = errno
             if code == ENOENT { return nil }
@@ -43,8 +44,8 @@ final class PrivateDirectory {
     }
 
     /// Opens the directory, creating it and any missing parents with mode 0700.
-    static func openOrCreate(_ path: String, ownerID: UInt32) throws(KeystoreError) -> PrivateDirectory {
-        if let existing = try open(path, ownerID: ownerID) { return existing }
+    static func openOrCreate(_ path: String, ownerID: UInt32, followingSymlink: Bool = true) throws(KeystoreError) -> PrivateDirectory {
+        if let existing = try open(path, ownerID: ownerID, followingSymlink: followingSymlink) { return existing }
         var prefix = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             prefix += "/" + component
@@ -52,7 +53,7 @@ final class PrivateDirectory {
                 throw .io(path: prefix, operation: "create directory", errno: errno)
             }
         }
-        guard let created = try open(path, ownerID: ownerID) else {
+        guard let created = try open(path, ownerID: ownerID, followingSymlink: followingSymlink) else {
             throw .io(path: path, operation: "open the keystore directory", errno: ENOENT)
         }
         return created

@@ -112,7 +112,7 @@ public struct DeviceCodeSignIn {
                 backoff = Self.backoff(after: backoff, interval: interval)
                 events(.networkError("\(error)", retryIn: backoff))
                 continue
-            } catch let error as OAuthProtocolError {
+            } catch let error as OAuthProtocolError where error.mayPass {
                 backoff = Self.backoff(after: backoff, interval: interval)
                 events(.networkError("\(error)", retryIn: backoff))
                 continue

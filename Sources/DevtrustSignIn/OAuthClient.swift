@@ -175,7 +175,7 @@ public struct OAuthClient: Sendable {
                 throw OAuthError(error: "unauthorized", errorDescription: "HTTP 401 without an OAuth error body, as a proxy or gateway answers",
                                  httpStatus: 401, bodyless: true)
             }
-            throw OAuthProtocolError("\(url) answered HTTP \(response.status)")
+            throw OAuthProtocolError("\(url) answered HTTP \(response.status)", mayPass: response.status >= 500 || response.status == 429)
         }
         if ignoreBody || (allowEmpty && response.body.isEmpty) { return JSONObject() }
         guard case let .object(object)? = document else { throw OAuthProtocolError("\(url) did not answer a JSON object") }

@@ -43,8 +43,14 @@ public struct OAuthError: Error, Equatable, Sendable, CustomStringConvertible {
 /// The server does not speak OAuth/OIDC as expected (exit 5).
 public struct OAuthProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
+    /// A failing server (a 5xx, a 429 without an OAuth body): it may pass. Otherwise (a 404
+    /// page, an answer without what it must hold) trying again will not help.
+    public let mayPass: Bool
 
-    public init(_ message: String) { self.message = message }
+    public init(_ message: String, mayPass: Bool = false) {
+        self.message = message
+        self.mayPass = mayPass
+    }
 
     public var description: String { "the server does not answer as an OAuth server should: \(message)" }
 }

@@ -231,6 +231,19 @@ enum DeviceCodeRun {
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == signal, "\(process.terminationReason) \(process.terminationStatus)")
     }
 
+    /// A 404 page is no outage: trying again will not help, so the run ends at once with one
+    /// failure event, instead of polling a wrong endpoint until the code expires.
+    @Test func aNotFoundPageEndsThePolling() throws {
+        let server = try ReferenceServer(["--device-interval", "1", "--device-not-found-on", "1"])
+        let directory = TemporaryDirectory()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        let login = try cli.run("login", "--device-code", "--server", server.url, "--client-id", "devtrust-app", "--json")
+        #expect(login.status == 5 && login.stderr.contains("answered HTTP 404"), "\(login)")
+        let polls = try server.get("/api/device/polls").arrayValue?.first?.objectValue?["polls"]?.arrayValue?.count
+        #expect(polls == 1, "polled \(String(describing: polls)) times")
+        #expect(login.stdout.split(separator: "\n").last?.contains("\"event\":\"failure\"") == true, "\(login.stdout)")
+    }
+
     @Test func aTokenLifetimeTooLargeToAddIsNoCrash() throws {
         let server = try ReferenceServer(["--device-interval", "1", "--device-approve-after", "1", "--access-token-ttl", "9223372036854775807"])
         let directory = TemporaryDirectory()

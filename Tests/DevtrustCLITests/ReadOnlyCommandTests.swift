@@ -80,4 +80,31 @@ import Testing
         #expect(claims?["edrAgent"] == .string("running"), "\(planting): \(String(describing: claims))")
         #expect(String(decoding: directory.read("runs") ?? [], as: UTF8.self) == "run\n")
     }
+
+    /// A cache directory that is the keystore (a symlink, or XDG_CACHE_HOME beside XDG_DATA_HOME)
+    /// or lies inside it is not used: token leaves the keystore as it was.
+    @Test(arguments: ["symlink to the keystore", "the keystore itself", "inside the keystore"])
+    func aCacheThatIsTheKeystoreIsNotUsed(_ placement: String) throws {
+        let directory = TemporaryDirectory()
+        let collector = directory.write("collector.sh", "#!/bin/sh\necho '{\"edrAgent\":\"running\"}'\n", mode: 0o755)
+        let keystore = directory.file("data/devtrust")
+        var cli = DevtrustBinary(keystore: keystore)
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        try cli.run("init", "--backend", "software", "-q")
+        switch placement {
+        case "symlink to the keystore":
+            try FileManager.default.createDirectory(atPath: directory.file("cache"), withIntermediateDirectories: true)
+            symlink(keystore, directory.file("cache/devtrust"))
+            cli.extraEnvironment["XDG_CACHE_HOME"] = directory.file("cache")
+        case "the keystore itself":
+            cli.extraEnvironment["XDG_CACHE_HOME"] = directory.file("data")
+        default:
+            cli.extraEnvironment["XDG_CACHE_HOME"] = keystore
+        }
+        cli.extraEnvironment["DEVTRUST_CONFIG"] = directory.write("config.json", #"{"collector":["\#(collector)"],"postureCacheSeconds":300}"#)
+        let before = try Self.fingerprint(keystore)
+        let token = try cli.run("token", "--device-id", "x")
+        #expect(token.status == 0, "\(token)")
+        #expect(try Self.fingerprint(keystore) == before, "\(placement): the keystore changed")
+    }
 }

@@ -663,6 +663,8 @@ def make_handler(server, signins):
             except signin.DropConnection:
                 self.close_connection = True
                 return
+            except signin.NotFoundPage:
+                return self.send_raw(404, b"<html><body>Not Found</body></html>", "text/html")
             self.send_json(404, {"error": "not_found", "error_description": path})
 
         def browser_login(self, answer):

@@ -130,11 +130,17 @@ class DropConnection(Exception):
     """Close the connection without an answer (a network failure, as the client sees it)."""
 
 
+class NotFoundPage(Exception):
+    """Answer 404 with an HTML page, as a misrouted request gets."""
+
+
 def add_device_code_options(parser):
     """Options of the device-code side beyond --device-expires/--device-interval/... (own function: easy merges)."""
     parser.add_argument("--issuer", help="the discovery document's issuer (default: {base}/oauth2/token)")
     parser.add_argument("--device-unavailable-on", type=int, action="append", default=[], metavar="N",
                         help="answer the Nth device-code poll with HTTP 503 {\"error\":\"temporarily_unavailable\"}")
+    parser.add_argument("--device-not-found-on", type=int, action="append", default=[], metavar="N",
+                        help="answer the Nth device-code poll with a 404 HTML page")
     parser.add_argument("--device-drop-on", type=int, action="append", default=[], metavar="N",
                         help="close the connection of the Nth device-code poll without an answer")
 
@@ -419,6 +425,8 @@ class SignInServer:
             raise OAuthFailure(400, "expired_token", "the device code expired")
         if count in self.options.device_drop_on:
             raise DropConnection()
+        if count in self.options.device_not_found_on:
+            raise NotFoundPage()
         if count in self.options.device_unavailable_on:
             raise OAuthFailure(503, "temporarily_unavailable", "the server is overloaded; try again later")
         if count in self.options.device_slow_down_on:

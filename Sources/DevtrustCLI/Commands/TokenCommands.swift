@@ -79,7 +79,7 @@ enum TokenCommands {
         var settings = PostureSettings(collector: configuration.collector)
         settings.collectorTimeoutMilliseconds = configuration.collectorTimeoutSeconds * 1000
         settings.cacheSeconds = Int64(configuration.postureCacheSeconds)
-        let cache = CacheDirectory.resolve(environment: variables, effectiveUserID: context.environment.effectiveUserID).map(PostureCacheFile.init)
+        let cache = context.cacheDirectory.map(PostureCacheFile.init)
         let report = PostureCollector.collect(input, settings: settings, cache: cache,
                                               now: context.environment.clock.secondsSinceEpoch())
         for problem in report.problems { context.warn(problem) }
