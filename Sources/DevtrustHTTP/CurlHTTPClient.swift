@@ -124,7 +124,7 @@ public struct CurlHTTPClient: HTTPClient {
         let headers = Self.parseHeaders(accumulator.headerLines)
         let response = HTTPResponse(status: status, headers: headers, body: accumulator.body)
         if (300..<400).contains(status) {
-            throw .redirected(url: request.url, status: status, location: response.header("Location").map(TransportPolicy.redacted))
+            throw .redirected(url: request.url, status: status, location: response.header("Location").map { TransportPolicy.redacted($0) })
         }
         return response
     }

@@ -18,30 +18,32 @@ public enum HTTPError: Error, Equatable, Sendable, CustomStringConvertible {
     case redirected(url: String, status: Int, location: String?)
 
     public var description: String {
+        // A URL in a message never shows a user name or password (a profile's endpoint may hold one).
+        func shown(_ url: String) -> String { TransportPolicy.redacted(url, keepingQuery: true) }
         switch self {
         case let .invalidURL(url, reason):
-            return "\(url) is not a usable server URL: \(reason)"
+            return "\(shown(url)) is not a usable server URL: \(reason)"
         case let .insecureURL(url):
-            return "\(url) uses plain http, which devtrust allows only to loopback addresses; use https://"
+            return "\(shown(url)) uses plain http, which devtrust allows only to loopback addresses; use https://"
         case let .libraryUnavailable(detail):
             return "cannot load libcurl (\(detail)); install it: apt-get install libcurl4"
         case let .libraryTooOld(version):
             return "libcurl \(version) is too old: devtrust needs libcurl 7.63.0 or later (for its URL parser, which every request's URL is checked with); install a newer libcurl4"
         case let .transport(url, failure, detail):
             switch failure {
-            case .resolve: return "cannot resolve the host of \(url) (\(detail)); check the server URL and DNS"
-            case .connect: return "cannot connect to \(url) (\(detail)); is the server up and reachable?"
-            case .timeout: return "\(url) did not answer in time (\(detail))"
-            case .untrustedCertificate: return "the certificate of \(url) is not trusted (\(detail)); if the server uses a private CA, pass --ca-file FILE (or set DEVTRUST_CA_FILE)"
-            case .tls: return "TLS with \(url) failed (\(detail))"
+            case .resolve: return "cannot resolve the host of \(shown(url)) (\(detail)); check the server URL and DNS"
+            case .connect: return "cannot connect to \(shown(url)) (\(detail)); is the server up and reachable?"
+            case .timeout: return "\(shown(url)) did not answer in time (\(detail))"
+            case .untrustedCertificate: return "the certificate of \(shown(url)) is not trusted (\(detail)); if the server uses a private CA, pass --ca-file FILE (or set DEVTRUST_CA_FILE)"
+            case .tls: return "TLS with \(shown(url)) failed (\(detail))"
             case .caFile: return "the CA file cannot be used (\(detail)); check --ca-file / DEVTRUST_CA_FILE"
-            case .noResponse: return "\(url) closed the connection without an answer (\(detail))"
-            case .other: return "the request to \(url) failed (\(detail))"
+            case .noResponse: return "\(shown(url)) closed the connection without an answer (\(detail))"
+            case .other: return "the request to \(shown(url)) failed (\(detail))"
             }
         case let .responseTooLarge(url, limit):
-            return "the answer of \(url) is larger than \(limit) bytes; devtrust stopped reading it"
+            return "the answer of \(shown(url)) is larger than \(limit) bytes; devtrust stopped reading it"
         case let .redirected(url, status, location):
-            return "\(url) answered \(status), a redirect" + (location.map { " to \($0)" } ?? "") + "; devtrust does not follow redirects: check the server URL"
+            return "\(shown(url)) answered \(status), a redirect" + (location.map { " to \($0)" } ?? "") + "; devtrust does not follow redirects: check the server URL"
         }
     }
 }

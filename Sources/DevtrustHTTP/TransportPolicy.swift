@@ -70,7 +70,8 @@ public enum TransportPolicy {
     /// Whatever form the URL takes (scheme-relative "//u:p@host", "https:u:p@host"), all
     /// before the last "@" ahead of the query goes, but the scheme: a message may say too
     /// little, never a password.
-    public static func redacted(_ url: String) -> String {
+    /// - Parameter keepingQuery: only the user and password go (for the URL of a request devtrust made).
+    public static func redacted(_ url: String, keepingQuery: Bool = false) -> String {
         var result = ""
         var rest = Substring(url)
         let beforeQuery = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) ?? rest.endIndex
@@ -84,6 +85,7 @@ public enum TransportPolicy {
             result += "[redacted]@"
             rest = rest[rest.index(after: at)...]
         }
+        if keepingQuery { return result + rest }
         let pathEnd = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) ?? rest.endIndex
         result += rest[..<pathEnd]
         let tail = rest[pathEnd...]

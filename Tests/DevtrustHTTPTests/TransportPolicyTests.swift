@@ -81,4 +81,17 @@ import Testing
             #expect(perform(restriction: 1) == CURLE_UNSUPPORTED_PROTOCOL, "CURLOPT_PROTOCOLS_STR")
         }
     }
+
+    /// Messages never repeat a password of a URL, whatever its form.
+    @Test func messagesShowNoPassword() {
+        for url in ["http://user:SECRET@192.0.2.2/token", "https://client:SECRET@idp.example/token?x=1", "//u:SECRET@h/cb", "https:u:SECRET@host/x"] {
+            for error in [HTTPError.invalidURL(url, reason: "r"), .insecureURL(url), .transport(url: url, failure: .connect, detail: "d"),
+                          .redirected(url: "https://a/b", status: 302, location: TransportPolicy.redacted(url))] {
+                #expect(!error.description.contains("SECRET"), "\(error.description)")
+            }
+        }
+        #expect(TransportPolicy.redacted("https://client:SECRET@idp.example/token?x=1", keepingQuery: true) == "https://[redacted]@idp.example/token?x=1")
+        #expect(TransportPolicy.redacted("//u:p@h/cb?code=1") == "//[redacted]@h/cb?[redacted]")
+        #expect(TransportPolicy.redacted("https:u:p@host/x") == "https:[redacted]@host/x")
+    }
 }
