@@ -109,6 +109,13 @@ int devtrust_curl_version_is_supported(unsigned int version) {
 
 unsigned int devtrust_curl_runtime_version(void) { return runtime_version; }
 
+int devtrust_curl_url_error_is_bad_host(CURLUcode code) {
+#if LIBCURL_VERSION_NUM >= 0x075100
+    if (code == CURLUE_BAD_HOSTNAME || code == CURLUE_BAD_IPV6) return 1;
+#endif
+    return code == CURLUE_NO_HOST;
+}
+
 int devtrust_curl_protocols_option_is_string(unsigned int version) {
     return version >= 0x075500; /* CURLOPT_PROTOCOLS_STR: 7.85.0 */
 }

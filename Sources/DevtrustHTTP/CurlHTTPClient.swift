@@ -44,6 +44,13 @@ public struct CurlHTTPClient: HTTPClient {
         }
         // Without this, curl adds "Expect: 100-continue" to larger POSTs.
         headerList = devtrust_curl_slist_append(headerList, "Expect:")
+        // "localhost" is plain http's loopback only if it reaches loopback: libcurl before 7.78 asks
+        // /etc/hosts and DNS for it, so it is pinned to 127.0.0.1 there (any port).
+        var connectTo: UnsafeMutablePointer<curl_slist>?
+        defer { devtrust_curl_slist_free_all(connectTo) }
+        if host.lowercased() == "localhost" && devtrust_curl_runtime_version() < 0x074E00 {
+            connectTo = devtrust_curl_slist_append(nil, "localhost::127.0.0.1:")
+        }
 
         let accumulator = Accumulator(limit: options.maximumResponseBytes)
         let context = Unmanaged.passRetained(accumulator)
@@ -71,6 +78,7 @@ public struct CurlHTTPClient: HTTPClient {
             set(devtrust_curl_setopt_string(handle, CURLOPT_NOPROXY, TransportPolicy.noProxyList(userEntries: options.noProxy)))
             // Plain http goes only to loopback, and never through a proxy (which may not be on this machine).
             if TransportPolicy.isLoopback(host: host) { set(devtrust_curl_setopt_string(handle, CURLOPT_PROXY, "")) }
+            if let connectTo { set(devtrust_curl_setopt_pointer(handle, CURLOPT_CONNECT_TO, connectTo)) }
             set(devtrust_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeoutMilliseconds))
             set(devtrust_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, options.totalTimeoutMilliseconds))
             set(devtrust_curl_setopt_off_t(handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(options.maximumResponseBytes)))
@@ -137,7 +145,7 @@ public struct CurlHTTPClient: HTTPClient {
             switch parsed {
             case CURLUE_UNSUPPORTED_SCHEME: reason = "only https:// URLs are supported"
             case CURLUE_BAD_PORT_NUMBER: reason = "bad port"
-            case CURLUE_NO_HOST, CURLUE_BAD_HOSTNAME, CURLUE_BAD_IPV6: reason = "no valid host name"
+            case _ where devtrust_curl_url_error_is_bad_host(parsed) == 1: reason = "no valid host name"
             default: reason = "libcurl cannot read it (URL error \(parsed.rawValue))"
             }
             throw .invalidURL(text, reason: reason)

@@ -22,6 +22,10 @@ int devtrust_curl_load(char *error, size_t error_size);
 int devtrust_curl_version_is_supported(unsigned int version);
 /* The loaded libcurl's version (curl_version_info), 0 before it is loaded. */
 unsigned int devtrust_curl_runtime_version(void);
+
+/* 1 when a URL parse error says the host is bad (CURLUE_BAD_HOSTNAME and
+   CURLUE_BAD_IPV6 exist from libcurl 7.81's headers on: older ones build too). */
+int devtrust_curl_url_error_is_bad_host(CURLUcode code);
 /* Whether this version has CURLOPT_PROTOCOLS_STR (7.85.0); older ones have only CURLOPT_PROTOCOLS. */
 int devtrust_curl_protocols_option_is_string(unsigned int version);
 /* Allows http and https only: CURLOPT_PROTOCOLS_STR when `as_string`, else the
