@@ -26,7 +26,7 @@ import Testing
         .init(mode: "links-plain-http", at: 1, exit: 5, message: "uses plain http, which devtrust allows only to loopback addresses"),
         // Links are RFC 3986 references: each is resolved first, then must be on this server's origin.
         .init(mode: "links-network-path-elsewhere", at: 1, exit: 5, message: "(//evil.example/oauth2/authn) cannot be used: http://evil.example/oauth2/authn uses plain http"),
-        .init(mode: "links-userinfo", at: 1, exit: 5, message: "cannot be used: http://127.0.0.1:"),
+        .init(mode: "links-userinfo", at: 1, exit: 5, message: "cannot be used: http://[redacted]@evil.example/oauth2/authn is not a usable server URL: user names or passwords"),
         .init(mode: "links-backslash", at: 1, exit: 5, message: "cannot be used: http://127.0.0.1:"),
         .init(mode: "links-scheme-relative-http", at: 1, exit: 5, message: "(http:evil.example/oauth2/authn) cannot be used: http:evil.example/oauth2/authn is not a usable server URL: it has no scheme or host"),
         .init(mode: "unknown-prompt", at: 1, exit: 4, message: "not supported by devtrust: a QUANTUM_PROMPT"),
