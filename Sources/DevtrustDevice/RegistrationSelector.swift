@@ -24,13 +24,18 @@ public enum RegistrationSelector {
     /// provider's URLs (its issuer too) are below (`https://idp/t/acme` for `https://idp/t/acme/oauth2/token`).
     public static func select(from state: KeystoreState, destination: String, providerURLs: [String]) throws(DeviceError) -> RegistrationRecord {
         let providerURLs = [destination] + providerURLs
-        // On the destination's origin, and a base URL the provider's URLs are below (a registration in
-        // tenant /t/acme is not for /t/other); the longest such base is the most specific (a tenant's
-        // before the root's).
+        // On the destination's origin, and a base URL the provider's URLs are below, in its own tenant
+        // (a registration in /t/acme, or at the root, is not for /t/other); the longest such base is the
+        // most specific.
         let below = state.registrations.filter { record in
             guard origin(record.server) == origin(destination) else { return false }
             let base = normalized(record.server).location
-            return providerURLs.contains { let location = normalized($0).location; return location == base || location.hasPrefix(base + "/") }
+            // Below the base, and not in a tenant the base is not (a root registration is not one in /t/other).
+            return providerURLs.contains { url in
+                let location = normalized(url).location
+                guard location == base || location.hasPrefix(base + "/") else { return false }
+                return !location.dropFirst(base.count).hasPrefix("/t/")
+            }
         }
         let longest = below.map { normalized($0.server).location.count }.max()
         let candidates = below.filter { normalized($0.server).location.count == longest }

@@ -77,19 +77,26 @@ public enum JSONWriter {
 
     private static func writeString(_ text: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
-            case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x22: out.append(contentsOf: "\\\"".utf8)
+            case 0x5C: out.append(contentsOf: "\\\\".utf8)
             case 0x0A: out.append(contentsOf: "\\n".utf8)
             case 0x0D: out.append(contentsOf: "\\r".utf8)
             case 0x09: out.append(contentsOf: "\\t".utf8)
             case 0x08: out.append(contentsOf: "\\b".utf8)
             case 0x0C: out.append(contentsOf: "\\f".utf8)
-            case 0x00..<0x20:
-                out.append(contentsOf: "\\u00".utf8)
-                out.append(contentsOf: Hex.encode([byte]).utf8)
-            default: out.append(byte)
+            // Control characters, and those a terminal acts on or that reorder text (C1
+            // controls, bidirectional marks, line separators), as \u escapes: JSON that
+            // reaches a terminal cannot drive it, and stays JSON.
+            case 0x00..<0x20, 0x7F...0x9F, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
+                out.append(contentsOf: "\\u".utf8)
+                let hex = Hex.encode([UInt8(scalar.value >> 8), UInt8(scalar.value & 0xFF)])
+                out.append(contentsOf: hex.utf8)
+            case 0..<0x80:
+                out.append(UInt8(scalar.value))
+            default:
+                out.append(contentsOf: String(scalar).utf8)
             }
         }
         out.append(UInt8(ascii: "\""))

@@ -7,6 +7,8 @@ public enum LoopbackListenerError: Error, Equatable, Sendable, CustomStringConve
     case cannotListen(address: String, code: Int32)
     /// Nothing with this sign-in's state came back before the deadline.
     case timedOut(redirectURI: String, seconds: Int)
+    /// A signal (Ctrl-C, SIGTERM, SIGHUP) ended the wait.
+    case interrupted(signal: Int32)
 
     public var description: String {
         switch self {
@@ -18,6 +20,9 @@ public enum LoopbackListenerError: Error, Equatable, Sendable, CustomStringConve
             return text
         case let .timedOut(redirectURI, seconds):
             return "the browser did not come back to \(redirectURI) within \(seconds) s; run `devtrust login --browser` again (--timeout SECONDS waits longer)"
+        case let .interrupted(signal):
+            let name = [2: "SIGINT", 15: "SIGTERM", 1: "SIGHUP"][signal] ?? "signal \(signal)"
+            return "interrupted by \(name) while waiting for the browser; nothing was stored"
         }
     }
 }
@@ -218,13 +223,28 @@ public final class LoopbackRedirectListener {
             // (IPv6 only where the system has it).
             let descriptor = try Self.listen(ipv6: false, port: wanted)
             listeners = [descriptor]
-            if let second = try? Self.listen(ipv6: true, port: Self.boundPort(descriptor)) { listeners.append(second) }
+            // IPv6 is skipped only where the system has none; a port taken on ::1 is an error (a
+            // browser trying ::1 first would hand the callback to whoever holds it).
+            switch Result(catching: { () throws(LoopbackListenerError) -> Int32 in try Self.listen(ipv6: true, port: Self.boundPort(descriptor)) }) {
+            case let .success(second):
+                listeners.append(second)
+            case let .failure(error):
+                guard Self.systemHasNoIPv6(error) else {
+                    Glibc.close(descriptor)
+                    throw error
+                }
+            }
         }
         port = Self.boundPort(listeners[0])
         redirectURI = redirect.uri(port: port)
     }
 
     deinit { close() }
+
+    static func systemHasNoIPv6(_ error: LoopbackListenerError) -> Bool {
+        guard case let .cannotListen(_, code) = error else { return false }
+        return code == EAFNOSUPPORT || code == EADDRNOTAVAIL
+    }
 
     /// Closes every connection and the listening sockets: the port is free again.
     public func close() {
@@ -238,10 +258,13 @@ public final class LoopbackRedirectListener {
     /// or an error; `ignored` hears of every other request; `tick` runs at least
     /// every 250 ms. Throws `timedOut` at the deadline (monotonic milliseconds).
     public func waitForCallback(state: String, deadline: Int64, timeoutSeconds: Int, tick: () -> Void = {},
+                                interruption: () -> Int32 = { 0 },
                                 ignored: (IgnoredRequest) -> Void = { _ in }) throws(LoopbackListenerError) -> LoopbackCallback {
         let expectedHost = "\(redirect.host.text):\(port)"
         while true {
             tick()
+            let signal = interruption()
+            if signal != 0 { throw .interrupted(signal: signal) }
             let now = Self.now()
             guard now < deadline else { throw .timedOut(redirectURI: redirectURI, seconds: timeoutSeconds) }
             // Clients that overstayed: closed without an answer.

@@ -168,14 +168,16 @@ public struct OAuthClient: Sendable {
             }
             // Some servers (glewlwyd) answer a bad refresh token with an empty 400: a refusal. A 401 without
             // an OAuth body is what a proxy or gateway in front of the server answers: not the server's word.
-            if response.status == 400 {
-                throw OAuthError(error: "invalid_grant", errorDescription: "HTTP 400 without an error body", httpStatus: 400)
+            if response.status == 400 && response.body.isEmpty {
+                throw OAuthError(error: "invalid_grant", errorDescription: "HTTP 400 with an empty body", httpStatus: 400)
             }
             if response.status == 401 {
                 throw OAuthError(error: "unauthorized", errorDescription: "HTTP 401 without an OAuth error body, as a proxy or gateway answers",
                                  httpStatus: 401, bodyless: true)
             }
-            throw OAuthProtocolError("\(url) answered HTTP \(response.status)", mayPass: response.status >= 500 || response.status == 429)
+            // A page (a proxy's or a firewall's 400, say) is not the server's OAuth answer: it may pass.
+            throw OAuthProtocolError("\(url) answered \(response.statusSummary) without an OAuth error body: \(response.bodyPreview)",
+                                     mayPass: ![404, 405, 410].contains(response.status))
         }
         if ignoreBody || (allowEmpty && response.body.isEmpty) { return JSONObject() }
         guard case let .object(object)? = document else { throw OAuthProtocolError("\(url) did not answer a JSON object") }

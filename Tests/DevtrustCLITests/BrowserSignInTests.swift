@@ -37,6 +37,36 @@ import Testing
         }
     }
 
+    /// Ctrl-C, SIGTERM, SIGHUP while waiting for the browser: with --json one final failure event
+    /// ("interrupted"), the listener closed, and the process ends by that signal.
+    @Test(arguments: [SIGINT, SIGTERM, SIGHUP])
+    func aSignalEndsTheWaitWithAFinalEvent(signal: Int32) throws {
+        let setup = try Setup()
+        let process = try setup.start(["--no-browser", "--json"])
+        let url = try #require(Self.printedURL(process, server: setup.server))
+        let port = try #require(Self.port(of: url))
+        kill(process.pid, signal)
+        let result = try #require(process.finish(), "login --browser did not end on the signal")
+        #expect(result.signaled && result.status == signal, "\(result)")
+        let last = try JSONParser.parse(String(result.stdout.split(separator: "\n").last ?? "")).objectValue
+        #expect(last?["event"] == .string("failure") && last?["error"] == .string("interrupted"), "\(result.stdout)")
+        #expect(try Self.isClosed(port))
+    }
+
+    /// With a localhost redirect on a fixed port, a program already on [::1]:PORT would get the
+    /// callback from a browser that tries ::1 first: the sign-in does not start.
+    @Test func aPortTakenOnTheIPv6LoopbackIsRefused() throws {
+        let setup = try Setup()
+        let squatter = try ListeningProcess(ExternalTool.python.rawValue, ["-c", """
+            import socket, time
+            s = socket.socket(socket.AF_INET6); s.bind(("::1", 0)); s.listen(1)
+            print("listening on", s.getsockname()[1], flush=True); time.sleep(60)
+            """], what: "the squatter")
+        let login = try setup.cli.run(["login", "--browser", "--no-browser", "--server", setup.server.url] + Self.client
+                                      + ["--redirect-uri", "http://localhost:\(squatter.announced)/callback"])
+        #expect(login.status == 5 && login.stderr.contains("cannot listen on"), "\(login)")
+    }
+
     /// The authorization URL as printed on stderr (its own line).
     static func printedURL(_ process: BackgroundProcess, server: ReferenceServer) -> String? {
         guard process.waitFor({ _, stderr in stderr.contains("Waiting up to") }) else { return nil }

@@ -187,7 +187,8 @@ import Testing
     /// An outage or a proxy's answer is not a revocation: the sign-in stays, the command
     /// says to run it again (exit 5; 4 for another refusal), and the next call refreshes.
     @Test(arguments: [("503-json", 5, "temporarily_unavailable"), ("401-bodyless", 5, "HTTP 401 without an OAuth error body"),
-                      ("502-html", 5, "HTTP 502"), ("drop", 5, "closed the connection without an answer"),
+                      ("502-html", 5, "HTTP 502"), ("400-html", 5, "HTTP 400 (text/html) without an OAuth error body"),
+                      ("drop", 5, "closed the connection without an answer"),
                       ("400-invalid-request", 4, "invalid_request")])
     func aRefreshThatFailsOnceKeepsTheSignIn(mode: String, exit: Int32, reason: String) throws {
         let setup = try Setup(["--access-token-ttl", "30", "--refresh-fault", mode], register: false)

@@ -69,4 +69,13 @@ import Testing
         #expect(Timestamp.format(secondsSinceEpoch: 1_796_012_032) == "2026-11-30T04:13:52Z")
         #expect(Timestamp.format(secondsSinceEpoch: 951_782_400) == "2000-02-29T00:00:00Z")
     }
+
+    /// What a terminal acts on (C1 controls, bidirectional marks, line separators) is written as
+    /// \u escapes: JSON printed on a terminal cannot drive it, and stays JSON.
+    @Test func terminalControlsAreEscaped() throws {
+        let text = "a\u{1B}b\u{7F}c\u{9B}d\u{202E}e\u{2028}f\u{2066}g é ü 中"
+        let written = JSONWriter.string(.string(text))
+        #expect(written == "\"a\\u001bb\\u007fc\\u009bd\\u202ee\\u2028f\\u2066g é ü 中\"", "\(written)")
+        #expect(try JSONParser.parse(Array(written.utf8)) == .string(text))
+    }
 }

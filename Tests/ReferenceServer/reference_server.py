@@ -687,6 +687,8 @@ def make_handler(server, signins):
                 return self.send_raw(401, b"", "text/plain")
             if mode == "502-html":
                 return self.send_raw(502, b"<html><body>Bad Gateway</body></html>", "text/html")
+            if mode == "400-html":
+                return self.send_raw(400, b"<html><head><title>400 Bad Request</title></head><body><center><h1>400 Bad Request</h1></center><hr><center>nginx</center></body></html>", "text/html")
             if mode == "400-invalid-request":
                 return self.send_json(400, {"error": "invalid_request", "error_description": "a proxy rewrote the request"})
             self.close_connection = True
@@ -880,7 +882,7 @@ def main():
                         help="app-native first step: Basic only, Basic or email OTP, Basic or a federated IdP (REDIRECTION_PROMPT)")
     parser.add_argument("--clock-offset", type=float, default=0.0,
                         help="the server's clock runs this many seconds ahead (negative: behind) of the host's: Date headers and iat checks")
-    parser.add_argument("--refresh-fault", choices=["503-json", "401-bodyless", "502-html", "400-invalid-request", "drop"],
+    parser.add_argument("--refresh-fault", choices=["503-json", "401-bodyless", "502-html", "400-html", "400-invalid-request", "drop"],
                         help="the first --refresh-fault-count refresh requests fail this way (the grant stays valid)")
     parser.add_argument("--refresh-fault-count", type=int, default=1)
     parser.add_argument("--link-form", choices=["absolute-path", "absolute", "relative", "network-path"], default="absolute-path",

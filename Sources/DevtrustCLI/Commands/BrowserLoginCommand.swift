@@ -1,3 +1,4 @@
+import CProcessHardening
 import DevtrustEncoding
 import DevtrustJOSE
 import DevtrustSignIn
@@ -52,10 +53,11 @@ enum BrowserLoginCommand {
 
         var warned = Set<String>()
         let callback: LoopbackCallback
+        devtrust_watch_interrupts()
         do {
             callback = try listener.waitForCallback(state: request.state, deadline: deadline, timeoutSeconds: timeout, tick: {
                 reap(&launcher, context: context, url: request.url)
-            }, ignored: { reason in
+            }, interruption: { devtrust_interrupt_signal() }, ignored: { reason in
                 let text: String
                 switch reason {
                 case .wrongState: text = "ignored a request to \(listener.redirectURI) with a wrong or missing state (not this sign-in's answer); still waiting"
@@ -67,6 +69,13 @@ enum BrowserLoginCommand {
                 if warned.insert(text).inserted { context.warn(text) } else { context.detail(text) }
             })
         } catch {
+            // Ended by a signal: said, then ended by that signal, as the shell expects.
+            if let signal = Self.interruptingSignal(error) {
+                DeviceCodeCommand.emit(context, ["event": .string("failure"), "error": .string("interrupted"), "description": .string(error.description)])
+                listener.close()
+                context.warn(error.description)
+                devtrust_reraise(signal)
+            }
             DeviceCodeCommand.emit(context, ["event": .string("timeout")])
             throw error
         }
@@ -74,7 +83,9 @@ enum BrowserLoginCommand {
         switch callback.outcome {
         case let .error(error, description):
             listener.finish(callback, page: .notSignedIn)
-            let shortError = String(error.prefix(100)), shortDescription = description.map { String($0.prefix(500)) }
+            // The server's words on one line: a line break in them must not start a line of devtrust's own.
+            func oneLine(_ text: String, _ limit: Int) -> String { String(text.prefix(limit).map { $0.isNewline ? " " : $0 }) }
+            let shortError = oneLine(error, 100), shortDescription = description.map { oneLine($0, 500) }
             DeviceCodeCommand.emit(context, error == "access_denied"
                 ? ["event": .string("access_denied"), "description": shortDescription.map { .string($0) } ?? .null]
                 : ["event": .string("failure"), "error": .string(shortError), "description": shortDescription.map { .string($0) } ?? .null])
@@ -100,6 +111,11 @@ enum BrowserLoginCommand {
                 throw error
             }
         }
+    }
+
+    static func interruptingSignal(_ error: any Error) -> Int32? {
+        guard let error = error as? LoopbackListenerError, case let .interrupted(signal) = error else { return nil }
+        return signal
     }
 
     static func timeoutSeconds(_ context: CommandContext) throws -> Int {
