@@ -15,11 +15,7 @@ import Testing
         let peer = try GlewlwydPeer()
         let directory = TemporaryDirectory()
         let cli = DevtrustBinary(keystore: directory.file("ks"))
-        let login = try RunningCommand(cli, ["login", "--device-code", "--discovery", peer.discovery, "--client-id", peer.clientID,
-                                             "--scope", "openid offline_access", "--json"])
-        let started = try #require(login.nextLine().flatMap { try? JSONParser.parse($0).objectValue })
-        #expect(try peer.approve(try #require(started["user_code"]?.stringValue)).status == 0)
-        #expect(login.finish().0 == 0)
+        #expect(try peer.signInWithDeviceCode(cli).status == 0)
         let file = try #require(directory.entries("ks").first { $0.hasPrefix("signin-") })
         var tokens = try JSONParser.parse(try #require(directory.read("ks/" + file))).objectValue!
         let refresh = try #require(tokens["refreshToken"]?.stringValue)

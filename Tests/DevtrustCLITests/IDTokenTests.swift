@@ -105,11 +105,7 @@ import Testing
         let peer = try GlewlwydPeer()
         let directory = TemporaryDirectory()
         let cli = DevtrustBinary(keystore: directory.file("ks"))
-        let login = try RunningCommand(cli, ["login", "--device-code", "--discovery", peer.discovery, "--client-id", peer.clientID,
-                                             "--scope", "openid offline_access", "--json"])
-        let started = try #require(login.nextLine().flatMap { try? JSONParser.parse($0).objectValue })
-        #expect(try peer.approve(try #require(started["user_code"]?.stringValue)).status == 0)
-        let (status, _, stderr) = login.finish()
+        let (status, _, stderr) = try peer.signInWithDeviceCode(cli)
         #expect(status == 0 && !stderr.contains("keeps no ID token"), "\(stderr)")
         let signIn = try JSONParser.parse(try cli.run("status", "--json").output).objectValue?["signIns"]?.arrayValue?.first?.objectValue
         #expect(signIn?["subject"]?.stringValue?.isEmpty == false, "\(String(describing: signIn))")

@@ -30,6 +30,18 @@ public final class GlewlwydPeer: @unchecked Sendable {
         _ = try? ProcessRunner.run(ExternalTool.python.rawValue, [Repository.path("Tests/Peers/glewlwyd_peer.py"), "stop", "--dir", directory.path])
     }
 
+    /// `login --device-code --json` at this provider, approved as the demo user would: how it ended.
+    public func signInWithDeviceCode(_ cli: DevtrustBinary, scope: String = "openid offline_access") throws -> (status: Int32, lines: [String], stderr: String) {
+        let login = try RunningCommand(cli, ["login", "--device-code", "--discovery", discovery, "--client-id", clientID, "--scope", scope, "--json"])
+        guard let started = login.nextLine().flatMap({ try? JSONParser.parse($0).objectValue }), let userCode = started["user_code"]?.stringValue else {
+            let (status, lines, stderr) = login.finish()
+            throw SwtpmError("login --device-code showed no user code: \(status) \(lines) \(stderr)")
+        }
+        let approval = try approve(userCode)
+        guard approval.status == 0 else { throw SwtpmError("approving \(userCode) failed: \(approval)") }
+        return login.finish()
+    }
+
     /// Approves a user code as the demo user would in a browser.
     @discardableResult
     public func approve(_ userCode: String, plugin: String = "oidc") throws -> ProcessResult {
