@@ -115,17 +115,3 @@ public struct Configuration: Equatable, Sendable {
         }
     }
 }
-
-/// Rules for the names of claims that users and administrators add.
-public enum ClaimName {
-    /// Why `name` cannot be used as a claim, or nil when it can.
-    public static func problem(with name: String) -> String? {
-        if name.isEmpty { return "a claim name must not be empty" }
-        if name == "jti" || name == "iat" { return "\(name) is set by devtrust on every token and cannot be overridden" }
-        if name == "attestationToken" {
-            return "attestationToken is for Play Integrity / App Attest only; a Linux device must not send one (the server would mark it as failing integrity)"
-        }
-        if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) { return "a claim name must not contain control characters" }
-        return nil
-    }
-}

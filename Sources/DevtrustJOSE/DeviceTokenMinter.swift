@@ -5,11 +5,6 @@ import DevtrustKeys
 public struct DeviceAttributes: Equatable, Sendable {
     public private(set) var claims: JSONObject
 
-    /// Claim names devtrust sets itself on every token.
-    public static let reservedNames: Set<String> = ["jti", "iat"]
-    /// Claims a Linux agent must never send (see the server contract, section 2).
-    public static let forbiddenNames: Set<String> = ["attestationToken"]
-
     public init(platform: String = "linux") {
         claims = ["platform": .string(platform)]
     }
@@ -52,7 +47,8 @@ public struct DeviceTokenMinter: Sendable {
             "jti": .string(try UUIDv4.make(using: random)),
             "iat": .integer(clock.secondsSinceEpoch()),
         ]
-        for member in attributes.claims.members where !DeviceAttributes.reservedNames.contains(member.key) {
+        // Whatever the attributes hold, jti and iat are devtrust's, and attestationToken is never sent.
+        for member in attributes.claims.members where !ClaimName.reserved.contains(member.key) {
             claims[member.key] = member.value
         }
         return try CompactJWS.sign(header: header, payload: claims, with: key)

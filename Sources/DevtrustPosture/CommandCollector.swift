@@ -4,7 +4,6 @@ import DevtrustSystem
 /// The administrator's own collector: a program that prints one flat JSON
 /// object of strings. A failure is reported and skipped, never fatal.
 enum CommandCollector {
-    static let reservedNames: Set<String> = ["jti", "iat", "attestationToken"]
 
     static func collect(_ command: [String], timeoutMilliseconds: Int) -> (attributes: [Attribute], problem: String?) {
         let program = command.first ?? ""
@@ -26,7 +25,7 @@ enum CommandCollector {
         var attributes = [Attribute]()
         var skipped = [String]()
         for member in object.members {
-            guard case let .string(value) = member.value, !reservedNames.contains(member.key), !member.key.isEmpty else {
+            guard case let .string(value) = member.value, !ClaimName.reserved.contains(member.key), !member.key.isEmpty else {
                 skipped.append(member.key)
                 continue
             }

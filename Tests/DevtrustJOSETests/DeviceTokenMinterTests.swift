@@ -58,4 +58,16 @@ import Testing
         #expect(claims["platform"] == .string("kiosk-linux"))
         #expect(claims.keys == ["jti", "iat", "platform"])
     }
+
+    /// The minter itself never sends attestationToken, whatever path set it in the attributes
+    /// (the configuration, --claim and collectors refuse it too, but the token path must hold alone).
+    @Test func theMinterNeverSendsAnAttestationToken() throws {
+        var attributes = DeviceAttributes()
+        attributes.set("attestationToken", "forged")
+        let minter = DeviceTokenMinter(key: try SoftwareDeviceKey.generate(), clock: FixedClock(seconds: 42))
+        for token in [try minter.deviceData(attributes: attributes), try minter.deviceToken(deviceId: "d", attributes: attributes)] {
+            let claims = try ParsedJWS(compact: token).claims()
+            #expect(claims["attestationToken"] == nil && claims.keys == ["jti", "iat", "platform"], "\(claims)")
+        }
+    }
 }

@@ -1,5 +1,6 @@
 import DevtrustConfig
 import DevtrustDevice
+import DevtrustEncoding
 import DevtrustJOSE
 import DevtrustKeystore
 import DevtrustPosture
