@@ -180,16 +180,15 @@ enum KeyNeedles {
         let home = directory.file("home")
         mkdir(home, 0o700)
         chown(home, 65534, 65534)
-        // A copy nobody can execute (the build directory may not be reachable for nobody).
-        let binary = directory.file("devtrust")
-        _ = FileManager.default.createFile(atPath: binary, contents: FileManager.default.contents(atPath: DevtrustBinary.defaultPath))
-        chmod(binary, 0o755)
+        // Copies nobody can run: the checkout may not be reachable for nobody.
+        let binary = DevtrustBinary.copyForOtherUsers(DevtrustBinary.defaultPath, into: directory.path)
+        let memoryScan = DevtrustBinary.copyForOtherUsers(Repository.path("Tests/Interop/memory_scan.py"), into: directory.path)
         // Only what is named here: nothing of the developer's environment (DEVTRUST_CONFIG, ...).
         let clean = ["PATH": "/usr/bin:/bin"]
         let asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/env", "HOME=" + home, "DEVTRUST_TCTI=device:/nonexistent"]
         let initialized = try ProcessRunner.run("/usr/bin/setpriv", asNobody + [binary, "--keystore", home + "/ks", "init", "--backend", "software", "-q"], environment: clean)
         #expect(initialized.status == 0, "\(initialized)")
-        let scanner = [ExternalTool.python.rawValue, Repository.path("Tests/Interop/memory_scan.py"), "1"]
+        let scanner = [ExternalTool.python.rawValue, memoryScan, "1"]
         let needle = ["--", "password=" + Hex.encode(Array("correct horse".utf8))]
 
         let control = try ProcessRunner.run("/usr/bin/setpriv", asNobody + scanner + ["/bin/sh", "-c", "printf 'name:'; read x", "correct horse"] + needle, environment: clean)

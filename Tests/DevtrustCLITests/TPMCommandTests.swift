@@ -351,7 +351,8 @@ import Testing
         _ = FileManager.default.createFile(atPath: shared + "/tpmrm0", contents: nil, attributes: [.posixPermissions: 0o600])
         mkdir(shared + "/ks", 0o700)
         chown(shared + "/ks", 65534, 65534)
-        let result = try ProcessRunner.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", DevtrustBinary.defaultPath,
+        let binary = DevtrustBinary.copyForOtherUsers(DevtrustBinary.defaultPath, into: shared)
+        let result = try ProcessRunner.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", binary,
                                                                 "--keystore", shared + "/ks", "init", "--backend", "tpm", "--tcti", "device:\(shared)/tpmrm0"],
                                            environment: ["PATH": "/usr/bin:/bin", "HOME": shared])
         #expect(result.status == 6)

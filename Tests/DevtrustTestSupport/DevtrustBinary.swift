@@ -52,6 +52,15 @@ public struct DevtrustBinary: Sendable {
         return (files + [Repository.path("Package.swift"), Repository.path("Makefile")]).allSatisfy { (modified($0) ?? .distantPast) < built }
     }
 
+    /// A copy of a file (the binary, a script) that another user can run: in `directory`, mode
+    /// 0755. The checkout may sit where other users cannot enter (a 0700 home, a mktemp folder).
+    public static func copyForOtherUsers(_ source: String, into directory: String) -> String {
+        let target = directory + "/" + URL(fileURLWithPath: source).lastPathComponent
+        _ = FileManager.default.createFile(atPath: target, contents: FileManager.default.contents(atPath: source))
+        chmod(target, 0o755)
+        return target
+    }
+
     public init(keystore: String, path: String = DevtrustBinary.defaultPath) {
         self.path = path
         self.keystore = keystore
