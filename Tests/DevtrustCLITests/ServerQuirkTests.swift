@@ -44,3 +44,25 @@ import Testing
         #expect(try login("Username", SignInTests.basicAnswers.filter { $0 != "--authenticator" && $0 != "BasicAuthenticator" }).status == 0)
     }
 }
+
+/// Commands use the shared pieces the same way: errors name the command that was run, and a
+/// broken configuration file is an error for every command that reads it.
+@Suite(.enabled(if: ReferenceServer.shouldRun)) struct SharedPiecesTests {
+    @Test func loginsInputErrorsPointToLogin() throws {
+        let directory = TemporaryDirectory()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        let bad = directory.write("bad.json", "[1, 2]")
+        let result = try cli.run("login", "--server", "https://idp.example", "--client-id", "c", "--inputs", bad)
+        #expect(result.status == 2 && result.stderr.contains("see `devtrust help login`") && !result.stderr.contains("help register"), "\(result)")
+    }
+
+    @Test(arguments: [["logout"], ["access-token"], ["login", "--callback", "http://127.0.0.1:8765/callback?code=c&state=s"]])
+    func aBrokenConfigurationIsAnErrorForSignInCommands(_ arguments: [String]) throws {
+        let setup = try SignInTests.Setup([], register: false)
+        #expect(try setup.login().status == 0)
+        var cli = setup.cli
+        cli.extraEnvironment["DEVTRUST_CONFIG"] = setup.directory.write("broken.json", #"{"http":{"requestTimeoutSeconds":"soon"}}"#)
+        let result = try cli.run(arguments)
+        #expect(result.status == 2 && result.stderr.contains("broken.json"), "\(arguments): \(result)")
+    }
+}

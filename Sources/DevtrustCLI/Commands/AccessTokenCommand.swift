@@ -11,7 +11,7 @@ enum AccessTokenCommand {
     static func run(_ context: CommandContext) throws {
         let store = try context.deviceStore()
         let record = try store.signIn(server: context.arguments.value("server"), discovery: context.arguments.value("discovery"))
-        let oauth = CurlHTTPClientFactory.oauth(context, http: CurlHTTPClientFactory.make(context))
+        let oauth = CurlHTTPClientFactory.oauth(context, http: try CurlHTTPClientFactory.make(context))
         // A refresh may wait for another caller's: give the lock longer than one HTTP request.
         var keystore = store.keystore
         keystore.lockTimeoutMilliseconds = 60_000

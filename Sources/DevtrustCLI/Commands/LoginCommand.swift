@@ -31,10 +31,11 @@ enum LoginCommand {
         guard let server = settings.server else {
             throw UsageError("app-native sign-in needs --server URL (a WSO2-style base); --discovery goes with --device-code", command: "login")
         }
+        // Bad inputs are said before anything goes over the network.
+        let presets = try ScriptedInputs.read(context, command: "login")
         let store = try context.deviceStore()
         let http = settings.http(context)
         let tokenServer = try settings.authorizationServer(http: http, context: context)
-        let presets = try RegisterCommand.inputs(context)
         let random = context.environment.random
         let interaction = TerminalSignInInteraction(context: context, presets: presets, authenticator: context.arguments.value("authenticator"),
                                                     interactive: !context.arguments.has("non-interactive") && context.terminal.inputIsTerminal)
@@ -116,11 +117,12 @@ enum LoginCommand {
         guard let code = parameters["code"], let state = parameters["state"] else {
             throw UsageError("--callback needs the URL the browser was sent back to, with its code and state", command: "login")
         }
+        // The configuration before the pending sign-in is taken: a broken one must not use it up.
+        let oauth = CurlHTTPClientFactory.oauth(context, http: try CurlHTTPClientFactory.make(context))
         let store = try context.deviceStore()
         guard let pending = PendingAuthorizations(store.keystore).take(state: state, now: context.environment.clock.secondsSinceEpoch()) else {
             throw UsageError("no pending sign-in has state \(state) (it expired after 10 minutes, or was used); run `devtrust authorize-url` again", command: "login")
         }
-        let oauth = CurlHTTPClientFactory.oauth(context, http: CurlHTTPClientFactory.make(context))
         var tokens = try oauth.exchangeCode(code, verifier: pending.verifier, redirectURI: pending.redirectURI, clientID: pending.clientID,
                                             server: AuthorizationServer(issuer: pending.issuer, token: pending.tokenEndpoint, revocation: pending.revocationEndpoint,
                                                                         jwks: pending.jwks),
@@ -135,8 +137,9 @@ enum LoginCommand {
 
 /// An HTTP client with the options the context gives (CA file, timeouts).
 enum CurlHTTPClientFactory {
-    static func make(_ context: CommandContext) -> any HTTPClient {
-        let configuration = (try? context.configuration()) ?? .init()
+    /// A broken configuration file is an error here too (exit 2), as for every other command.
+    static func make(_ context: CommandContext) throws -> any HTTPClient {
+        let configuration = try context.configuration()
         return context.clocks.watch(CurlHTTPClient(options: RegisterCommand.httpOptions(context, configuration)))
     }
 

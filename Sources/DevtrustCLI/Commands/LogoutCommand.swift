@@ -6,7 +6,7 @@ enum LogoutCommand {
     static func run(_ context: CommandContext) throws {
         let store = try context.deviceStore()
         let record = try store.signIn(server: context.arguments.value("server"), discovery: context.arguments.value("discovery"))
-        let oauth = CurlHTTPClientFactory.oauth(context, http: CurlHTTPClientFactory.make(context))
+        let oauth = CurlHTTPClientFactory.oauth(context, http: try CurlHTTPClientFactory.make(context))
         let tokens = try? store.tokens(of: record)
         var outcomes = [(what: String, outcome: OAuthClient.Revocation)]()
         if let tokens {

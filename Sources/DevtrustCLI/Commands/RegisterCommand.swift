@@ -20,7 +20,7 @@ enum RegisterCommand {
         guard !flowType.isEmpty, flowType.allSatisfy({ $0.isUppercase || $0 == "_" }) else {
             throw UsageError("--flow-type must be a flow type such as REGISTRATION, not \"\(flowType)\"", command: "register")
         }
-        let presets = try inputs(context)
+        let presets = try ScriptedInputs.read(context, command: "register")
         let claims = try TokenCommands.parseClaims(context, command: "register")
         let configuration = try context.configuration()
 
@@ -76,52 +76,4 @@ enum RegisterCommand {
         return options
     }
 
-    /// `--inputs FILE|-` (a JSON object of strings), then `--input NAME=VALUE`, which wins.
-    static func inputs(_ context: CommandContext) throws -> [String: String] {
-        var values = [String: String]()
-        if let source = context.arguments.value("inputs") {
-            let bytes: [UInt8]
-            if source == "-" {
-                guard let read = context.terminal.readInput(limit: 1 << 20) else { throw UsageError("--inputs on stdin is larger than 1 MiB", command: "register") }
-                bytes = read
-            } else {
-                do {
-                    bytes = try FileReader.read(source)
-                } catch {
-                    throw UsageError("--inputs: \(error)", command: "register")
-                }
-            }
-            do {
-                let reader = try JSONObjectReader(try JSONParser.parse(bytes), path: "")
-                for member in reader.object.members {
-                    guard case let .string(value) = member.value else {
-                        throw JSONFieldError(path: member.key, kind: .invalidType(expected: "a string", found: member.value.kindDescription))
-                    }
-                    values[member.key] = value
-                }
-            } catch {
-                throw UsageError("--inputs \(source): \(error) (it must be a JSON object whose values are all strings)", command: "register")
-            }
-        }
-        var exposed = [String]()
-        for option in context.arguments.all("input") {
-            guard let equals = option.firstIndex(of: "="), equals != option.startIndex else {
-                throw UsageError("--input takes NAME=VALUE, got \"\(option.prefix(40))\"", command: "register")
-            }
-            let name = String(option[..<equals])
-            values[name] = String(option[option.index(after: equals)...])
-            if looksSecret(name) { exposed.append(name) }
-        }
-        if !exposed.isEmpty {
-            context.warn("--input \(exposed.joined(separator: ", ")): a command line is visible to every user of this machine (ps, /proc) while devtrust runs; give secrets with --inputs FILE, --inputs - (stdin) or at the prompt")
-        }
-        return values
-    }
-
-    /// Input names that usually carry a secret (passwords, one-time codes, PINs).
-    static func looksSecret(_ name: String) -> Bool {
-        let lowered = name.lowercased()
-        return ["password", "passwd", "passcode", "secret", "otp", "totp", "pin", "token"].contains { lowered.includes($0) }
-            || lowered.hasSuffix("code")
-    }
 }
