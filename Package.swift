@@ -93,7 +93,7 @@ let package = Package(
         // independent verifiers (openssl CLI, python3-cryptography, jose).
         .target(name: "DevtrustTestSupport", dependencies: ["DevtrustEncoding"], path: "Tests/DevtrustTestSupport"),
 
-        .testTarget(name: "DevtrustEncodingTests", dependencies: ["DevtrustEncoding"]),
+        .testTarget(name: "DevtrustEncodingTests", dependencies: ["DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(
             name: "DevtrustKeysTests",
             dependencies: ["COpenSSL", "DevtrustKeys", "DevtrustEncoding", "DevtrustTestSupport"],

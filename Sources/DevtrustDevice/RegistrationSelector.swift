@@ -28,7 +28,7 @@ public enum RegistrationSelector {
         // (a registration in /t/acme, or at the root, is not for /t/other); the longest such base is the
         // most specific.
         let below = state.registrations.filter { record in
-            guard origin(record.server) == origin(destination) else { return false }
+            guard ClockSkew.origin(of: record.server) == ClockSkew.origin(of: destination) else { return false }
             let base = normalized(record.server).location
             // Below the base, and not in a tenant the base is not (a root registration is not one in /t/other).
             return providerURLs.contains { url in
@@ -39,7 +39,7 @@ public enum RegistrationSelector {
         }
         let longest = below.map { normalized($0.server).location.count }.max()
         let candidates = below.filter { normalized($0.server).location.count == longest }
-        guard let first = candidates.first else { throw .notRegistered(server: origin(destination)) }
+        guard let first = candidates.first else { throw .notRegistered(server: ClockSkew.origin(of: destination)) }
         guard candidates.count == 1 else { throw .ambiguousRegistration(servers: candidates.map(\.server)) }
         if let key = state.key, first.keyFingerprint != key.fingerprint {
             throw .registrationForOtherKey(registrationId: first.registrationId, server: first.server)
@@ -47,10 +47,6 @@ public enum RegistrationSelector {
         return first
     }
 
-    private static func origin(_ url: String) -> String {
-        let parts = normalized(url)
-        return parts.scheme + "://" + parts.host
-    }
 
     /// Whether two recorded server URLs are the same server.
     public static func sameServer(_ first: String, _ second: String) -> Bool {

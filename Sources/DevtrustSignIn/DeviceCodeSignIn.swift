@@ -31,8 +31,12 @@ public struct Interrupted: Error, Equatable, Sendable, CustomStringConvertible {
     public init(signal: Int32) { self.signal = signal }
 
     public var description: String {
-        let name = [2: "SIGINT", 15: "SIGTERM", 1: "SIGHUP"][signal] ?? "signal \(signal)"
-        return "interrupted by \(name) while waiting for approval; the code was not used"
+        "interrupted by \(Self.name(of: signal)) while waiting for approval; the code was not used"
+    }
+
+    /// "SIGINT", "SIGTERM", "SIGHUP", or "signal N".
+    public static func name(of signal: Int32) -> String {
+        [2: "SIGINT", 15: "SIGTERM", 1: "SIGHUP"][signal] ?? "signal \(signal)"
     }
 }
 

@@ -21,8 +21,7 @@ public enum LoopbackListenerError: Error, Equatable, Sendable, CustomStringConve
         case let .timedOut(redirectURI, seconds):
             return "the browser did not come back to \(redirectURI) within \(seconds) s; run `devtrust login --browser` again (--timeout SECONDS waits longer)"
         case let .interrupted(signal):
-            let name = [2: "SIGINT", 15: "SIGTERM", 1: "SIGHUP"][signal] ?? "signal \(signal)"
-            return "interrupted by \(name) while waiting for the browser; nothing was stored"
+            return "interrupted by \(Interrupted.name(of: signal)) while waiting for the browser; nothing was stored"
         }
     }
 }

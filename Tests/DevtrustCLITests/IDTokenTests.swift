@@ -41,6 +41,7 @@ import Testing
         ("no-nonce", "its nonce is not the one sent"), ("unknown-kid", "the provider's JWK set has no ES256 key with kid retired-key"),
         ("alg-none", "it is signed with none, not ES256 or RS256"), ("hs256", "it is signed with HS256, not ES256 or RS256"),
         ("bad-signature", "its signature does not verify with the provider's keys"),
+        ("small-rsa-key", "the provider's JWK set has no RS256 key with kid rsa-1"), ("jwks-404", "its JWK set http://127.0.0.1:"),
     ])
     func aWrongIDTokenIsNotKept(fault: String, reason: String) throws {
         let (setup, login, signIn) = try Self.signIn(["--id-token-fault", fault])

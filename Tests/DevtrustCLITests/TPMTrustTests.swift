@@ -55,11 +55,16 @@ import Testing
         return right
     }
 
+    /// Runs shell commands with tpm2-tools at the test's TPM, in the test's directory.
+    static func runTools(_ command: String, _ setup: Setup) throws -> ProcessResult {
+        let tools = ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"]
+        return try ProcessRunner.run("/bin/sh", ["-c", command], environment: tools, currentDirectory: setup.directory.path)
+    }
+
     /// Runs the tpm2-tools commands a message of devtrust's gives (in the test's
     /// directory), then expects a token with nothing to warn about.
     static func follow(_ command: String, _ setup: Setup, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let tools = ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"]
-        let result = try ProcessRunner.run("/bin/sh", ["-c", command + " >/dev/null"], environment: tools, currentDirectory: setup.directory.path)
+        let result = try runTools(command + " >/dev/null", setup)
         #expect(result.status == 0, "\(command): \(result)", sourceLocation: sourceLocation)
         // No flush here: the command must leave the TPM's slots free itself.
         let after = try setup.cli.run("token", "--device-id", "x")
@@ -236,12 +241,11 @@ import Testing
     /// An SRK from a TCG-style template (unique zero-filled, not empty) at
     /// `handle`: ECC P-256 by default, P-192 (`ecc192`), or RSA 2048 (`rsa2048`).
     static func persistTCGStorageRootKey(_ setup: Setup, key: String = "ecc256", at handle: String = "0x81000001") throws {
-        let tools = ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"]
         // tpm2-tools reads -u as the TPMU_PUBLIC_ID: little-endian sizes, each ECC coordinate's buffer 128 bytes.
         let coordinate = key == "ecc192" ? "printf '\\030\\000'; head -c 128 /dev/zero" : "printf '\\040\\000'; head -c 128 /dev/zero"
         let unique = key == "rsa2048" ? "printf '\\000\\001'; head -c 256 /dev/zero" : coordinate + "; " + coordinate
         let zeroUnique = "{ \(unique); } > tcg.bin && tpm2_createprimary -C o -g sha256 -G \(key):aes128cfb -a '\(Swtpm.storageRootKeyAttributes)' -u tcg.bin -c tcg.ctx && tpm2_evictcontrol -C o -c tcg.ctx \(handle)"
-        #expect(try ProcessRunner.run("/bin/sh", ["-c", zeroUnique + " >/dev/null"], environment: tools, currentDirectory: setup.directory.path).status == 0)
+        #expect(try runTools(zeroUnique + " >/dev/null", setup).status == 0)
         try setup.tpm.tool("tpm2_flushcontext", ["-t"])
     }
 
@@ -313,8 +317,7 @@ import Testing
         #expect(try setup.tpm.tool("tpm2_changeauth", ["-c", "owner", "s3cret"]).status == 0)
         let token = try setup.cli.run("token", "--device-id", "x")
         let command = try #require(token.stderr.components(separatedBy: "whoever knows the password can run: ").dropFirst().first?.components(separatedBy: "; `devtrust token`").first, "\(token)")
-        let tools = ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"]
-        let result = try ProcessRunner.run("/bin/sh", ["-c", command.replacingOccurrences(of: "PASSWORD", with: "s3cret")], environment: tools, currentDirectory: setup.directory.path)
+        let result = try Self.runTools(command.replacingOccurrences(of: "PASSWORD", with: "s3cret"), setup)
         #expect(result.status != 0 && result.stderr.contains("neither template gives the recorded storage root key"), "\(result)")
         #expect(try setup.tpm.persistentHandles().isEmpty)
         #expect(try setup.tpm.transientHandles().isEmpty)
@@ -542,8 +545,7 @@ import Testing
         #expect(try setup.tpm.tool("tpm2_changeauth", ["-c", "owner", "s3cret"]).status == 0)
         let token = try setup.cli.run("token", "--device-id", "x")
         let command = try #require(token.stderr.components(separatedBy: "persistent at 0x81000001: ").dropFirst().first?.components(separatedBy: "; devtrust then finds").first, "\(token)")
-        let tools = ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": setup.tpm.tcti, "TSS2_LOG": "all+NONE"]
-        let result = try ProcessRunner.run("/bin/sh", ["-c", command.replacingOccurrences(of: "PASSWORD", with: "s3cret")], environment: tools, currentDirectory: setup.directory.path)
+        let result = try Self.runTools(command.replacingOccurrences(of: "PASSWORD", with: "s3cret"), setup)
         #expect(result.status != 0 && result.stderr.contains("the device key is lost"), "\(result)")
         #expect(try setup.tpm.persistentHandles().isEmpty && setup.tpm.transientHandles().isEmpty)
     }

@@ -1,4 +1,5 @@
 import DevtrustEncoding
+import DevtrustTestSupport
 import Testing
 
 @Suite struct JSONTests {
@@ -77,5 +78,11 @@ import Testing
         let written = JSONWriter.string(.string(text))
         #expect(written == "\"a\\u001bb\\u007fc\\u009bd\\u202ee\\u2028f\\u2066g é ü 中\"", "\(written)")
         #expect(try JSONParser.parse(Array(written.utf8)) == .string(text))
+        // An independent reader (Python's json) reads it back, and finds only ASCII escapes for the controls.
+        if ExternalTool.python.shouldRun {
+            let script = "import json,sys; t=json.load(sys.stdin); print(json.dumps([ord(c) for c in t]))"
+            let result = try ExternalTool.python.run(["-c", script], stdin: Array(written.utf8))
+            #expect(try JSONParser.parse(result.stdout) == .array(text.unicodeScalars.map { .integer(Int64($0.value)) }), "\(result)")
+        }
     }
 }

@@ -560,6 +560,8 @@ def make_handler(server, signins):
                     and url.path in (server.options.issuer + "/.well-known/openid-configuration", "/.well-known/openid-configuration" + server.options.issuer)):
                 return self.send_json(200, signins.discovery())
             if url.path == "/oauth2/jwks":
+                if server.options.id_token_fault == "jwks-404":
+                    return self.send_raw(404, b"<html>Not Found</html>", "text/html")
                 return self.send_json(200, signins.id_tokens.jwks())
             if url.path == "/oauth2/authorize":
                 # A browser sign-in: what the server read from the URL, device token included.
@@ -898,7 +900,7 @@ def main():
     parser.add_argument("--id-token-alg", choices=["ES256", "RS256"], default="ES256")
     parser.add_argument("--id-token-fault", choices=["wrong-iss", "wrong-aud", "multi-aud-no-azp", "multi-aud-azp", "expired", "future-iat",
                                                      "wrong-nonce", "no-nonce", "unknown-kid", "alg-none", "hs256", "bad-signature",
-                                                     "other-sub-on-refresh"],
+                                                     "other-sub-on-refresh", "small-rsa-key", "jwks-404"],
                         help="ID tokens wrong in this way (the multi-aud-azp one is right)")
     parser.add_argument("--no-expires-in", action="store_true", help="token answers without expires_in")
     parser.add_argument("--no-refresh-token", action="store_true", help="token answers without a refresh token")

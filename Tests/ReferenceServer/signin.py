@@ -56,7 +56,8 @@ class IDTokenSigner:
     def __init__(self, options):
         self.options = options
         self.ec_key = ec.generate_private_key(ec.SECP256R1())
-        self.rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        # small-rsa-key: a 1024-bit key, which a client must not trust.
+        self.rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=1024 if options.id_token_fault == "small-rsa-key" else 2048)
 
     def jwks(self):
         ec_numbers = self.ec_key.public_key().public_numbers()
@@ -69,7 +70,7 @@ class IDTokenSigner:
 
     def sign(self, issuer, user, nonce, now, refreshing=False):
         fault = self.options.id_token_fault
-        alg = self.options.id_token_alg
+        alg = "RS256" if fault == "small-rsa-key" else self.options.id_token_alg
         claims = {"iss": issuer, "sub": "user-" + hashlib.sha256(user.encode()).hexdigest()[:12], "aud": CLIENT_ID,
                   "exp": int(now) + 3600, "iat": int(now), "name": "Alice Example", "preferred_username": user}
         if nonce is not None:

@@ -73,8 +73,7 @@ enum BrowserLoginCommand {
             if let signal = Self.interruptingSignal(error) {
                 DeviceCodeCommand.emit(context, ["event": .string("failure"), "error": .string("interrupted"), "description": .string(error.description)])
                 listener.close()
-                context.warn(error.description)
-                devtrust_reraise(signal)
+                DeviceCodeCommand.endBySignal(context, signal, error.description)
             }
             DeviceCodeCommand.emit(context, ["event": .string("timeout")])
             throw error

@@ -24,11 +24,7 @@ enum DeviceCodeCommand {
                 emit(context, ["event": .string(failure == .expired ? "expired" : "access_denied")])
             }
             emit(context, failureEvent(error))
-            // Ended by a signal: said, then ended by that signal, as the shell expects.
-            if let interrupted = error as? Interrupted {
-                context.warn(interrupted.description)
-                devtrust_reraise(interrupted.signal)
-            }
+            if let interrupted = error as? Interrupted { endBySignal(context, interrupted.signal, interrupted.description) }
             throw error
         }
     }
@@ -113,6 +109,13 @@ enum DeviceCodeCommand {
             }
         }
         return ["event": .string("failure"), "error": .string(code), "description": .string(description)]
+    }
+
+    /// A wait ended by a signal, once its final event is out: said on stderr, then the
+    /// process ends by that same signal, as the shell expects. Does not return.
+    static func endBySignal(_ context: CommandContext, _ signal: Int32, _ description: String) {
+        context.warn(description)
+        devtrust_reraise(signal)
     }
 
     static func emit(_ context: CommandContext, _ event: JSONObject) {
