@@ -1,6 +1,10 @@
 /* CURLOPT_PROTOCOLS is deprecated from 7.85 on, and still the only way to
    restrict protocols on older libcurl (devtrust picks by the runtime version). */
 #define CURL_DISABLE_DEPRECATION 1
+/* The calls go through pointers named as curl's own functions (api.curl_easy_setopt),
+   which typecheck-gcc.h's function-like macros of the same names would rewrite;
+   the typed wrappers below do its checking. */
+#define CURL_DISABLE_TYPECHECK 1
 #include "devtrust_curl.h"
 
 #include <ctype.h>
@@ -10,67 +14,57 @@
 #include <string.h>
 #include <strings.h>
 
+/* The libcurl functions devtrust calls, all required. A libcurl older than
+   DEVTRUST_CURL_MINIMUM_VERSION has no curl_url*: every name is looked up
+   first and its version checked before any missing one is an error, so such a
+   libcurl is reported as too old. */
+#define DEVTRUST_CURL_FUNCTIONS(F) \
+    F(curl_global_init) F(curl_version_info) \
+    F(curl_easy_init) F(curl_easy_cleanup) F(curl_easy_perform) F(curl_easy_strerror) \
+    F(curl_easy_setopt) F(curl_easy_getinfo) \
+    F(curl_slist_append) F(curl_slist_free_all) F(curl_free) \
+    F(curl_url) F(curl_url_cleanup) F(curl_url_set) F(curl_url_get)
+
 static struct {
-    CURL *(*easy_init)(void);
-    void (*easy_cleanup)(CURL *);
-    CURLcode (*easy_perform)(CURL *);
-    const char *(*easy_strerror)(CURLcode);
-    CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
-    CURLcode (*global_init)(long);
-    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-    void (*slist_free_all)(struct curl_slist *);
-    curl_version_info_data *(*version_info)(CURLversion);
-    CURLU *(*url)(void);
-    void (*url_cleanup)(CURLU *);
-    CURLUcode (*url_set)(CURLU *, CURLUPart, const char *, unsigned int);
-    CURLUcode (*url_get)(CURLU *, CURLUPart, char **, unsigned int);
-    void (*free)(void *);
+#define DEVTRUST_CURL_MEMBER(name) __typeof__(&name) name;
+    DEVTRUST_CURL_FUNCTIONS(DEVTRUST_CURL_MEMBER)
+#undef DEVTRUST_CURL_MEMBER
 } api;
 
 static unsigned int runtime_version;
-
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static char load_error[256];
 static int load_result = -1;
+static char load_error[256];
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
 static void load(void) {
     void *library = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (!library) {
+    if (library == NULL) {
         snprintf(load_error, sizeof load_error, "%s", dlerror());
         return;
     }
-#define RESOLVE(field, symbol) \
-    if (!(*(void **)&api.field = dlsym(library, symbol))) { \
-        snprintf(load_error, sizeof load_error, "libcurl has no %s", symbol); \
-        return; \
+#define DEVTRUST_CURL_RESOLVE(name) *(void **)&api.name = dlsym(library, #name);
+    DEVTRUST_CURL_FUNCTIONS(DEVTRUST_CURL_RESOLVE)
+#undef DEVTRUST_CURL_RESOLVE
+    if (api.curl_version_info == NULL) {
+        snprintf(load_error, sizeof load_error, "libcurl has no curl_version_info");
+        return;
     }
-    RESOLVE(easy_init, "curl_easy_init")
-    RESOLVE(easy_cleanup, "curl_easy_cleanup")
-    RESOLVE(easy_perform, "curl_easy_perform")
-    RESOLVE(easy_strerror, "curl_easy_strerror")
-    RESOLVE(easy_setopt, "curl_easy_setopt")
-    RESOLVE(easy_getinfo, "curl_easy_getinfo")
-    RESOLVE(global_init, "curl_global_init")
-    RESOLVE(slist_append, "curl_slist_append")
-    RESOLVE(slist_free_all, "curl_slist_free_all")
-    RESOLVE(version_info, "curl_version_info")
-    curl_version_info_data *info = api.version_info(CURLVERSION_NOW);
+    curl_version_info_data *info = api.curl_version_info(CURLVERSION_NOW);
     runtime_version = info ? info->version_num : 0;
     if (!devtrust_curl_version_is_supported(runtime_version)) {
         snprintf(load_error, sizeof load_error, "%s", info && info->version ? info->version : "(unknown version)");
         load_result = -2;
         return;
     }
-    RESOLVE(url, "curl_url")
-    RESOLVE(url_cleanup, "curl_url_cleanup")
-    RESOLVE(url_set, "curl_url_set")
-    RESOLVE(url_get, "curl_url_get")
-    RESOLVE(free, "curl_free")
-#undef RESOLVE
-    if (api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+#define DEVTRUST_CURL_REQUIRE(name) \
+    if (api.name == NULL) { \
+        snprintf(load_error, sizeof load_error, "libcurl has no %s", #name); \
+        return; \
+    }
+    DEVTRUST_CURL_FUNCTIONS(DEVTRUST_CURL_REQUIRE)
+#undef DEVTRUST_CURL_REQUIRE
+    if (api.curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         snprintf(load_error, sizeof load_error, "curl_global_init failed");
-        api.easy_init = NULL;
         return;
     }
     load_result = 0;
@@ -83,24 +77,24 @@ int devtrust_curl_load(char *error, size_t error_size) {
     return load_result;
 }
 
-CURL *devtrust_curl_easy_init(void) { return api.easy_init(); }
-void devtrust_curl_easy_cleanup(CURL *handle) { api.easy_cleanup(handle); }
-CURLcode devtrust_curl_easy_perform(CURL *handle) { return api.easy_perform(handle); }
-const char *devtrust_curl_easy_strerror(CURLcode code) { return api.easy_strerror(code); }
+CURL *devtrust_curl_easy_init(void) { return api.curl_easy_init(); }
+void devtrust_curl_easy_cleanup(CURL *handle) { api.curl_easy_cleanup(handle); }
+CURLcode devtrust_curl_easy_perform(CURL *handle) { return api.curl_easy_perform(handle); }
+const char *devtrust_curl_easy_strerror(CURLcode code) { return api.curl_easy_strerror(code); }
 
-CURLcode devtrust_curl_setopt_long(CURL *handle, CURLoption option, long value) { return api.easy_setopt(handle, option, value); }
-CURLcode devtrust_curl_setopt_off_t(CURL *handle, CURLoption option, curl_off_t value) { return api.easy_setopt(handle, option, value); }
-CURLcode devtrust_curl_setopt_string(CURL *handle, CURLoption option, const char *value) { return api.easy_setopt(handle, option, value); }
-CURLcode devtrust_curl_setopt_pointer(CURL *handle, CURLoption option, void *value) { return api.easy_setopt(handle, option, value); }
+CURLcode devtrust_curl_setopt_long(CURL *handle, CURLoption option, long value) { return api.curl_easy_setopt(handle, option, value); }
+CURLcode devtrust_curl_setopt_off_t(CURL *handle, CURLoption option, curl_off_t value) { return api.curl_easy_setopt(handle, option, value); }
+CURLcode devtrust_curl_setopt_string(CURL *handle, CURLoption option, const char *value) { return api.curl_easy_setopt(handle, option, value); }
+CURLcode devtrust_curl_setopt_pointer(CURL *handle, CURLoption option, void *value) { return api.curl_easy_setopt(handle, option, value); }
 
 CURLcode devtrust_curl_set_write_callback(CURL *handle, devtrust_curl_data_callback callback, void *context) {
-    CURLcode code = api.easy_setopt(handle, CURLOPT_WRITEFUNCTION, callback);
-    return code != CURLE_OK ? code : api.easy_setopt(handle, CURLOPT_WRITEDATA, context);
+    CURLcode code = api.curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, callback);
+    return code != CURLE_OK ? code : api.curl_easy_setopt(handle, CURLOPT_WRITEDATA, context);
 }
 
 CURLcode devtrust_curl_set_header_callback(CURL *handle, devtrust_curl_data_callback callback, void *context) {
-    CURLcode code = api.easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
-    return code != CURLE_OK ? code : api.easy_setopt(handle, CURLOPT_HEADERDATA, context);
+    CURLcode code = api.curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
+    return code != CURLE_OK ? code : api.curl_easy_setopt(handle, CURLOPT_HEADERDATA, context);
 }
 
 int devtrust_curl_version_is_supported(unsigned int version) {
@@ -128,17 +122,17 @@ int devtrust_curl_protocols_option_is_string(unsigned int version) {
 #endif
 
 CURLcode devtrust_curl_restrict_protocols(CURL *handle, int as_string) {
-    if (as_string) return api.easy_setopt(handle, DEVTRUST_CURLOPT_PROTOCOLS_STR, "https,http");
-    return api.easy_setopt(handle, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTPS | CURLPROTO_HTTP));
+    if (as_string) return api.curl_easy_setopt(handle, DEVTRUST_CURLOPT_PROTOCOLS_STR, "https,http");
+    return api.curl_easy_setopt(handle, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTPS | CURLPROTO_HTTP));
 }
 
-CURLU *devtrust_curl_url(void) { return api.url(); }
-void devtrust_curl_url_cleanup(CURLU *url) { api.url_cleanup(url); }
-CURLUcode devtrust_curl_url_set(CURLU *url, CURLUPart part, const char *value) { return api.url_set(url, part, value, 0); }
+CURLU *devtrust_curl_url(void) { return api.curl_url(); }
+void devtrust_curl_url_cleanup(CURLU *url) { api.curl_url_cleanup(url); }
+CURLUcode devtrust_curl_url_set(CURLU *url, CURLUPart part, const char *value) { return api.curl_url_set(url, part, value, 0); }
 
 CURLUcode devtrust_curl_url_get(CURLU *url, CURLUPart part, char *buffer, size_t size) {
     char *value = NULL;
-    CURLUcode code = api.url_get(url, part, &value, 0);
+    CURLUcode code = api.curl_url_get(url, part, &value, 0);
     if (code != CURLUE_OK) return code;
     size_t length = value ? strlen(value) : 0;
     if (length >= size) code = CURLUE_OUT_OF_MEMORY;
@@ -148,21 +142,21 @@ CURLUcode devtrust_curl_url_get(CURLU *url, CURLUPart part, char *buffer, size_t
     }
     if (value) {
         explicit_bzero(value, length);
-        api.free(value);
+        api.curl_free(value);
     }
     return code;
 }
 
-CURLcode devtrust_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) { return api.easy_getinfo(handle, info, value); }
-CURLcode devtrust_curl_getinfo_string(CURL *handle, CURLINFO info, const char **value) { return api.easy_getinfo(handle, info, value); }
+CURLcode devtrust_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) { return api.curl_easy_getinfo(handle, info, value); }
+CURLcode devtrust_curl_getinfo_string(CURL *handle, CURLINFO info, const char **value) { return api.curl_easy_getinfo(handle, info, value); }
 
-struct curl_slist *devtrust_curl_slist_append(struct curl_slist *list, const char *value) { return api.slist_append(list, value); }
+struct curl_slist *devtrust_curl_slist_append(struct curl_slist *list, const char *value) { return api.curl_slist_append(list, value); }
 
 void devtrust_curl_slist_free_all(struct curl_slist *list) {
     for (struct curl_slist *item = list; item != NULL; item = item->next) {
         if (item->data != NULL) explicit_bzero(item->data, strlen(item->data));
     }
-    api.slist_free_all(list);
+    api.curl_slist_free_all(list);
 }
 
 void devtrust_curl_wipe(void *memory, size_t length) {
@@ -333,6 +327,6 @@ static int debug_callback(CURL *handle, curl_infotype type, char *data, size_t s
 }
 
 CURLcode devtrust_curl_enable_redacted_debug(CURL *handle) {
-    CURLcode code = api.easy_setopt(handle, CURLOPT_DEBUGFUNCTION, debug_callback);
-    return code != CURLE_OK ? code : api.easy_setopt(handle, CURLOPT_VERBOSE, 1L);
+    CURLcode code = api.curl_easy_setopt(handle, CURLOPT_DEBUGFUNCTION, debug_callback);
+    return code != CURLE_OK ? code : api.curl_easy_setopt(handle, CURLOPT_VERBOSE, 1L);
 }
