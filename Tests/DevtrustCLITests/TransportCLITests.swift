@@ -226,7 +226,8 @@ final class HTTP2Front: @unchecked Sendable {
 
 /// devtrust with an older libcurl: Tests/Interop/older_libcurl.c is the real
 /// libcurl reporting another version and, below 7.85, refusing
-/// CURLOPT_PROTOCOLS_STR as those versions do.
+/// CURLOPT_PROTOCOLS_STR as those versions do; below 7.62 without the URL
+/// API (curl_url), as those versions are.
 @Suite(.enabled(if: ReferenceServer.shouldRun && ExternalTool.cc.shouldRun)) struct OlderLibcurlTests {
     static let realLibcurl = ["/usr/lib/x86_64-linux-gnu/libcurl.so.4", "/usr/lib/aarch64-linux-gnu/libcurl.so.4", "/usr/lib64/libcurl.so.4",
                               "/usr/lib/libcurl.so.4"].first { FileManager.default.fileExists(atPath: $0) }
@@ -239,8 +240,9 @@ final class HTTP2Front: @unchecked Sendable {
         init(version: String) throws {
             let real = try #require(OlderLibcurlTests.realLibcurl, "no libcurl.so.4 found")
             mkdir(directory.file("lib"), 0o700)
-            let built = try ExternalTool.cc.run(["-shared", "-fPIC", "-DREAL_LIBCURL=\"\(real)\"", "-o", directory.file("lib/libcurl.so.4"),
-                                                 Repository.path("Tests/Interop/older_libcurl.c"), "-ldl"])
+            let hasURLAPI = !version.split(separator: ".").compactMap { Int($0) }.lexicographicallyPrecedes([7, 62])
+            let built = try ExternalTool.cc.run(["-shared", "-fPIC", "-DREAL_LIBCURL=\"\(real)\""] + (hasURLAPI ? [] : ["-DWITHOUT_URL_API"])
+                                                + ["-o", directory.file("lib/libcurl.so.4"), Repository.path("Tests/Interop/older_libcurl.c"), "-ldl"])
             try #require(built.status == 0, "\(built)")
             server = try ReferenceServer()
             cli = DevtrustBinary(keystore: directory.file("ks"))

@@ -5,7 +5,9 @@
    CURLE_UNKNOWN_OPTION, as those versions do. Found before the real one
    through LD_LIBRARY_PATH (devtrust dlopens "libcurl.so.4").
 
-   Each CURLOPT_PROTOCOLS(_STR) it is given is a line in OLDER_LIBCURL_LOG. */
+   Each CURLOPT_PROTOCOLS(_STR) it is given is a line in OLDER_LIBCURL_LOG.
+   Built with -DWITHOUT_URL_API, it lacks curl_url and its siblings, as libcurl
+   before 7.62.0 does. */
 #define CURL_DISABLE_TYPECHECK 1
 #define CURL_DISABLE_DEPRECATION 1
 /* The header's own declarations under other names: their exact types (const
@@ -95,8 +97,10 @@ FORWARD(const char *, curl_easy_strerror, (CURLcode code), (code))
 FORWARD(CURLcode, curl_global_init, (long flags), (flags))
 FORWARD(struct curl_slist *, curl_slist_append, (struct curl_slist *list, const char *text), (list, text))
 FORWARD_VOID(curl_slist_free_all, (struct curl_slist *list), (list))
+#ifndef WITHOUT_URL_API
 FORWARD(CURLU *, curl_url, (void), ())
 FORWARD_VOID(curl_url_cleanup, (CURLU *url), (url))
 FORWARD(CURLUcode, curl_url_set, (CURLU *url, CURLUPart part, const char *content, unsigned int flags), (url, part, content, flags))
 FORWARD(CURLUcode, curl_url_get, (const CURLU *url, CURLUPart part, char **content, unsigned int flags), (url, part, content, flags))
+#endif
 FORWARD_VOID(curl_free, (void *pointer), (pointer))
