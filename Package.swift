@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "DevtrustSystem", dependencies: ["DevtrustEncoding"]),
 
         // The device key: one DeviceKey protocol, backends in parallel files,
-        // P-256 public keys, ECDSA signature encodings, SHA-256, randomness.
+        // P-256 public keys, ECDSA signature encodings, SHA-256, randomness, the clock.
         .target(name: "DevtrustKeys", dependencies: ["COpenSSL", "CTPM2", "DevtrustEncoding"]),
 
         // Compact JWS (ES256), verification, device data and device tokens.
