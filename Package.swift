@@ -109,7 +109,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DevtrustKeystoreTests",
-            dependencies: ["DevtrustKeystore", "DevtrustEncoding", "DevtrustTestSupport"]
+            dependencies: ["DevtrustKeystore", "DevtrustKeys", "DevtrustEncoding", "DevtrustTestSupport"]
         ),
         .testTarget(
             name: "DevtrustDeviceTests",
@@ -125,12 +125,12 @@ let package = Package(
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "DevtrustHTTPTests", dependencies: ["CCurl", "DevtrustHTTP", "DevtrustEncoding", "DevtrustTestSupport"]),
-        .testTarget(name: "DevtrustSignInTests", dependencies: ["DevtrustSignIn", "DevtrustHTTP", "DevtrustKeystore", "DevtrustEncoding", "DevtrustTestSupport"]),
+        .testTarget(name: "DevtrustSignInTests", dependencies: ["DevtrustSignIn", "DevtrustHTTP", "DevtrustKeystore", "DevtrustEncoding"]),
         .testTarget(name: "DevtrustSystemTests", dependencies: ["DevtrustSystem", "DevtrustTestSupport"]),
         .testTarget(name: "DevtrustConfigTests", dependencies: ["DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(
             name: "DevtrustCLITests",
-            dependencies: ["DevtrustCLI", "DevtrustTestSupport", "DevtrustEncoding"]
+            dependencies: ["DevtrustCLI", "DevtrustSignIn", "DevtrustHTTP", "DevtrustKeystore", "DevtrustKeys", "DevtrustEncoding", "DevtrustTestSupport"]
         ),
     ]
 )
