@@ -32,7 +32,7 @@ FUZZ_RUNS    ?= 0
 FUZZ_BUILD   ?= .build/fuzz
 FUZZ_TARGETS  = FlowResponse AppNativeResponse DERSignature CompactJWS TSS2KeyFile Configuration Keystore PrivateKeyFile LoopbackRequest
 
-.PHONY: all build test demo install clean deps-build deps-check deps-bench static-libs bench link-order fuzz
+.PHONY: all build test check-layers demo install clean deps-build deps-check deps-bench static-libs bench link-order fuzz
 
 all: build
 
@@ -60,9 +60,17 @@ build: deps-build static-libs
 
 # The release build too: the memory tests run against it as well as the debug
 # build (what a key leaves in memory depends on the optimiser and the linker).
-test: deps-check build
-	$(SWIFT) build --build-tests
-	$(SWIFT) test
+# A target that imports a module of the package it does not depend on fails
+# the build (SwiftPM's check; check-layers holds each target to its own list).
+IMPORT_CHECK = --explicit-target-dependency-import-check error
+test: deps-check check-layers build
+	$(SWIFT) build --build-tests $(IMPORT_CHECK)
+	$(SWIFT) test $(IMPORT_CHECK)
+
+# The modules of `devtrust token` below HTTP, and every target's dependencies
+# exactly its imports (scripts/check-layers.py).
+check-layers:
+	SWIFT=$(SWIFT) scripts/check-layers.py
 
 demo: deps-check build
 	@scripts/demo.sh $(RELEASE_BINARY)

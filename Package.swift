@@ -33,13 +33,14 @@ let package = Package(
         .target(name: "DevtrustSystem", dependencies: ["DevtrustEncoding"]),
 
         // The device key: one DeviceKey protocol, backends in parallel files,
-        // P-256 public keys, ECDSA signature encodings, SHA-256, randomness.
+        // P-256 public keys, ECDSA signature encodings, SHA-256, randomness, the clock.
         .target(name: "DevtrustKeys", dependencies: ["COpenSSL", "CTPM2", "DevtrustEncoding"]),
 
         // Compact JWS (ES256), verification, device data and device tokens.
         .target(name: "DevtrustJOSE", dependencies: ["DevtrustKeys", "DevtrustEncoding"]),
 
-        // The on-disk keystore: layout, atomic writes, locking, permissions, versions.
+        // The on-disk keystore: layout, atomic writes, locking, permissions, versions;
+        // the records it holds, a sign-in's tokens (TokenSet) among them.
         .target(name: "DevtrustKeystore", dependencies: ["DevtrustKeys", "DevtrustEncoding"]),
 
         // The JSON configuration file and its typed errors.
@@ -52,13 +53,16 @@ let package = Package(
         .target(name: "DevtrustFlow", dependencies: ["DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding"]),
 
         // Signing in from the device: OIDC discovery, PKCE, app-native sign-in, device code, tokens.
-        .target(name: "DevtrustSignIn", dependencies: ["DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding"]),
+        .target(name: "DevtrustSignIn", dependencies: ["DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore", "DevtrustEncoding"]),
 
         // Linux device posture: attribute collectors reading below a root prefix.
         .target(name: "DevtrustPosture", dependencies: ["DevtrustSystem", "DevtrustEncoding"]),
 
-        // The device's identity: its key in the keystore (any backend) and its registrations.
-        .target(name: "DevtrustDevice", dependencies: ["DevtrustKeys", "DevtrustKeystore", "DevtrustJOSE", "DevtrustSignIn", "DevtrustHTTP", "DevtrustEncoding"]),
+        // The device's identity: its key in the keystore (any backend), its registrations
+        // and stored sign-ins. Below HTTP, like everything `devtrust token` runs on
+        // (scripts/check-layers.py): the caller refreshes a sign-in's tokens and says
+        // how it went (RefreshOutcome).
+        .target(name: "DevtrustDevice", dependencies: ["DevtrustKeys", "DevtrustKeystore", "DevtrustEncoding"]),
 
         // The command line: argument parsing, commands, errors to exit codes.
         .target(
@@ -105,11 +109,11 @@ let package = Package(
         ),
         .testTarget(
             name: "DevtrustKeystoreTests",
-            dependencies: ["DevtrustKeystore", "DevtrustEncoding", "DevtrustTestSupport"]
+            dependencies: ["DevtrustKeystore", "DevtrustKeys", "DevtrustEncoding", "DevtrustTestSupport"]
         ),
         .testTarget(
             name: "DevtrustDeviceTests",
-            dependencies: ["DevtrustDevice", "DevtrustKeystore", "DevtrustKeys", "DevtrustJOSE", "DevtrustSignIn", "DevtrustEncoding", "DevtrustTestSupport"]
+            dependencies: ["DevtrustDevice", "DevtrustKeystore", "DevtrustKeys", "DevtrustJOSE", "DevtrustEncoding", "DevtrustTestSupport"]
         ),
         .testTarget(
             name: "DevtrustFlowTests",
@@ -121,12 +125,12 @@ let package = Package(
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "DevtrustHTTPTests", dependencies: ["CCurl", "DevtrustHTTP", "DevtrustEncoding", "DevtrustTestSupport"]),
-        .testTarget(name: "DevtrustSignInTests", dependencies: ["DevtrustSignIn", "DevtrustHTTP", "DevtrustEncoding", "DevtrustTestSupport"]),
+        .testTarget(name: "DevtrustSignInTests", dependencies: ["DevtrustSignIn", "DevtrustHTTP", "DevtrustKeystore", "DevtrustEncoding"]),
         .testTarget(name: "DevtrustSystemTests", dependencies: ["DevtrustSystem", "DevtrustTestSupport"]),
         .testTarget(name: "DevtrustConfigTests", dependencies: ["DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(
             name: "DevtrustCLITests",
-            dependencies: ["DevtrustCLI", "DevtrustTestSupport", "DevtrustEncoding"]
+            dependencies: ["DevtrustCLI", "DevtrustSignIn", "DevtrustHTTP", "DevtrustKeystore", "DevtrustKeys", "DevtrustEncoding", "DevtrustTestSupport"]
         ),
     ]
 )

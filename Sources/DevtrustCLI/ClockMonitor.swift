@@ -1,6 +1,6 @@
 import DevtrustDevice
 import DevtrustHTTP
-import DevtrustJOSE
+import DevtrustKeys
 import DevtrustKeystore
 
 /// The servers' clocks during one run (server contract, section 2): every

@@ -1,5 +1,4 @@
 import DevtrustDevice
-import DevtrustJOSE
 import DevtrustKeys
 import Glibc
 

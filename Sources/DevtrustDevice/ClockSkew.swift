@@ -1,5 +1,5 @@
 import DevtrustEncoding
-import DevtrustJOSE
+import DevtrustKeys
 import DevtrustKeystore
 import Glibc
 

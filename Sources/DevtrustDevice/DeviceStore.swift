@@ -1,5 +1,4 @@
 import DevtrustEncoding
-import DevtrustJOSE
 import DevtrustKeys
 import DevtrustKeystore
 

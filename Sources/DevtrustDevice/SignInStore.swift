@@ -1,8 +1,20 @@
 import DevtrustEncoding
-import DevtrustHTTP
 import DevtrustKeys
 import DevtrustKeystore
-import DevtrustSignIn
+
+/// What a refresh of a sign-in's tokens came to, as the caller of
+/// `DeviceStore.freshTokens` reads its server's answer.
+public enum RefreshOutcome: Sendable {
+    /// New tokens: saved before they are used.
+    case renewed(TokenSet)
+    /// The server says the grant is dead (`invalid_grant` from the token endpoint):
+    /// the stored sign-in is deleted.
+    case refused(reason: String)
+    /// Any other failure (an outage, a proxy's answer, another refusal): the sign-in
+    /// is kept, so that the next call can try again. `mayPass`: worth trying again
+    /// in a while (an outage, a proxy's answer) rather than a refusal to fix.
+    case failed(reason: String, mayPass: Bool)
+}
 
 /// Stored sign-ins: the record in keystore.json, the tokens in their own file.
 extension DeviceStore {
@@ -58,7 +70,7 @@ extension DeviceStore {
     /// for a record without an issuer, the issuer its discovery URL implies.
     static func names(of record: SignInRecord) -> [String] {
         var names = [record.server, record.discovery].compactMap { $0 }
-        if record.server == nil, let discovery = record.discovery, let issuer = AuthorizationServer.issuer(ofDiscoveryURL: discovery) { names.append(issuer) }
+        if record.server == nil, let discovery = record.discovery, let issuer = DiscoveryURL.issuer(of: discovery) { names.append(issuer) }
         return names
     }
 
@@ -75,56 +87,37 @@ extension DeviceStore {
     /// A valid access token: the stored one when it is good for `margin` more
     /// seconds, else refreshed under the keystore lock, so that concurrent
     /// callers refresh once; the rotated tokens are saved before they are used.
-    /// Only a dead grant (`invalid_grant` from the token endpoint) drops the
-    /// stored tokens; any other failure (an outage, a proxy's answer, another
-    /// refusal) keeps them, so that the next call can try again.
-    public func freshTokens(_ record: SignInRecord, margin: Int64, refresh: (TokenSet) throws -> TokenSet) throws -> TokenSet {
+    /// Only a `.refused` refresh drops the stored tokens; a `.failed` one, or an
+    /// error `refresh` throws (which passes through), keeps them.
+    public func freshTokens(_ record: SignInRecord, margin: Int64, refresh: (TokenSet) throws -> RefreshOutcome) throws -> TokenSet {
         let stored = try tokens(of: record)
         if !stored.needsRefresh(at: clock.secondsSinceEpoch(), margin: margin) { return stored }
-        var refusal: OAuthError?
-        var failure: (any Error)?
-        let result: TokenSet? = try keystore.update { state, staging in
+        let outcome: RefreshOutcome = try keystore.update { state, staging in
             guard let current = state.signIns.first(where: { $0.id == record.id }) else { throw DeviceError.notSignedIn(server: record.server ?? record.discovery) }
             guard let bytes = try staging.read(current.file), let tokens = TokenSet(bytes: bytes) else {
                 throw KeystoreError.corrupt(path: keystore.path + "/" + current.file, detail: "the sign-in's token file is missing or damaged")
             }
             // Another caller may have refreshed while this one waited for the lock.
-            if !tokens.needsRefresh(at: clock.secondsSinceEpoch(), margin: margin) { return tokens }
-            let renewed: TokenSet
-            do {
-                renewed = try refresh(tokens)
-            } catch let error as OAuthError where error.meansGrantIsDead {
-                refusal = error
+            if !tokens.needsRefresh(at: clock.secondsSinceEpoch(), margin: margin) { return .renewed(tokens) }
+            let outcome = try refresh(tokens)
+            switch outcome {
+            case let .renewed(renewed):
+                try staging.writeSignInFile(named: current.file, contents: renewed.bytes)
+            case .refused:
                 state.signIns.removeAll { $0.id == current.id }
-                return nil
-            } catch let error as OAuthError {
-                failure = error
-                return nil
-            } catch let error as OAuthProtocolError {
-                failure = error
-                return nil
-            } catch let error as HTTPError {
-                // The network or the server failed: worth trying again. A URL devtrust refuses is not.
-                switch error {
-                case .transport, .responseTooLarge, .redirected:
-                    failure = error
-                    return nil
-                default:
-                    throw error
-                }
+            case .failed:
+                break
             }
-            try staging.writeSignInFile(named: current.file, contents: renewed.bytes)
-            return renewed
+            return outcome
         }
-        if let refusal { throw DeviceError.refreshRefused(refusal.description) }
-        if let failure {
-            let place = record.server ?? record.discovery ?? "the server"
-            if let error = failure as? OAuthError, !error.mayPass {
-                throw DeviceError.refreshFailed(place: place, reason: error.description, mayPass: false)
-            }
-            throw DeviceError.refreshFailed(place: place, reason: "\(failure)", mayPass: true)
+        switch outcome {
+        case let .renewed(tokens):
+            return tokens
+        case let .refused(reason):
+            throw DeviceError.refreshRefused(reason)
+        case let .failed(reason, mayPass):
+            throw DeviceError.refreshFailed(place: record.server ?? record.discovery ?? "the server", reason: reason, mayPass: mayPass)
         }
-        return result!
     }
 
     /// Deletes a sign-in's record and tokens; returns the tokens (for revocation first).

@@ -1,5 +1,6 @@
 import DevtrustEncoding
 import DevtrustHTTP
+import DevtrustKeystore
 
 /// One authenticator of an app-native step (server contract, section 4).
 public struct AppNativeAuthenticator: Sendable, Equatable {

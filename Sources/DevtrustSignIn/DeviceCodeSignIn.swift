@@ -1,5 +1,6 @@
 import Glibc
 import DevtrustHTTP
+import DevtrustKeystore
 
 /// What happens during a device-code sign-in, for the terminal or `--json`.
 public enum DeviceCodeEvent: Sendable {

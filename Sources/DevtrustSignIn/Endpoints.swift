@@ -1,5 +1,6 @@
 import DevtrustEncoding
 import DevtrustHTTP
+import DevtrustKeystore
 
 /// The endpoints of an authorization server: from discovery, WSO2's
 /// conventions, or the configuration.
@@ -45,23 +46,6 @@ public struct AuthorizationServer: Equatable, Sendable {
             pushedAuthorizationRequest: pushedAuthorizationRequest ?? other.pushedAuthorizationRequest, jwks: jwks ?? other.jwks)
     }
 
-    /// The issuer whose configuration a discovery URL names: OpenID Connect's
-    /// `{issuer}/.well-known/openid-configuration` (and RFC 8414's
-    /// `{origin}/.well-known/oauth-authorization-server{path}`, either name in
-    /// either place); nil for any other URL.
-    public static func issuer(ofDiscoveryURL url: String) -> String? {
-        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://"), !url.contains("?"), !url.contains("#") else { return nil }
-        let afterScheme = url[url.index(colon, offsetBy: 3)...]
-        let pathStart = afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex
-        let origin = String(url[..<pathStart])
-        let path = Substring(afterScheme[pathStart...])
-        for name in ["/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"] {
-            if path.hasSuffix(name) { return origin + path.dropLast(name.count) }
-            if path.hasPrefix(name + "/") { return origin + path.dropFirst(name.count) }
-        }
-        return nil
-    }
-
     /// Fetches and reads an OpenID Provider configuration document.
     public static func discover(_ url: String, http: any HTTPClient) throws -> AuthorizationServer {
         _ = try ServerURL(url.split(separator: "?").first.map(String.init) ?? url)
@@ -81,7 +65,7 @@ public struct AuthorizationServer: Equatable, Sendable {
         }
         // OpenID Connect Discovery 4.3 (RFC 8414 3.3): the document is the issuer's own, at the URL its issuer gives.
         // An issuer may end in "/" (Discovery 4.1 drops it before adding the well-known name).
-        guard let issuer = document["issuer"]?.stringValue, let derived = Self.issuer(ofDiscoveryURL: url), issuer == derived || issuer == derived + "/" else {
+        guard let issuer = document["issuer"]?.stringValue, let derived = DiscoveryURL.issuer(of: url), issuer == derived || issuer == derived + "/" else {
             throw OAuthProtocolError("the discovery document \(url) names the issuer \(document["issuer"]?.stringValue ?? "(none)"), but an issuer's document is at {issuer}/.well-known/openid-configuration (OpenID Connect Discovery 4.3; or RFC 8414's {origin}/.well-known/openid-configuration{path}): check the URL")
         }
         return AuthorizationServer(

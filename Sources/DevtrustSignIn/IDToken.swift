@@ -2,6 +2,7 @@ import DevtrustEncoding
 import DevtrustHTTP
 import DevtrustJOSE
 import DevtrustKeys
+import DevtrustKeystore
 
 /// A key of the provider's JWK set (`jwks_uri`) that can check ID tokens.
 public enum JSONWebKey: Sendable, Equatable {
@@ -139,5 +140,14 @@ public struct IDTokenValidator: Sendable {
         guard let jws = try? ParsedJWS(compact: token), case let .object(claims)? = try? JSONParser.parse(jws.payload),
               let subject = claims["sub"]?.stringValue else { return nil }
         return IDTokenIdentity(subject: subject, displayName: claims["name"]?.stringValue ?? claims["preferred_username"]?.stringValue ?? claims["email"]?.stringValue)
+    }
+}
+
+extension TokenSet {
+    /// Who signed in, from the ID token: only one devtrust checked before it kept it (a file
+    /// written by an earlier devtrust, which kept ID tokens unchecked, records no issuer).
+    public var keptIdentity: IDTokenIdentity? {
+        guard issuer != nil, let idToken else { return nil }
+        return IDTokenValidator.identity(ofKept: idToken)
     }
 }

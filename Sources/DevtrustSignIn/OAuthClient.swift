@@ -1,5 +1,6 @@
 import DevtrustEncoding
 import DevtrustHTTP
+import DevtrustKeystore
 
 /// What the device authorization endpoint answers (RFC 8628 section 3.2).
 public struct DeviceAuthorization: Sendable {

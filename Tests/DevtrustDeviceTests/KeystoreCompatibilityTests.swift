@@ -3,7 +3,6 @@ import DevtrustEncoding
 import DevtrustJOSE
 import DevtrustKeys
 import DevtrustKeystore
-import DevtrustSignIn
 import DevtrustTestSupport
 import Foundation
 import Testing

@@ -1,6 +1,5 @@
 import DevtrustDevice
 import DevtrustKeystore
-import DevtrustSignIn
 import DevtrustTestSupport
 import Testing
 
@@ -81,7 +80,7 @@ import Testing
             ("not a url/.well-known/openid-configuration", nil),
         ]
         for (url, issuer) in cases {
-            #expect(AuthorizationServer.issuer(ofDiscoveryURL: url) == issuer, "\(url)")
+            #expect(DiscoveryURL.issuer(of: url) == issuer, "\(url)")
         }
     }
 }

@@ -1,4 +1,3 @@
-import DevtrustJOSE
 import DevtrustKeys
 import Synchronization
 

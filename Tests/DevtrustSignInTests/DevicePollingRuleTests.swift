@@ -1,5 +1,6 @@
 import DevtrustEncoding
 import DevtrustHTTP
+import DevtrustKeystore
 import DevtrustSignIn
 import Synchronization
 import Testing

@@ -1,4 +1,5 @@
 import DevtrustDevice
+import DevtrustHTTP
 import DevtrustKeystore
 import DevtrustSignIn
 
@@ -22,9 +23,32 @@ enum AccessTokenCommand {
         let margin = forced ? Int64.max / 2 : refreshMargin
         let tokens = try DeviceStore(keystore: keystore, clock: store.clock, tpm: store.tpm, random: store.random).freshTokens(record, margin: margin) { current in
             context.detail("refreshing the access token")
-            return try oauth.refresh(current, clientID: record.clientId)
+            return try refreshOutcome { try oauth.refresh(current, clientID: record.clientId) }
         }
         if let note = tokens.idTokenNote { context.warn(note) }
         context.output(tokens.accessToken)
+    }
+
+    /// What a refresh's answer means for the stored sign-in. Only a dead grant
+    /// (`invalid_grant` in the token endpoint's own error body) drops it; an
+    /// outage, a proxy's answer or another refusal keeps it. A URL devtrust
+    /// refuses, or any other error, passes through (and keeps it too).
+    static func refreshOutcome(_ refresh: () throws -> TokenSet) throws -> RefreshOutcome {
+        do {
+            return .renewed(try refresh())
+        } catch let error as OAuthError where error.meansGrantIsDead {
+            return .refused(reason: error.description)
+        } catch let error as OAuthError {
+            return .failed(reason: error.description, mayPass: error.mayPass)
+        } catch let error as OAuthProtocolError {
+            return .failed(reason: error.description, mayPass: true)
+        } catch let error as HTTPError {
+            switch error {
+            case .transport, .responseTooLarge, .redirected:
+                return .failed(reason: error.description, mayPass: true)
+            default:
+                throw error
+            }
+        }
     }
 }

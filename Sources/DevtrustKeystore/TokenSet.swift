@@ -1,7 +1,7 @@
 import DevtrustEncoding
 
-/// The tokens of a sign-in. Secret: stored only in the keystore (0600) and
-/// printed only by `devtrust access-token`.
+/// The tokens of a sign-in, as its token file (`signin-<id>.json`) holds them.
+/// Secret: stored only in the keystore (0600) and printed only by `devtrust access-token`.
 public struct TokenSet: Equatable, Sendable {
     public var accessToken: String
     public var tokenType: String
@@ -66,13 +66,6 @@ public struct TokenSet: Equatable, Sendable {
         issuer = object["issuer"]?.stringValue
         jwksURI = object["jwksUri"]?.stringValue
         deleteTokenGrant = object["deleteTokenGrant"]?.boolValue ?? false
-    }
-
-    /// Who signed in, from the ID token: only one devtrust checked before it kept it (a file
-    /// written by an earlier devtrust, which kept ID tokens unchecked, records no issuer).
-    public var keptIdentity: IDTokenIdentity? {
-        guard issuer != nil, let idToken else { return nil }
-        return IDTokenValidator.identity(ofKept: idToken)
     }
 
     /// Whether to refresh before use: when the access token has less than `margin` seconds
