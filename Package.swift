@@ -41,7 +41,7 @@ let package = Package(
 
         // The on-disk keystore: layout, atomic writes, locking, permissions, versions;
         // the records it holds, a sign-in's tokens (TokenSet) among them.
-        .target(name: "DevtrustKeystore", dependencies: ["DevtrustKeys", "DevtrustEncoding"]),
+        .target(name: "DevtrustKeystore", dependencies: ["DevtrustKeys", "DevtrustEncoding", "DevtrustSystem"]),
 
         // The JSON configuration file and its typed errors.
         .target(name: "DevtrustConfig", dependencies: ["DevtrustEncoding", "DevtrustSystem"]),

@@ -1,4 +1,5 @@
 import DevtrustEncoding
+import DevtrustSystem
 import Glibc
 
 /// An open directory that only its owner may use, and the file operations the
@@ -157,9 +158,7 @@ final class PrivateDirectory {
         rewinddir(stream)
         var names = [String]()
         while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            let name = DirectoryListing.entryName(entry)
             if name != "." && name != ".." { names.append(name) }
         }
         return names
