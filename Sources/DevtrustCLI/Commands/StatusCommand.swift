@@ -5,7 +5,13 @@ import DevtrustKeystore
 import DevtrustSignIn
 
 /// `status`: where the key lives, whether it loads, the TPM, and the registrations.
-enum StatusCommand {
+enum StatusCommand: DevtrustCommand {
+    struct Options: CommandOptions {
+        static let spec = CommandSpec(name: "status", summary: "show the key, its backend and the registrations", options: [])
+
+        init(_ values: OptionValues<Self>) {}
+    }
+
     struct KeyHealth {
         var loads = false
         var problem: String?
@@ -27,7 +33,7 @@ enum StatusCommand {
         return why + ", so any program that can reach the TPM can stop it from signing by putting the TPM in dictionary-attack lockout (a few wrong passwords on any key); re-create it with `devtrust init --force --backend tpm` (devtrust then uses a storage key exempt from lockout), and register again"
     }
 
-    static func run(_ context: CommandContext) throws {
+    static func run(_ context: CommandContext, _ options: Options) throws {
         let store = try context.deviceStore()
         let keystore = store.keystore
         let state = try store.state()
