@@ -182,25 +182,10 @@ enum StatusCommand: DevtrustCommand {
         if !state.tpmPersistentHandles.isEmpty {
             document["tpmPersistentHandles"] = .array(state.tpmPersistentHandles.map { .string(TPMHandle.format($0)) })
         }
-        document["registrations"] = .array(state.registrations.map { record in
-            .object([
-                "registrationId": .string(record.registrationId),
-                "server": .string(record.server),
-                "flowType": .string(record.flowType),
-                "keyFingerprint": .string(record.keyFingerprint),
-                "registeredAt": .string(record.registeredAt),
-            ])
-        })
-        document["signIns"] = .array(state.signIns.map { record in
-            var object: JSONObject = [:]
-            if let server = record.server { object["server"] = .string(server) }
-            if let discovery = record.discovery { object["discovery"] = .string(discovery) }
-            object["clientId"] = .string(record.clientId)
-            object["scope"] = .string(record.scope)
-            object["method"] = .string(record.method)
-            object["signedInAt"] = .string(record.signedInAt)
-            return .object(object)
-        })
+        // As keystore.json has them; a sign-in without the keystore's bookkeeping (its id and tokens file).
+        document["registrations"] = .array(state.registrations.map { .object($0.keystoreObject) })
+        let signInFields = KeystoreField.SignIn.allCases.filter { !$0.isBookkeeping }
+        document["signIns"] = .array(state.signIns.map { .object($0.keystoreObject(fields: signInFields)) })
         return document
     }
 }
