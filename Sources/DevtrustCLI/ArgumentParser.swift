@@ -1,19 +1,32 @@
+/// What an option's value is: shown in help, checked where the command checks
+/// it, and what a shell completes it with.
+enum OptionValueKind: Sendable, Equatable {
+    /// A path to a file (some options also take `-`, stdin).
+    case file
+    case directory
+    case url
+    /// One of a fixed set; help shows them as `a|b|c`.
+    case choice([String])
+    case text
+}
+
 /// One option a command (or every command) accepts.
 struct OptionSpec: Sendable {
+    /// An option's value: its name in help (`FILE`) and its kind.
+    struct Value: Sendable {
+        let name: String
+        let kind: OptionValueKind
+    }
+
     let long: String
     let short: Character?
-    /// The value's name in help (`FILE`), nil for a flag.
-    let valueName: String?
+    /// Nil for a flag.
+    let value: Value?
     let repeatable: Bool
     let help: String
 
-    static func flag(_ long: String, short: Character? = nil, _ help: String) -> OptionSpec {
-        OptionSpec(long: long, short: short, valueName: nil, repeatable: false, help: help)
-    }
-
-    static func value(_ long: String, _ valueName: String, repeatable: Bool = false, _ help: String) -> OptionSpec {
-        OptionSpec(long: long, short: nil, valueName: valueName, repeatable: repeatable, help: help)
-    }
+    /// `--long`, as messages name the option.
+    var displayName: String { "--" + long }
 }
 
 struct CommandSpec: Sendable {
@@ -23,18 +36,137 @@ struct CommandSpec: Sendable {
     let positionalUsage: String
     let maximumPositionals: Int
     let options: [OptionSpec]
+
+    init(name: String, summary: String, positionalUsage: String = "", maximumPositionals: Int = 0, options: [any DeclaredOption]) {
+        self.name = name
+        self.summary = summary
+        self.positionalUsage = positionalUsage
+        self.maximumPositionals = maximumPositionals
+        self.options = options.map(\.spec)
+    }
+}
+
+/// An option key, declared once as a typed constant of the type that reads it
+/// (`Owner`: `GlobalOptions`, or a command's options): its spec goes into the
+/// owner's spec, and the same constant reads its value, so a misspelt or
+/// foreign option does not compile.
+protocol DeclaredOption: Sendable {
+    var spec: OptionSpec { get }
+}
+
+/// `--name`, read as a Bool.
+struct FlagOption<Owner>: DeclaredOption {
+    let spec: OptionSpec
+
+    init(_ long: String, short: Character? = nil, _ help: String) {
+        spec = OptionSpec(long: long, short: short, value: nil, repeatable: false, help: help)
+    }
+}
+
+/// `--name VALUE`, at most once, read as the text or nil.
+struct ValueOption<Owner>: DeclaredOption {
+    let spec: OptionSpec
+
+    init(_ long: String, _ valueName: String, _ kind: OptionValueKind, _ help: String) {
+        spec = OptionSpec(long: long, short: nil, value: .init(name: valueName, kind: kind), repeatable: false, help: help)
+    }
+}
+
+/// `--name VALUE`, any number of times, read as the values in order.
+struct RepeatableOption<Owner>: DeclaredOption {
+    let spec: OptionSpec
+
+    init(_ long: String, _ valueName: String, _ kind: OptionValueKind, _ help: String) {
+        spec = OptionSpec(long: long, short: nil, value: .init(name: valueName, kind: kind), repeatable: true, help: help)
+    }
+}
+
+/// `--name a|b|c`, at most once: the choices are `Choice`'s cases, written once
+/// and used by help and by `choice(_:)`. Read as the text given, which the
+/// command checks with `choice(_:)` where its other checks put that.
+struct ChoiceOption<Owner, Choice: RawRepresentable & CaseIterable>: DeclaredOption where Choice.RawValue == String {
+    let spec: OptionSpec
+
+    init(_ long: String, _ help: String) {
+        let choices = Choice.allCases.map(\.rawValue)
+        spec = OptionSpec(long: long, short: nil, value: .init(name: choices.joined(separator: "|"), kind: .choice(choices)),
+                          repeatable: false, help: help)
+    }
+}
+
+extension ChoiceOption where Owner: CommandOptions {
+    /// The choice `text` names (nil when the option was not given); a usage error naming the choices otherwise.
+    func choice(_ text: String?) throws(UsageError) -> Choice? {
+        guard let text else { return nil }
+        guard let choice = Choice(rawValue: text) else {
+            let choices = Choice.allCases.map(\.rawValue)
+            let listed = choices.count > 1 ? choices.dropLast().joined(separator: ", ") + " or " + choices.last! : choices.joined()
+            throw UsageError("\(spec.displayName) must be \(listed), not \"\(text)\"", command: Owner.spec.name)
+        }
+        return choice
+    }
+}
+
+/// A type read from the command line: the global options, or one command's.
+/// Its initializer reads each declared option once, whatever the others say
+/// (CommandSpecTests checks that it reads exactly those).
+protocol OptionOwner {
+    static var declaredOptions: [OptionSpec] { get }
+    init(_ values: OptionValues<Self>)
+}
+
+/// One command's options; `spec` lists the same keys the initializer reads.
+protocol CommandOptions: OptionOwner {
+    static var spec: CommandSpec { get }
+}
+
+extension CommandOptions {
+    static var declaredOptions: [OptionSpec] { spec.options }
 }
 
 /// The command line after parsing: which command, its options and operands.
+/// Read only through `OptionValues`, by typed keys.
 struct ParsedArguments: Sendable {
-    var command: String?
-    var values: [String: [String]] = [:]
-    var flags: Set<String> = []
-    var positionals: [String] = []
+    fileprivate(set) var command: String?
+    fileprivate var values: [String: [String]] = [:]
+    fileprivate var flags: Set<String> = []
+    fileprivate(set) var positionals: [String] = []
+}
 
-    func value(_ long: String) -> String? { values[long]?.last }
-    func all(_ long: String) -> [String] { values[long] ?? [] }
-    func has(_ long: String) -> Bool { flags.contains(long) }
+/// Which options an `OptionValues` was asked for (the spec test reads them back).
+final class OptionReadLog {
+    private(set) var longNames: [String] = []
+
+    func record(_ spec: OptionSpec) { longNames.append(spec.long) }
+}
+
+/// The parsed command line as `Owner` reads it: only by `Owner`'s keys.
+struct OptionValues<Owner: OptionOwner> {
+    let parsed: ParsedArguments
+    let log: OptionReadLog?
+
+    init(_ parsed: ParsedArguments, log: OptionReadLog? = nil) {
+        self.parsed = parsed
+        self.log = log
+    }
+
+    subscript(option: FlagOption<Owner>) -> Bool { parsed.flags.contains(read(option)) }
+    subscript(option: ValueOption<Owner>) -> String? { parsed.values[read(option)]?.last }
+    subscript(option: RepeatableOption<Owner>) -> [String] { parsed.values[read(option)] ?? [] }
+    subscript<Choice>(option: ChoiceOption<Owner, Choice>) -> String? { parsed.values[read(option)]?.last }
+
+    var positionals: [String] { parsed.positionals }
+
+    /// An option the owner's spec does not list is never parsed: reading it is a
+    /// mistake, which the spec test finds (and debug builds stop at).
+    private func read(_ option: some DeclaredOption) -> String {
+        if let log {
+            log.record(option.spec)
+        } else {
+            assert(Owner.declaredOptions.contains { $0.long == option.spec.long }, "\(Owner.self) reads \(option.spec.displayName), which its spec does not list")
+        }
+        return option.spec.long
+    }
 }
 
 struct UsageError: Error, Sendable {
@@ -71,13 +203,13 @@ struct ArgumentParser {
             let isOperandWithDash = !argument.hasPrefix("--") && argument.count > 2 && (commandSpec?.maximumPositionals ?? 0) > 0
             if !optionsEnded && argument.hasPrefix("-") && argument != "-" && !isOperandWithDash {
                 let (spec, inlineValue) = try lookUp(argument, command: commandSpec)
-                if let _ = spec.valueName {
+                if let valueSpec = spec.value {
                     let value: String
                     if let inlineValue {
                         value = inlineValue
                     } else {
                         guard index < arguments.count else {
-                            throw UsageError("option --\(spec.long) needs a value (\(spec.valueName!))", command: commandSpec?.name)
+                            throw UsageError("option --\(spec.long) needs a value (\(valueSpec.name))", command: commandSpec?.name)
                         }
                         value = arguments[index]
                         index += 1

@@ -45,7 +45,7 @@ struct BrowserAuthorizationRequest {
         var pushedExpiresIn: Int64?
         var pushed = false
         if settings.par, let endpoint = server.pushedAuthorizationRequest {
-            let request = try settings.oauth(context).pushAuthorizationRequest(parameters, endpoint: endpoint)
+            let request = try settings.http.oauthClient(context).pushAuthorizationRequest(parameters, endpoint: endpoint)
             url += FormEncoding.encode([("client_id", settings.clientID), ("request_uri", request.requestURI)])
             pushedExpiresIn = request.expiresIn
             pushed = true

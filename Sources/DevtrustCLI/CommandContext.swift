@@ -3,29 +3,30 @@ import DevtrustDevice
 import DevtrustKeys
 import DevtrustKeystore
 
-/// One command's run: its parsed arguments, the environment, and output helpers.
+/// One command's run: the global options, the environment, and output helpers
+/// (the command's own options come to it as its `Options` value).
 struct CommandContext {
-    let arguments: ParsedArguments
+    private(set) var global: GlobalOptions
     let environment: CommandEnvironment
     /// What the TPM backend did on its own during the command; printed after it.
     var tpmNotices = TPMNotices()
     /// The servers' clocks, as their answers tell them.
     let clocks: ClockMonitor
 
-    init(arguments: ParsedArguments, environment: CommandEnvironment, tpmNotices: TPMNotices = TPMNotices(), clocks: ClockMonitor? = nil) {
-        self.arguments = arguments
+    init(global: GlobalOptions, environment: CommandEnvironment, tpmNotices: TPMNotices = TPMNotices(), clocks: ClockMonitor? = nil) {
+        self.global = global
         self.environment = environment
         self.tpmNotices = tpmNotices
         let terminal = environment.terminal
         self.clocks = clocks ?? ClockMonitor(
-            store: Self.cacheDirectory(arguments, environment).map(ClockSkewStore.init),
+            store: Self.cacheDirectory(global, environment).map(ClockSkewStore.init),
             reading: environment.bootClock, warn: { Self.warning($0, to: terminal) })
     }
 
     var terminal: any Terminal { environment.terminal }
-    var json: Bool { arguments.has("json") }
-    var quiet: Bool { arguments.has("quiet") }
-    var verbose: Bool { arguments.has("verbose") }
+    var json: Bool { global.json }
+    var quiet: Bool { global.quiet }
+    var verbose: Bool { global.verbose }
 
     /// Prints the command's artifact on stdout, followed by one newline.
     func output(_ text: String) {
@@ -59,7 +60,7 @@ struct CommandContext {
     }
 
     func keystore() throws -> Keystore {
-        guard let path = KeystoreLocation.resolve(explicit: arguments.value("keystore"), environment: environment.variables,
+        guard let path = KeystoreLocation.resolve(explicit: global.keystore, environment: environment.variables,
                                                   effectiveUserID: environment.effectiveUserID) else {
             throw UsageError("cannot tell where the keystore is: HOME is not set; pass --keystore DIR or set DEVTRUST_KEYSTORE")
         }
@@ -67,17 +68,17 @@ struct CommandContext {
     }
 
     /// The cache directory (posture results, clock measurements), kept out of the keystore.
-    var cacheDirectory: CacheDirectory? { Self.cacheDirectory(arguments, environment) }
+    var cacheDirectory: CacheDirectory? { Self.cacheDirectory(global, environment) }
 
-    static func cacheDirectory(_ arguments: ParsedArguments, _ environment: CommandEnvironment) -> CacheDirectory? {
-        let keystore = KeystoreLocation.resolve(explicit: arguments.value("keystore"), environment: environment.variables,
+    static func cacheDirectory(_ global: GlobalOptions, _ environment: CommandEnvironment) -> CacheDirectory? {
+        let keystore = KeystoreLocation.resolve(explicit: global.keystore, environment: environment.variables,
                                                 effectiveUserID: environment.effectiveUserID)
         return CacheDirectory.resolve(environment: environment.variables, effectiveUserID: environment.effectiveUserID, keystorePath: keystore)
     }
 
     /// The TPM as `--tcti` and the environment choose it.
     var tpmSelection: TPMSelection {
-        TPMSelection(explicit: arguments.value("tcti"), environment: environment.variables)
+        TPMSelection(explicit: global.tcti, environment: environment.variables)
     }
 
     func deviceStore() throws -> DeviceStore {
@@ -85,18 +86,15 @@ struct CommandContext {
     }
 
     func configuration() throws(ConfigError) -> Configuration {
-        try ConfigurationLoader(explicitPath: arguments.value("config"), environment: environment.variables).load()
+        try ConfigurationLoader(explicitPath: global.config, environment: environment.variables).load()
     }
 
-    /// The same run with other arguments (global options kept), for a command that runs another.
-    func replacingArguments(_ arguments: [String]) throws -> CommandContext {
-        var parsed = try CommandSpecs.parser.parse(arguments)
-        for option in CommandSpecs.global {
-            if let values = self.arguments.values[option.long] { parsed.values[option.long] = values }
-            if self.arguments.has(option.long) { parsed.flags.insert(option.long) }
-        }
-        parsed.flags.remove("json")
-        return CommandContext(arguments: parsed, environment: environment, tpmNotices: tpmNotices, clocks: clocks)
+    /// The same run for another command that this one runs (its global options
+    /// kept), whose output stays off stdout: `--json` is the first command's.
+    func withoutJSONOutput() -> CommandContext {
+        var other = self
+        other.global.json = false
+        return other
     }
 
     /// Reads an argument's text, or all of stdin for `-`, without the trailing newline.

@@ -1,106 +1,79 @@
+/// The options every command accepts (before or after the command).
+struct GlobalOptions: OptionOwner {
+    static let keystore = ValueOption<Self>("keystore", "DIR", .directory,
+                                            "keystore directory (env DEVTRUST_KEYSTORE; default ~/.local/share/devtrust, /var/lib/devtrust for root)")
+    static let config = ValueOption<Self>("config", "FILE", .file,
+                                          "configuration file (env DEVTRUST_CONFIG; default ~/.config/devtrust/config.json, then /etc/devtrust/config.json)")
+    static let tcti = ValueOption<Self>("tcti", "CONF", .text,
+                                        "TPM connection (env DEVTRUST_TCTI, TPM2TOOLS_TCTI, TSS2_TCTI; default device:/dev/tpmrm0, then tabrmd)")
+    static let caFile = ValueOption<Self>("ca-file", "FILE", .file, "trust this CA for HTTPS (env DEVTRUST_CA_FILE; default the system trust store)")
+    static let json = FlagOption<Self>("json", "print one JSON document on stdout instead of text")
+    static let verbose = FlagOption<Self>("verbose", short: "v", "say more on stderr")
+    static let quiet = FlagOption<Self>("quiet", short: "q", "say nothing on stderr but errors")
+    static let help = FlagOption<Self>("help", short: "h", "show help")
+    static let version = FlagOption<Self>("version", "show the version")
+
+    static let declaredOptions: [OptionSpec] = {
+        let options: [any DeclaredOption] = [keystore, config, tcti, caFile, json, verbose, quiet, help, version]
+        return options.map(\.spec)
+    }()
+
+    var keystore: String?
+    var config: String?
+    var tcti: String?
+    var caFile: String?
+    var json: Bool
+    var verbose: Bool
+    var quiet: Bool
+    var help: Bool
+    var version: Bool
+
+    init(_ values: OptionValues<Self>) {
+        keystore = values[Self.keystore]
+        config = values[Self.config]
+        tcti = values[Self.tcti]
+        caFile = values[Self.caFile]
+        json = values[Self.json]
+        verbose = values[Self.verbose]
+        quiet = values[Self.quiet]
+        help = values[Self.help]
+        version = values[Self.version]
+    }
+}
+
+/// A command: its options (and with them its spec), and what it does with them.
+protocol DevtrustCommand: SendableMetatype {
+    associatedtype Options: CommandOptions
+    static func run(_ context: CommandContext, _ options: Options) throws
+}
+
+extension DevtrustCommand {
+    static var spec: CommandSpec { Options.spec }
+
+    /// Reads the command's options from `parsed` and runs it.
+    static func run(_ context: CommandContext, parsed: ParsedArguments) throws {
+        try run(context, Options(OptionValues(parsed)))
+    }
+}
+
 enum CommandSpecs {
     static let version = "0.1.0"
 
-    static let global: [OptionSpec] = [
-        .value("keystore", "DIR", "keystore directory (env DEVTRUST_KEYSTORE; default ~/.local/share/devtrust, /var/lib/devtrust for root)"),
-        .value("config", "FILE", "configuration file (env DEVTRUST_CONFIG; default ~/.config/devtrust/config.json, then /etc/devtrust/config.json)"),
-        .value("tcti", "CONF", "TPM connection (env DEVTRUST_TCTI, TPM2TOOLS_TCTI, TSS2_TCTI; default device:/dev/tpmrm0, then tabrmd)"),
-        .value("ca-file", "FILE", "trust this CA for HTTPS (env DEVTRUST_CA_FILE; default the system trust store)"),
-        .flag("json", "print one JSON document on stdout instead of text"),
-        .flag("verbose", short: "v", "say more on stderr"),
-        .flag("quiet", short: "q", "say nothing on stderr but errors"),
-        .flag("help", short: "h", "show help"),
-        .flag("version", "show the version"),
+    /// Every command, in the order help lists them.
+    static let all: [any DevtrustCommand.Type] = [
+        InitCommand.self, PubkeyCommand.self, SignChallengeCommand.self, DeviceDataCommand.self, TokenCommand.self,
+        AttributesCommand.self, VerifyCommand.self, RegisterCommand.self, LoginCommand.self, AccessTokenCommand.self,
+        AuthorizeURLCommand.self, LogoutCommand.self, StatusCommand.self, ResetCommand.self, HelpCommand.self,
     ]
 
-    static let claimOption = OptionSpec.value("claim", "NAME=VALUE", repeatable: true, "add a string claim (repeatable)")
-
-    static let commands: [CommandSpec] = [
-        CommandSpec(name: "init", summary: "create the device key", positionalUsage: "", maximumPositionals: 0, options: [
-            .value("backend", "auto|tpm|software", "where the key lives (default auto: the TPM when one answers)"),
-            .flag("force", "replace an existing key (forgets the registrations made with it)"),
-            .value("import", "FILE", "use this key file: a TSS2 PRIVATE KEY (tpm2-openssl) or a PKCS#8 P-256 PRIVATE KEY"),
-        ]),
-        CommandSpec(name: "pubkey", summary: "print the device's public key", positionalUsage: "", maximumPositionals: 0, options: [
-            .value("format", "spki|pem|jwk|thumbprint", "spki (default): standard base64 DER SubjectPublicKeyInfo"),
-        ]),
-        CommandSpec(name: "sign-challenge", summary: "sign a base64url challenge (DER ECDSA-SHA256, standard base64)",
-                    positionalUsage: "[CHALLENGE|-]", maximumPositionals: 1, options: []),
-        CommandSpec(name: "device-data", summary: "print a deviceData JWT (ES256)", positionalUsage: "", maximumPositionals: 0,
-                    options: [claimOption]),
-        CommandSpec(name: "token", summary: "print a device token: an ES256 JWT with header deviceId", positionalUsage: "",
-                    maximumPositionals: 0, options: [
-                        .value("server", "URL|NAME", "use the registration with this server"),
-                        .value("device-id", "ID", "use this device id instead of a registration's"),
-                        claimOption,
-                    ]),
-        CommandSpec(name: "attributes", summary: "show the device attributes tokens carry (JSON)", positionalUsage: "",
-                    maximumPositionals: 0, options: [.flag("explain", "show where each value came from, and why some are left out")]),
-        CommandSpec(name: "verify", summary: "check an ES256 JWS or an ECDSA-SHA256 signature", positionalUsage: "",
-                    maximumPositionals: 0, options: [
-                        .value("public-key", "SPKI_B64|PEM_FILE", "the public key (as `devtrust pubkey` prints it, or a PEM file)"),
-                        .value("jwt", "TOKEN|-", "the compact JWS to check (- reads stdin)"),
-                        .value("signature", "SIG", "a signature in standard base64"),
-                        .value("message", "FILE|-", "the signed bytes (with --signature)"),
-                        .value("signature-format", "der|raw", "der (default) or raw 64-byte r||s"),
-                        .value("max-age", "SECONDS", "also require jti and an iat at most this old"),
-                    ]),
-        CommandSpec(name: "register", summary: "register this device with a server (Flow Execution API)", positionalUsage: "",
-                    maximumPositionals: 0, options: [
-                        .value("server", "URL", "the server's base URL, e.g. https://api.asgardeo.io/t/acme"),
-                        .value("flow-type", "TYPE", "REGISTRATION (default), INVITED_USER_REGISTRATION, ..."),
-                        .value("application-id", "ID", "the application the flow belongs to"),
-                        .value("input", "NAME=VALUE", repeatable: true, "a step input by its identifier (repeatable)"),
-                        .value("inputs", "FILE|-", "a JSON object of string inputs (- reads stdin)"),
-                        .flag("non-interactive", "never prompt: fail naming what is missing"),
-                        .value("device-model", "TEXT", "the device's name at the server (default: DMI product name, else host name)"),
-                        claimOption,
-                        .flag("open", "open a redirection step's URL in the desktop's browser"),
-                    ]),
-        CommandSpec(name: "login", summary: "sign in: app-native with a device token, --browser or --device-code; stores the tokens", positionalUsage: "",
-                    maximumPositionals: 0, options: [
-                        .value("server", "URL", "a WSO2-style base URL ({URL}/oauth2/...)"),
-                        .value("discovery", "URL", "an OpenID provider's discovery document (with --browser or --device-code)"),
-                        .value("client-id", "ID", "the OAuth client id"),
-                        .value("redirect-uri", "URI", "the client's registered redirect URI (default \(SignInSettings.defaultRedirectURI); "
-                               + "with --browser \(BrowserLoginCommand.defaultRedirectURI) on a port the system chooses)"),
-                        .value("scope", "SCOPES", "space-separated scopes (default openid)"),
-                        .value("authenticator", "NAME", "pick this option of a multi-option step (name or id)"),
-                        .value("input", "NAME=VALUE", repeatable: true, "an authenticator param by name (repeatable)"),
-                        .value("inputs", "FILE|-", "a JSON object of string params"),
-                        .flag("non-interactive", "never prompt"),
-                        .flag("browser", "sign in in the browser: listen on 127.0.0.1 for its redirect (RFC 8252), open the URL with xdg-open"),
-                        .flag("no-browser", "with --browser: print the URL instead of opening it"),
-                        .value("timeout", "SECONDS", "with --browser: how long to wait for the browser (default \(BrowserLoginCommand.defaultTimeout))"),
-                        .flag("par", "with --browser: push the request first (RFC 9126)"),
-                        .flag("device-code", "RFC 8628: show a code to enter on another device, and poll"),
-                        .flag("no-qr", "do not draw the QR code"),
-                        .value("profile", "NAME", "a sign-in profile of the configuration"),
-                        .value("callback", "URL", "finish an authorize-url sign-in with the URL the browser was sent back to"),
-                    ]),
-        CommandSpec(name: "access-token", summary: "print a valid access token of the stored sign-in (refreshing it first)", positionalUsage: "",
-                    maximumPositionals: 0, options: [
-                        .value("server", "URL|NAME", "the sign-in with this server"), .value("discovery", "URL", "the sign-in with this provider"),
-                        .flag("refresh", "refresh first, whatever the expiry says (after a resource answered 401)"),
-                    ]),
-        CommandSpec(name: "authorize-url", summary: "print a browser sign-in URL with a device token and PKCE", positionalUsage: "",
-                    maximumPositionals: 0, options: [
-                        .value("server", "URL", "a WSO2-style base URL"), .value("discovery", "URL", "an OpenID provider's discovery document"),
-                        .value("client-id", "ID", "the OAuth client id"), .value("redirect-uri", "URI", "the client's redirect URI"),
-                        .value("scope", "SCOPES", "space-separated scopes (default openid)"),
-                        .flag("par", "push the request first (RFC 9126)"), .value("profile", "NAME", "a sign-in profile of the configuration"),
-                    ]),
-        CommandSpec(name: "logout", summary: "revoke and delete the stored sign-in", positionalUsage: "", maximumPositionals: 0, options: [
-            .value("server", "URL|NAME", "the sign-in with this server"), .value("discovery", "URL", "the sign-in with this provider"),
-        ]),
-        CommandSpec(name: "status", summary: "show the key, its backend and the registrations", positionalUsage: "",
-                    maximumPositionals: 0, options: []),
-        CommandSpec(name: "reset", summary: "delete the device key and the registrations", positionalUsage: "",
-                    maximumPositionals: 0, options: [.flag("yes", "do not ask for confirmation")]),
-        CommandSpec(name: "help", summary: "show help for a command", positionalUsage: "[COMMAND]", maximumPositionals: 1, options: []),
-    ]
+    static let global = GlobalOptions.declaredOptions
+    static let commands = all.map { $0.spec }
 
     static var parser: ArgumentParser { ArgumentParser(globalOptions: global, commands: commands) }
+
+    static func command(named name: String) -> (any DevtrustCommand.Type)? {
+        all.first { $0.spec.name == name }
+    }
 
     static func overview() -> String {
         var text = """
@@ -126,7 +99,7 @@ enum CommandSpecs {
         guard let command = commands.first(where: { $0.name == name }) else { return nil }
         var usage = "Usage: devtrust \(command.name)"
         for option in command.options {
-            let shown = "--" + option.long + (option.valueName.map { " " + $0 } ?? "")
+            let shown = option.displayName + (option.value.map { " " + $0.name } ?? "")
             usage += " [" + shown + "]" + (option.repeatable ? "..." : "")
         }
         if !command.positionalUsage.isEmpty { usage += " " + command.positionalUsage }
@@ -138,9 +111,35 @@ enum CommandSpecs {
     private static func describe(_ options: [OptionSpec]) -> String {
         let rendered = options.map { option -> (String, String) in
             let short = option.short.map { "-\($0), " } ?? ""
-            return (short + "--" + option.long + (option.valueName.map { " " + $0 } ?? ""), option.help)
+            return (short + option.displayName + (option.value.map { " " + $0.name } ?? ""), option.help)
         }
         let width = rendered.map(\.0.count).max() ?? 0
         return rendered.map { "  " + $0.0 + String(repeating: " ", count: width - $0.0.count + 2) + $0.1 + "\n" }.joined()
+    }
+}
+
+/// `help [COMMAND]` (and `--help`): the overview, or one command's options.
+enum HelpCommand: DevtrustCommand {
+    struct Options: CommandOptions {
+        static let spec = CommandSpec(name: "help", summary: "show help for a command", positionalUsage: "[COMMAND]", maximumPositionals: 1,
+                                      options: [])
+        var topic: String?
+
+        init(_ values: OptionValues<Self>) {
+            topic = values.positionals.first
+        }
+
+        init(topic: String?) {
+            self.topic = topic
+        }
+    }
+
+    static func run(_ context: CommandContext, _ options: Options) throws {
+        if let topic = options.topic {
+            guard let text = CommandSpecs.help(for: topic) else { throw UsageError("no command \"\(topic)\"; run `devtrust --help`") }
+            context.output(text)
+        } else {
+            context.output(CommandSpecs.overview())
+        }
     }
 }

@@ -7,51 +7,30 @@ public enum DevtrustCommandLine {
         } catch {
             return report(error, terminal: environment.terminal, verbose: false)
         }
-        let context = CommandContext(arguments: parsed, environment: environment)
+        let context = CommandContext(global: GlobalOptions(OptionValues(parsed)), environment: environment)
         defer {
             for notice in context.tpmNotices.drain() { context.warn(notice) }
         }
         do {
-            try dispatch(context)
+            try dispatch(context, parsed)
             return ExitCode.success.rawValue
         } catch {
-            return report(error, terminal: environment.terminal, verbose: parsed.has("verbose"))
+            return report(error, terminal: environment.terminal, verbose: context.verbose)
         }
     }
 
-    private static func dispatch(_ context: CommandContext) throws {
-        let arguments = context.arguments
-        if arguments.has("version") {
+    private static func dispatch(_ context: CommandContext, _ parsed: ParsedArguments) throws {
+        if context.global.version {
             context.output("devtrust \(CommandSpecs.version)")
             return
         }
-        if arguments.has("help") || arguments.command == "help" {
-            let topic = arguments.command == "help" ? arguments.positionals.first : arguments.command
-            if let topic {
-                guard let text = CommandSpecs.help(for: topic) else { throw UsageError("no command \"\(topic)\"; run `devtrust --help`") }
-                context.output(text)
-            } else {
-                context.output(CommandSpecs.overview())
-            }
-            return
+        if context.global.help && parsed.command != HelpCommand.spec.name {
+            return try HelpCommand.run(context, HelpCommand.Options(topic: parsed.command))
         }
-        switch arguments.command {
-        case "init": try InitCommand.run(context)
-        case "pubkey": try PubkeyCommand.run(context)
-        case "sign-challenge": try SignChallengeCommand.run(context)
-        case "device-data": try TokenCommands.runDeviceData(context)
-        case "token": try TokenCommands.runToken(context)
-        case "verify": try VerifyCommand.run(context)
-        case "attributes": try AttributesCommand.run(context)
-        case "register": try RegisterCommand.run(context)
-        case "login": try LoginCommand.run(context)
-        case "access-token": try AccessTokenCommand.run(context)
-        case "authorize-url": try AuthorizeURLCommand.run(context)
-        case "logout": try LogoutCommand.run(context)
-        case "status": try StatusCommand.run(context)
-        case "reset": try ResetCommand.run(context)
-        default: throw UsageError("no command given; run `devtrust --help` for the list")
+        guard let name = parsed.command, let command = CommandSpecs.command(named: name) else {
+            throw UsageError("no command given; run `devtrust --help` for the list")
         }
+        try command.run(context, parsed: parsed)
     }
 
     private static func report(_ error: any Error, terminal: any Terminal, verbose: Bool) -> Int32 {

@@ -5,10 +5,18 @@ import DevtrustSystem
 /// the prompt: `--inputs FILE|-` and `--input NAME=VALUE`; errors name the
 /// command that was run (`register`, `login`).
 enum ScriptedInputs {
+    /// The two options as the command read them.
+    struct Options {
+        /// `--inputs FILE|-`
+        var file: String?
+        /// `--input NAME=VALUE`s, in order.
+        var inputs: [String]
+    }
+
     /// `--inputs FILE|-` (a JSON object of strings), then `--input NAME=VALUE`, which wins.
-    static func read(_ context: CommandContext, command: String) throws -> [String: String] {
+    static func read(_ options: Options, _ context: CommandContext, command: String) throws -> [String: String] {
         var values = [String: String]()
-        if let source = context.arguments.value("inputs") {
+        if let source = options.file {
             let bytes: [UInt8]
             if source == "-" {
                 guard let read = context.terminal.readInput(limit: 1 << 20) else { throw UsageError("--inputs on stdin is larger than 1 MiB", command: command) }
@@ -33,7 +41,7 @@ enum ScriptedInputs {
             }
         }
         var exposed = [String]()
-        for option in context.arguments.all("input") {
+        for option in options.inputs {
             guard let equals = option.firstIndex(of: "="), equals != option.startIndex else {
                 throw UsageError("--input takes NAME=VALUE, got \"\(option.prefix(40))\"", command: command)
             }

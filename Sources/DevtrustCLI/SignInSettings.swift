@@ -6,6 +6,17 @@ import DevtrustSignIn
 struct SignInSettings {
     static let defaultRedirectURI = "http://127.0.0.1:8765/callback"
 
+    /// The options `login` and `authorize-url` share, as the command read them.
+    struct Options {
+        var server: String?
+        var discovery: String?
+        var clientID: String?
+        var redirectURI: String?
+        var scope: String?
+        var par: Bool
+        var profile: String?
+    }
+
     let server: ServerURL?
     let discovery: String?
     let clientID: String
@@ -18,20 +29,21 @@ struct SignInSettings {
     let endpointOverrides: [String: String]
     let deleteTokenGrant: Bool
     let configuration: Configuration
+    let http: HTTPClientSettings
 
-    init(_ context: CommandContext, command: String, needsClient: Bool = true) throws {
-        let arguments = context.arguments
+    init(_ options: Options, _ context: CommandContext, command: String, needsClient: Bool = true) throws {
         configuration = try context.configuration()
+        http = HTTPClientSettings(context, configuration: configuration)
         var profile = SignInProfile()
-        if let name = arguments.value("profile") {
+        if let name = options.profile {
             guard let found = configuration.signInProfiles[name] else {
                 let known = configuration.signInProfiles.keys.sorted()
                 throw UsageError("no sign-in profile \"\(name)\" in the configuration" + (known.isEmpty ? "" : " (profiles: \(known.joined(separator: ", ")))"), command: command)
             }
             profile = found
         }
-        let serverText = arguments.value("server") ?? (arguments.value("discovery") == nil ? profile.server : nil)
-        discovery = arguments.value("discovery") ?? (arguments.value("server") == nil ? profile.discovery : nil)
+        let serverText = options.server ?? (options.discovery == nil ? profile.server : nil)
+        discovery = options.discovery ?? (options.server == nil ? profile.discovery : nil)
         guard serverText != nil || discovery != nil else {
             throw UsageError("give --server URL or --discovery URL (or --profile NAME)", command: command)
         }
@@ -40,15 +52,15 @@ struct SignInSettings {
         }
         server = try serverText.map { try ServerURL($0) }
         if let discovery { _ = try ServerURL(String(discovery.split(separator: "?").first ?? "")) }
-        let client = arguments.value("client-id") ?? profile.clientId
+        let client = options.clientID ?? profile.clientId
         if needsClient && (client ?? "").isEmpty {
             throw UsageError("--client-id is required (the application's OAuth client id)", command: command)
         }
         clientID = client ?? ""
-        scope = arguments.value("scope") ?? profile.scope ?? "openid"
-        explicitRedirectURI = arguments.value("redirect-uri") ?? profile.redirectUri
+        scope = options.scope ?? profile.scope ?? "openid"
+        explicitRedirectURI = options.redirectURI ?? profile.redirectUri
         redirectURI = explicitRedirectURI ?? Self.defaultRedirectURI
-        par = arguments.has("par") || (profile.par ?? false)
+        par = options.par || (profile.par ?? false)
         acrValues = profile.acrValues
         endpointOverrides = profile.endpoints
         deleteTokenGrant = profile.deleteTokenGrant ?? false
@@ -90,13 +102,5 @@ struct SignInSettings {
             revocation: overrides["revocation"] ?? resolved.revocation,
             pushedAuthorizationRequest: overrides["pushedAuthorizationRequest"] ?? resolved.pushedAuthorizationRequest,
             jwks: resolved.jwks)
-    }
-
-    func http(_ context: CommandContext) -> any HTTPClient {
-        context.clocks.watch(CurlHTTPClient(options: RegisterCommand.httpOptions(context, configuration)))
-    }
-
-    func oauth(_ context: CommandContext) -> OAuthClient {
-        CurlHTTPClientFactory.oauth(context, http: http(context))
     }
 }

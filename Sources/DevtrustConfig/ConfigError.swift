@@ -1,6 +1,7 @@
 import DevtrustEncoding
 
-/// A configuration file that cannot be used; the CLI exits with 2.
+/// A configuration file that cannot be used: the user's to fix, like a bad option
+/// (the CLI's ErrorReport chooses the exit code).
 public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
     public enum Problem: Equatable, Sendable {
         case notFound

@@ -16,7 +16,7 @@ public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The server refused the refresh; the stored tokens were dropped.
     case refreshRefused(String)
     /// The refresh failed without saying the grant is dead: the sign-in is kept.
-    /// `mayPass`: an outage or a proxy's answer (exit 5), else a refusal (exit 4).
+    /// `mayPass`: an outage or a proxy's answer (a network failure), else the server's refusal.
     case refreshFailed(place: String, reason: String, mayPass: Bool)
     /// The key was replaced (init --force) while a registration flow ran.
     case keyChangedDuringRegistration

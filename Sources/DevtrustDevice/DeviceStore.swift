@@ -10,7 +10,7 @@ public struct LoadedDevice: Sendable {
 }
 
 /// Which backend `init` should use.
-public enum BackendChoice: String, Sendable {
+public enum BackendChoice: String, Sendable, CaseIterable {
     case auto, tpm, software
 }
 

@@ -1,5 +1,5 @@
 /// The server answered with an error body (`{code, message, description}`):
-/// it refused the flow (exit 4).
+/// it refused the flow.
 public struct FlowServerError: Error, Equatable, Sendable, CustomStringConvertible {
     public let httpStatus: Int
     public let code: String
@@ -38,7 +38,7 @@ public struct FlowServerError: Error, Equatable, Sendable, CustomStringConvertib
 }
 
 /// The server does not answer the protocol: not JSON, wrong types, missing
-/// fields, a step that makes no sense (exit 5).
+/// fields, a step that makes no sense: a protocol failure, not a refusal.
 public struct FlowProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
 
@@ -47,7 +47,7 @@ public struct FlowProtocolError: Error, Equatable, Sendable, CustomStringConvert
     public var description: String { "the server does not answer the Flow Execution API: \(message)" }
 }
 
-/// A step devtrust cannot take part in (exit 4).
+/// A step devtrust cannot take part in: the server asks for what devtrust does not do.
 public struct FlowUnsupportedError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
 
@@ -57,7 +57,7 @@ public struct FlowUnsupportedError: Error, Equatable, Sendable, CustomStringConv
 }
 
 /// Inputs that are needed and were not given (`--non-interactive`, or no
-/// terminal to ask on): the user must supply them (exit 2).
+/// terminal to ask on): the user must supply them, as for a missing option.
 public struct MissingFlowInputsError: Error, Equatable, Sendable, CustomStringConvertible {
     /// (name, label) of each missing input.
     public let inputs: [(name: String, label: String?)]

@@ -1,5 +1,6 @@
-/// Why a request got no usable answer. The CLI maps these to exit 5 (2 for a
-/// URL the user gave that devtrust refuses).
+/// Why a request got no usable answer: a network or TLS failure, except
+/// `invalidURL` and `insecureURL`, a URL the user gave that devtrust refuses
+/// (the CLI's ErrorReport chooses the exit codes).
 public enum HTTPError: Error, Equatable, Sendable, CustomStringConvertible {
     public enum Failure: Equatable, Sendable {
         case resolve, connect, timeout, untrustedCertificate, tls, caFile, noResponse, other

@@ -51,7 +51,7 @@ public struct TPMResponseCode: Equatable, Sendable, CustomStringConvertible {
 }
 
 /// Everything that can go wrong with the TPM, in words a user can act on.
-/// The CLI maps every case to exit code 6.
+/// Every case is a TPM failure (the CLI's ErrorReport chooses the exit code).
 public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
     /// No TPM answers at `tcti`; `reason` says why, `hint` what to do.
     case unreachable(tcti: String, reason: String, hint: String?)

@@ -1,7 +1,7 @@
 import Glibc
 
 /// Anything wrong with the keystore on disk. Every case names the path and
-/// says what to do; the CLI maps them all to exit code 7.
+/// says what to do; all are keystore failures (the CLI's ErrorReport chooses the exit code).
 public enum KeystoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case unsafePermissions(path: String, mode: UInt32, fix: String)
     case wrongOwner(path: String, owner: UInt32, expected: UInt32)

@@ -12,40 +12,15 @@ public enum KeystoreFormat {
     public static let manifestName = "keystore.json"
 
     public static func encode(_ state: KeystoreState) -> [UInt8] {
-        var document: JSONObject = ["version": .integer(currentVersion)]
-        if let key = state.key {
-            var record: JSONObject = [
-                "backend": .string(key.backend.rawValue),
-                "file": .string(key.file),
-                "fingerprint": .string(key.fingerprint),
-                "createdAt": .string(key.createdAt),
-            ]
-            if let parent = key.tpmParent { record["tpmParent"] = .string(Base64.encode(parent)) }
-            document["key"] = .object(record)
-        } else {
-            document["key"] = .null
+        let document = KeystoreField.object(KeystoreField.Manifest.allCases) { field -> JSONValue in
+            switch field {
+            case .version: .integer(currentVersion)
+            case .key: state.key.map { .object($0.keystoreObject) } ?? .null
+            case .registrations: .array(state.registrations.map { .object($0.keystoreObject) })
+            case .tpmPersistentHandles: .array(state.tpmPersistentHandles.map { .string(TPMHandle.format($0)) })
+            case .signIns: .array(state.signIns.map { .object($0.keystoreObject()) })
+            }
         }
-        document["registrations"] = .array(state.registrations.map { record in
-            .object([
-                "registrationId": .string(record.registrationId),
-                "server": .string(record.server),
-                "flowType": .string(record.flowType),
-                "keyFingerprint": .string(record.keyFingerprint),
-                "registeredAt": .string(record.registeredAt),
-            ])
-        })
-        document["tpmPersistentHandles"] = .array(state.tpmPersistentHandles.map { .string(TPMHandle.format($0)) })
-        document["signIns"] = .array(state.signIns.map { record in
-            var object: JSONObject = ["id": .string(record.id)]
-            if let server = record.server { object["server"] = .string(server) }
-            if let discovery = record.discovery { object["discovery"] = .string(discovery) }
-            object["clientId"] = .string(record.clientId)
-            object["scope"] = .string(record.scope)
-            object["method"] = .string(record.method)
-            object["file"] = .string(record.file)
-            object["signedInAt"] = .string(record.signedInAt)
-            return .object(object)
-        })
         return Array((JSONWriter.pretty(.object(document)) + "\n").utf8)
     }
 
@@ -77,64 +52,68 @@ public enum KeystoreFormat {
     }
 
     private static func decode(_ reader: JSONObjectReader, version: Int64) throws -> KeystoreState {
-        try reader.rejectUnknownFields(known: ["version", "key", "registrations", "tpmPersistentHandles"] + (version >= 2 ? ["signIns"] : []))
+        typealias Manifest = KeystoreField.Manifest
+        try reader.rejectUnknownFields(Manifest.allCases.filter { $0.since <= version })
         var state = KeystoreState()
-        if let key = try reader.optionalObject("key") {
-            try key.rejectUnknownFields(known: ["backend", "file", "fingerprint", "createdAt", "tpmParent"])
-            let backendName = try key.string("backend")
+        if let key = try reader.optionalObject(Manifest.key.rawValue) {
+            typealias Field = KeystoreField.Key
+            try key.rejectUnknownFields(Field.allCases)
+            let backendName = try key.string(Field.backend)
             guard let backend = KeyBackend(rawValue: backendName) else {
-                throw JSONFieldError(path: key.fieldPath("backend"), kind: .invalidValue("unknown backend \"\(backendName)\" (known: software, tpm)"))
+                throw JSONFieldError(path: key.fieldPath(Field.backend), kind: .invalidValue("unknown backend \"\(backendName)\" (known: software, tpm)"))
             }
-            let file = try key.string("file")
+            let file = try key.string(Field.file)
             guard isPlainFileName(file) else {
-                throw JSONFieldError(path: key.fieldPath("file"), kind: .invalidValue("must be a file name inside the keystore, not \"\(file)\""))
+                throw JSONFieldError(path: key.fieldPath(Field.file), kind: .invalidValue("must be a file name inside the keystore, not \"\(file)\""))
             }
             var tpmParent: [UInt8]?
-            if let text = try key.optionalString("tpmParent") {
+            if let text = try key.optionalString(Field.tpmParent) {
                 guard backend == .tpm, let bytes = try? Base64.decode(text, padding: .required), !bytes.isEmpty else {
-                    throw JSONFieldError(path: key.fieldPath("tpmParent"), kind: .invalidValue("must be standard base64, and only on a tpm key"))
+                    throw JSONFieldError(path: key.fieldPath(Field.tpmParent), kind: .invalidValue("must be standard base64, and only on a tpm key"))
                 }
                 tpmParent = bytes
             }
-            state.key = KeyRecord(backend: backend, file: file, fingerprint: try key.string("fingerprint"),
-                                  createdAt: try key.string("createdAt"), tpmParent: tpmParent)
+            state.key = KeyRecord(backend: backend, file: file, fingerprint: try key.string(Field.fingerprint),
+                                  createdAt: try key.string(Field.createdAt), tpmParent: tpmParent)
         }
-        for (index, element) in try reader.array("registrations").enumerated() {
-            let record = try JSONObjectReader(element, path: "registrations[\(index)]")
-            try record.rejectUnknownFields(known: ["registrationId", "server", "flowType", "keyFingerprint", "registeredAt"])
+        for (index, element) in try reader.array(Manifest.registrations.rawValue).enumerated() {
+            typealias Field = KeystoreField.Registration
+            let record = try JSONObjectReader(element, path: "\(Manifest.registrations.rawValue)[\(index)]")
+            try record.rejectUnknownFields(Field.allCases)
             state.registrations.append(RegistrationRecord(
-                registrationId: try record.string("registrationId"),
-                server: try record.string("server"),
-                flowType: try record.string("flowType"),
-                keyFingerprint: try record.string("keyFingerprint"),
-                registeredAt: try record.string("registeredAt")))
+                registrationId: try record.string(Field.registrationId),
+                server: try record.string(Field.server),
+                flowType: try record.string(Field.flowType),
+                keyFingerprint: try record.string(Field.keyFingerprint),
+                registeredAt: try record.string(Field.registeredAt)))
         }
         if state.key == nil && !state.registrations.isEmpty {
-            throw JSONFieldError(path: "registrations", kind: .invalidValue("registrations are recorded but there is no key"))
+            throw JSONFieldError(path: Manifest.registrations.rawValue, kind: .invalidValue("registrations are recorded but there is no key"))
         }
-        if version >= 2 {
-            for (index, element) in try reader.array("signIns").enumerated() {
-                let record = try JSONObjectReader(element, path: "signIns[\(index)]")
-                try record.rejectUnknownFields(known: ["id", "server", "discovery", "clientId", "scope", "method", "file", "signedInAt"])
-                let file = try record.string("file")
+        if version >= Manifest.signIns.since {
+            for (index, element) in try reader.array(Manifest.signIns.rawValue).enumerated() {
+                typealias Field = KeystoreField.SignIn
+                let record = try JSONObjectReader(element, path: "\(Manifest.signIns.rawValue)[\(index)]")
+                try record.rejectUnknownFields(Field.allCases)
+                let file = try record.string(Field.file)
                 guard isPlainFileName(file), file.hasPrefix("signin-") else {
-                    throw JSONFieldError(path: record.fieldPath("file"), kind: .invalidValue("must be a signin-*.json file name inside the keystore"))
+                    throw JSONFieldError(path: record.fieldPath(Field.file), kind: .invalidValue("must be a signin-*.json file name inside the keystore"))
                 }
-                let server = try record.optionalString("server")
-                let discovery = try record.optionalString("discovery")
+                let server = try record.optionalString(Field.server)
+                let discovery = try record.optionalString(Field.discovery)
                 guard server != nil || discovery != nil else {
-                    throw JSONFieldError(path: record.fieldPath("server"), kind: .invalidValue("a sign-in needs a server or a discovery URL"))
+                    throw JSONFieldError(path: record.fieldPath(Field.server), kind: .invalidValue("a sign-in needs a server or a discovery URL"))
                 }
                 state.signIns.append(SignInRecord(
-                    id: try record.string("id"), server: server, discovery: discovery, clientId: try record.string("clientId"),
-                    scope: try record.string("scope"), method: try record.string("method"), file: file,
-                    signedInAt: try record.string("signedInAt")))
+                    id: try record.string(Field.id), server: server, discovery: discovery, clientId: try record.string(Field.clientId),
+                    scope: try record.string(Field.scope), method: try record.string(Field.method), file: file,
+                    signedInAt: try record.string(Field.signedInAt)))
             }
         }
-        if reader.object["tpmPersistentHandles"] != nil {
-            for (index, element) in try reader.array("tpmPersistentHandles").enumerated() {
+        if reader.object[Manifest.tpmPersistentHandles.rawValue] != nil {
+            for (index, element) in try reader.array(Manifest.tpmPersistentHandles.rawValue).enumerated() {
                 guard let text = element.stringValue, let handle = parseHandle(text) else {
-                    throw JSONFieldError(path: "tpmPersistentHandles[\(index)]", kind: .invalidValue("must be a handle such as \"0x81000001\""))
+                    throw JSONFieldError(path: "\(Manifest.tpmPersistentHandles.rawValue)[\(index)]", kind: .invalidValue("must be a handle such as \"0x81000001\""))
                 }
                 state.tpmPersistentHandles.append(handle)
             }

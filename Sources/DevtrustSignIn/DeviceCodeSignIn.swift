@@ -12,7 +12,7 @@ public enum DeviceCodeEvent: Sendable {
     case networkError(String, retryIn: Int64)
 }
 
-/// The device code ended without tokens (exit 4).
+/// The device code ended without tokens: the server refused (expired or denied).
 public enum DeviceCodeFailure: Error, Equatable, Sendable, CustomStringConvertible {
     case expired
     case denied

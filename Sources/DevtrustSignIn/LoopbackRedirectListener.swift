@@ -1,7 +1,7 @@
 import DevtrustEncoding
 import Glibc
 
-/// Why the loopback listener stopped without a callback (exit 5).
+/// Why the loopback listener stopped without a callback: it could not listen, or nothing came in time.
 public enum LoopbackListenerError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The address could not be bound or listened on (errno).
     case cannotListen(address: String, code: Int32)

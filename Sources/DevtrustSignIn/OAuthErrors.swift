@@ -1,4 +1,4 @@
-/// The authorization server refused (an OAuth error answer): exit 4.
+/// The authorization server refused (an OAuth error answer).
 public struct OAuthError: Error, Equatable, Sendable, CustomStringConvertible {
     public let error: String
     public let errorDescription: String?
@@ -40,7 +40,7 @@ public struct OAuthError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// The server does not speak OAuth/OIDC as expected (exit 5).
+/// The server does not speak OAuth/OIDC as expected: a protocol failure, not a refusal.
 public struct OAuthProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
     /// A failing server (a 5xx, a 429 without an OAuth body): it may pass. Otherwise (a 404
@@ -55,7 +55,7 @@ public struct OAuthProtocolError: Error, Equatable, Sendable, CustomStringConver
     public var description: String { "the server does not answer as an OAuth server should: \(message)" }
 }
 
-/// A sign-in step devtrust cannot take (exit 4).
+/// A sign-in step devtrust cannot take: the server asks for what devtrust does not do.
 public struct SignInUnsupportedError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
 

@@ -1,6 +1,8 @@
 import DevtrustEncoding
 import DevtrustKeys
 import DevtrustKeystore
+import DevtrustTestSupport
+import Foundation
 import Testing
 
 @Suite struct KeystoreFormatTests {
@@ -77,6 +79,21 @@ import Testing
         for text in ["", "{", "null", "\u{0}\u{1}", #"{"version":1,"version":1}"#] {
             #expect(throws: KeystoreError.self) { try KeystoreFormat.decode(Array(text.utf8), path: "k") }
         }
+    }
+
+    /// The field lists the encoder, the decoder and `status` use are the schema's, in its order.
+    @Test func theFieldListsAreTheSchemas() throws {
+        func properties(_ file: String, _ path: String...) throws -> [String] {
+            var value = try JSONParser.parse(Array(try String(contentsOfFile: Repository.path("keystore/schema/" + file), encoding: .utf8).utf8))
+            for step in path {
+                value = step == "oneOf[1]" ? value.objectValue!["oneOf"]!.arrayValue![1] : value.objectValue![step]!
+            }
+            return value.objectValue!["properties"]!.objectValue!.keys
+        }
+        #expect(try properties("keystore.v2.schema.json") == KeystoreField.Manifest.allCases.map(\.rawValue))
+        #expect(try properties("keystore.v2.schema.json", "properties", "key", "oneOf[1]") == KeystoreField.Key.allCases.map(\.rawValue))
+        #expect(try properties("registration.v1.schema.json") == KeystoreField.Registration.allCases.map(\.rawValue))
+        #expect(try properties("signin.v2.schema.json") == KeystoreField.SignIn.allCases.map(\.rawValue))
     }
 }
 

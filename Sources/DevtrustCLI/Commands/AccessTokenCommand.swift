@@ -6,17 +6,35 @@ import DevtrustSignIn
 /// `access-token`: prints a valid access token of the stored sign-in,
 /// refreshing it first when it expires within 60 s (or, with `--refresh`,
 /// in any case: a resource's 401 says more than an expiry devtrust assumed).
-enum AccessTokenCommand {
+enum AccessTokenCommand: DevtrustCommand {
+    struct Options: CommandOptions {
+        static let server = ValueOption<Self>("server", "URL|NAME", .url, "the sign-in with this server")
+        static let discovery = ValueOption<Self>("discovery", "URL", .url, "the sign-in with this provider")
+        static let refresh = FlagOption<Self>("refresh", "refresh first, whatever the expiry says (after a resource answered 401)")
+        static let spec = CommandSpec(name: "access-token", summary: "print a valid access token of the stored sign-in (refreshing it first)",
+                                      options: [server, discovery, refresh])
+
+        var server: String?
+        var discovery: String?
+        var refresh: Bool
+
+        init(_ values: OptionValues<Self>) {
+            server = values[Self.server]
+            discovery = values[Self.discovery]
+            refresh = values[Self.refresh]
+        }
+    }
+
     static let refreshMargin: Int64 = 60
 
-    static func run(_ context: CommandContext) throws {
+    static func run(_ context: CommandContext, _ options: Options) throws {
         let store = try context.deviceStore()
-        let record = try store.signIn(server: context.arguments.value("server"), discovery: context.arguments.value("discovery"))
-        let oauth = CurlHTTPClientFactory.oauth(context, http: try CurlHTTPClientFactory.make(context))
+        let record = try store.signIn(server: options.server, discovery: options.discovery)
+        let oauth = HTTPClientSettings(context, configuration: try context.configuration()).oauthClient(context)
         // A refresh may wait for another caller's: give the lock longer than one HTTP request.
         var keystore = store.keystore
         keystore.lockTimeoutMilliseconds = 60_000
-        let forced = context.arguments.has("refresh")
+        let forced = options.refresh
         if forced, try store.tokens(of: record).refreshToken == nil {
             throw DeviceError.refreshFailed(place: record.server ?? record.discovery ?? "the server", reason: "the server gave no refresh token", mayPass: false)
         }

@@ -3,14 +3,26 @@ import DevtrustPosture
 
 /// `attributes`: the device attributes tokens carry, as JSON; `--explain`
 /// shows each one's value (or null) and where it came from.
-enum AttributesCommand {
-    static func run(_ context: CommandContext) throws {
+enum AttributesCommand: DevtrustCommand {
+    struct Options: CommandOptions {
+        static let explain = FlagOption<Self>("explain", "show where each value came from, and why some are left out")
+        static let spec = CommandSpec(name: "attributes", summary: "show the device attributes tokens carry (JSON)", options: [explain])
+
+        var explain: Bool
+
+        init(_ values: OptionValues<Self>) {
+            explain = values[Self.explain]
+        }
+    }
+
+    static func run(_ context: CommandContext, _ options: Options) throws {
         let configuration = try context.configuration()
         let store = try context.deviceStore()
-        let backend = try store.state().key?.backend.rawValue
-        let report = TokenCommands.posture(context, configuration, backend: backend)
-        let attributes = TokenCommands.deviceAttributes(configuration, claims: [], posture: report)
-        guard context.arguments.has("explain") else {
+        let backend = try store.state().key?.backend
+        let sources = DeviceAttributesForKey(configuration: configuration)
+        let report = sources.posture(context, backend: backend)
+        let attributes = sources.attributes(posture: report)
+        guard options.explain else {
             context.output(JSONWriter.pretty(.object(attributes.claims)))
             return
         }

@@ -6,11 +6,31 @@ import DevtrustSignIn
 /// and a state; with `--par`, the request is pushed first and the URL carries
 /// only its `request_uri`. For a browser on another machine than the one that
 /// finishes the sign-in; `login --browser` does both on one.
-enum AuthorizeURLCommand {
-    static func run(_ context: CommandContext) throws {
-        let settings = try SignInSettings(context, command: "authorize-url")
+enum AuthorizeURLCommand: DevtrustCommand {
+    struct Options: CommandOptions {
+        static let server = ValueOption<Self>("server", "URL", .url, "a WSO2-style base URL")
+        static let discovery = ValueOption<Self>("discovery", "URL", .url, "an OpenID provider's discovery document")
+        static let clientID = ValueOption<Self>("client-id", "ID", .text, "the OAuth client id")
+        static let redirectURI = ValueOption<Self>("redirect-uri", "URI", .url, "the client's redirect URI")
+        static let scope = ValueOption<Self>("scope", "SCOPES", .text, "space-separated scopes (default openid)")
+        static let par = FlagOption<Self>("par", "push the request first (RFC 9126)")
+        static let profile = ValueOption<Self>("profile", "NAME", .text, "a sign-in profile of the configuration")
+        static let spec = CommandSpec(name: "authorize-url", summary: "print a browser sign-in URL with a device token and PKCE",
+                                      options: [server, discovery, clientID, redirectURI, scope, par, profile])
+
+        var signIn: SignInSettings.Options
+
+        init(_ values: OptionValues<Self>) {
+            signIn = SignInSettings.Options(server: values[Self.server], discovery: values[Self.discovery], clientID: values[Self.clientID],
+                                            redirectURI: values[Self.redirectURI], scope: values[Self.scope], par: values[Self.par],
+                                            profile: values[Self.profile])
+        }
+    }
+
+    static func run(_ context: CommandContext, _ options: Options) throws {
+        let settings = try SignInSettings(options.signIn, context, command: "authorize-url")
         let store = try context.deviceStore()
-        let http = settings.http(context)
+        let http = settings.http.client(context)
         let server = try settings.authorizationServer(http: http, context: context)
         let request = try BrowserAuthorizationRequest.make(context, settings: settings, store: store, server: server,
                                                            redirectURI: settings.redirectURI)

@@ -17,16 +17,16 @@ enum BrowserLoginCommand {
     /// The wait, by default: the device token's life.
     static let defaultTimeout = Int(DeviceTokenMinter.acceptedForSeconds)
 
-    static func run(_ context: CommandContext, _ settings: SignInSettings) throws {
+    /// `timeout`: `--timeout`'s text; `noBrowser`: `--no-browser`.
+    static func run(_ context: CommandContext, _ settings: SignInSettings, timeout timeoutText: String?, noBrowser: Bool) throws {
         let redirectText = settings.explicitRedirectURI ?? defaultRedirectURI
         guard let redirect = LoopbackRedirect(redirectText) else {
             throw UsageError("login --browser needs a loopback redirect URI, http://127.0.0.1[:PORT]/PATH (RFC 8252), not \(redirectText); "
                              + "for another redirect URI use `devtrust authorize-url` and `devtrust login --callback URL`", command: "login")
         }
-        let timeout = try timeoutSeconds(context)
-        let noBrowser = context.arguments.has("no-browser")
+        let timeout = try timeoutSeconds(timeoutText)
         let store = try context.deviceStore()
-        let server = try settings.authorizationServer(http: settings.http(context), context: context)
+        let server = try settings.authorizationServer(http: settings.http.client(context), context: context)
         let listener = try LoopbackRedirectListener(redirect)
         defer { listener.close() }
         let request = try BrowserAuthorizationRequest.make(context, settings: settings, store: store, server: server,
@@ -91,7 +91,7 @@ enum BrowserLoginCommand {
             throw OAuthError(error: shortError, errorDescription: shortDescription, httpStatus: 0)
         case let .code(code):
             do {
-                let tokens = try settings.oauth(context).exchangeCode(code, verifier: request.pkce.verifier, redirectURI: listener.redirectURI,
+                let tokens = try settings.http.oauthClient(context).exchangeCode(code, verifier: request.pkce.verifier, redirectURI: listener.redirectURI,
                                                                       clientID: settings.clientID, server: server, nonce: request.nonce)
                 try LoginCommand.save(context, store: store, settings: settings, method: "browser", tokens: tokens)
                 listener.finish(callback, page: .signedIn)
@@ -117,8 +117,8 @@ enum BrowserLoginCommand {
         return signal
     }
 
-    static func timeoutSeconds(_ context: CommandContext) throws -> Int {
-        guard let text = context.arguments.value("timeout") else { return defaultTimeout }
+    static func timeoutSeconds(_ text: String?) throws -> Int {
+        guard let text else { return defaultTimeout }
         guard let seconds = Int(text), (1...86_400).contains(seconds) else {
             throw UsageError("--timeout takes a number of seconds from 1 to 86400, not \"\(text)\"", command: "login")
         }

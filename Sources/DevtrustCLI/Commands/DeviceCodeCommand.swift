@@ -14,10 +14,11 @@ enum DeviceCodeCommand {
     /// event: `success`, or `failure` with `error` and `description`, whatever
     /// went wrong (an expired or denied code says `expired` or `access_denied`
     /// first, then `failure`).
-    static func run(_ context: CommandContext, _ settings: SignInSettings) throws {
+    /// `drawQR`: false with `--no-qr`.
+    static func run(_ context: CommandContext, _ settings: SignInSettings, drawQR: Bool) throws {
         let status = StatusLine(context: context)
         do {
-            try signIn(context, settings, status: status)
+            try signIn(context, settings, drawQR: drawQR, status: status)
         } catch {
             status.clear()
             if let failure = error as? DeviceCodeFailure {
@@ -29,14 +30,14 @@ enum DeviceCodeCommand {
         }
     }
 
-    private static func signIn(_ context: CommandContext, _ settings: SignInSettings, status: StatusLine) throws {
+    private static func signIn(_ context: CommandContext, _ settings: SignInSettings, drawQR: Bool, status: StatusLine) throws {
         let store = try context.deviceStore()
-        let http = settings.http(context)
+        let http = settings.http.client(context)
         let server = try settings.authorizationServer(http: http, context: context)
-        let signIn = DeviceCodeSignIn(oauth: settings.oauth(context), clientID: settings.clientID, scope: settings.scope,
+        let signIn = DeviceCodeSignIn(oauth: settings.http.oauthClient(context), clientID: settings.clientID, scope: settings.scope,
                                       server: server, waiting: SystemWaiting(interruption: { devtrust_interrupt_signal() }))
         devtrust_watch_interrupts()
-        let showQR = !context.arguments.has("no-qr") && context.terminal.errorIsTerminal
+        let showQR = drawQR && context.terminal.errorIsTerminal
         let countdown = context.terminal.errorIsTerminal && !context.quiet
         let tokens = try signIn.run(events: { event in
             status.clear()

@@ -3,13 +3,31 @@ import DevtrustEncoding
 import DevtrustKeystore
 import DevtrustSystem
 
-enum InitCommand {
-    static func run(_ context: CommandContext) throws {
-        let choiceName = context.arguments.value("backend") ?? "auto"
-        guard let choice = BackendChoice(rawValue: choiceName) else {
-            throw UsageError("--backend must be auto, tpm or software, not \"\(choiceName)\"", command: "init")
+enum InitCommand: DevtrustCommand {
+    struct Options: CommandOptions {
+        static let backend = ChoiceOption<Self, BackendChoice>("backend", "where the key lives (default auto: the TPM when one answers)")
+        static let force = FlagOption<Self>("force", "replace an existing key (forgets the registrations made with it)")
+        static let importFile = ValueOption<Self>("import", "FILE", .file,
+                                                  "use this key file: a TSS2 PRIVATE KEY (tpm2-openssl) or a PKCS#8 P-256 PRIVATE KEY")
+        static let spec = CommandSpec(name: "init", summary: "create the device key", options: [backend, force, importFile])
+
+        var backend: String?
+        var force = false
+        var importFile: String?
+
+        /// As `init` alone: what `register` runs when the device has no key.
+        init() {}
+
+        init(_ values: OptionValues<Self>) {
+            backend = values[Self.backend]
+            force = values[Self.force]
+            importFile = values[Self.importFile]
         }
-        var importing = try context.arguments.value("import").map { path throws -> (contents: [UInt8], source: String) in
+    }
+
+    static func run(_ context: CommandContext, _ options: Options) throws {
+        let choice = try Options.backend.choice(options.backend) ?? .auto
+        var importing = try options.importFile.map { path throws -> (contents: [UInt8], source: String) in
             do {
                 return (try FileReader.read(path, limit: 65_536), path)
             } catch {
@@ -20,7 +38,7 @@ enum InitCommand {
         defer { importing?.contents.zeroize() }
         let imported = importing != nil
         let store = try context.deviceStore()
-        let outcome = try store.initialize(backend: choice, force: context.arguments.has("force"), importing: importing)
+        let outcome = try store.initialize(backend: choice, force: options.force, importing: importing)
         importing?.contents.zeroize()
         let keystore = store.keystore
         switch outcome {

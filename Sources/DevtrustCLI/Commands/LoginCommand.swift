@@ -8,39 +8,92 @@ import DevtrustSignIn
 /// `login`: app-native sign-in (default), `--browser` (a loopback redirect),
 /// `--device-code` (RFC 8628), or `--callback URL` to finish an `authorize-url`
 /// sign-in; stores the tokens.
-enum LoginCommand {
-    static func run(_ context: CommandContext) throws {
-        let arguments = context.arguments
-        let ways = ["browser", "device-code"].filter(arguments.has) + (arguments.value("callback") != nil ? ["callback"] : [])
+enum LoginCommand: DevtrustCommand {
+    struct Options: CommandOptions {
+        static let server = ValueOption<Self>("server", "URL", .url, "a WSO2-style base URL ({URL}/oauth2/...)")
+        static let discovery = ValueOption<Self>("discovery", "URL", .url, "an OpenID provider's discovery document (with --browser or --device-code)")
+        static let clientID = ValueOption<Self>("client-id", "ID", .text, "the OAuth client id")
+        static let redirectURI = ValueOption<Self>("redirect-uri", "URI", .url, "the client's registered redirect URI (default \(SignInSettings.defaultRedirectURI); "
+                                                   + "with --browser \(BrowserLoginCommand.defaultRedirectURI) on a port the system chooses)")
+        static let scope = ValueOption<Self>("scope", "SCOPES", .text, "space-separated scopes (default openid)")
+        static let authenticator = ValueOption<Self>("authenticator", "NAME", .text, "pick this option of a multi-option step (name or id)")
+        static let input = RepeatableOption<Self>("input", "NAME=VALUE", .text, "an authenticator param by name (repeatable)")
+        static let inputsFile = ValueOption<Self>("inputs", "FILE|-", .file, "a JSON object of string params")
+        static let nonInteractive = FlagOption<Self>("non-interactive", "never prompt")
+        static let browser = FlagOption<Self>("browser", "sign in in the browser: listen on 127.0.0.1 for its redirect (RFC 8252), open the URL with xdg-open")
+        static let noBrowser = FlagOption<Self>("no-browser", "with --browser: print the URL instead of opening it")
+        static let timeout = ValueOption<Self>("timeout", "SECONDS", .text,
+                                               "with --browser: how long to wait for the browser (default \(BrowserLoginCommand.defaultTimeout))")
+        static let par = FlagOption<Self>("par", "with --browser: push the request first (RFC 9126)")
+        static let deviceCode = FlagOption<Self>("device-code", "RFC 8628: show a code to enter on another device, and poll")
+        static let noQR = FlagOption<Self>("no-qr", "do not draw the QR code")
+        static let profile = ValueOption<Self>("profile", "NAME", .text, "a sign-in profile of the configuration")
+        static let callback = ValueOption<Self>("callback", "URL", .url, "finish an authorize-url sign-in with the URL the browser was sent back to")
+        static let spec = CommandSpec(
+            name: "login", summary: "sign in: app-native with a device token, --browser or --device-code; stores the tokens",
+            options: [server, discovery, clientID, redirectURI, scope, authenticator, input, inputsFile, nonInteractive,
+                      browser, noBrowser, timeout, par, deviceCode, noQR, profile, callback])
+
+        var signIn: SignInSettings.Options
+        var authenticator: String?
+        var scriptedInputs: ScriptedInputs.Options
+        var nonInteractive: Bool
+        var browser: Bool
+        var noBrowser: Bool
+        var timeout: String?
+        var deviceCode: Bool
+        var noQR: Bool
+        var callback: String?
+
+        init(_ values: OptionValues<Self>) {
+            signIn = SignInSettings.Options(server: values[Self.server], discovery: values[Self.discovery], clientID: values[Self.clientID],
+                                            redirectURI: values[Self.redirectURI], scope: values[Self.scope], par: values[Self.par],
+                                            profile: values[Self.profile])
+            authenticator = values[Self.authenticator]
+            scriptedInputs = ScriptedInputs.Options(file: values[Self.inputsFile], inputs: values[Self.input])
+            nonInteractive = values[Self.nonInteractive]
+            browser = values[Self.browser]
+            noBrowser = values[Self.noBrowser]
+            timeout = values[Self.timeout]
+            deviceCode = values[Self.deviceCode]
+            noQR = values[Self.noQR]
+            callback = values[Self.callback]
+        }
+    }
+
+    static func run(_ context: CommandContext, _ options: Options) throws {
+        let ways = [(options.browser, Options.browser.spec), (options.deviceCode, Options.deviceCode.spec), (options.callback != nil, Options.callback.spec)]
+            .filter(\.0).map(\.1.displayName)
         if ways.count > 1 {
-            throw UsageError("give one of --browser, --device-code and --callback, not " + ways.map { "--" + $0 }.joined(separator: " and "), command: "login")
+            throw UsageError("give one of --browser, --device-code and --callback, not " + ways.joined(separator: " and "), command: "login")
         }
-        if !arguments.has("browser"), let browserOnly = ["no-browser", "timeout", "par"].first(where: { arguments.has($0) || arguments.value($0) != nil }) {
-            throw UsageError("--\(browserOnly) goes with --browser", command: "login")
+        let browserOnly = [(options.noBrowser, Options.noBrowser.spec), (options.timeout != nil, Options.timeout.spec), (options.signIn.par, Options.par.spec)]
+        if !options.browser, let (_, given) = browserOnly.first(where: \.0) {
+            throw UsageError("\(given.displayName) goes with --browser", command: "login")
         }
-        if let callback = arguments.value("callback") {
+        if let callback = options.callback {
             return try finishBrowserSignIn(context, callback: callback)
         }
-        let settings = try SignInSettings(context, command: "login")
-        if arguments.has("browser") {
-            return try BrowserLoginCommand.run(context, settings)
+        let settings = try SignInSettings(options.signIn, context, command: "login")
+        if options.browser {
+            return try BrowserLoginCommand.run(context, settings, timeout: options.timeout, noBrowser: options.noBrowser)
         }
-        if arguments.has("device-code") {
-            return try DeviceCodeCommand.run(context, settings)
+        if options.deviceCode {
+            return try DeviceCodeCommand.run(context, settings, drawQR: !options.noQR)
         }
         guard let server = settings.server else {
             throw UsageError("app-native sign-in needs --server URL (a WSO2-style base); --discovery goes with --device-code", command: "login")
         }
         // Bad inputs are said before anything goes over the network.
-        let presets = try ScriptedInputs.read(context, command: "login")
+        let presets = try ScriptedInputs.read(options.scriptedInputs, context, command: "login")
         let store = try context.deviceStore()
-        let http = settings.http(context)
+        let http = settings.http.client(context)
         let tokenServer = try settings.authorizationServer(http: http, context: context)
         let random = context.environment.random
-        let interaction = TerminalSignInInteraction(context: context, presets: presets, authenticator: context.arguments.value("authenticator"),
-                                                    interactive: !context.arguments.has("non-interactive") && context.terminal.inputIsTerminal)
+        let interaction = TerminalSignInInteraction(context: context, presets: presets, authenticator: options.authenticator,
+                                                    interactive: !options.nonInteractive && context.terminal.inputIsTerminal)
         let signIn = AppNativeSignIn(
-            server: server, http: http, oauth: settings.oauth(context), clientID: settings.clientID, redirectURI: settings.redirectURI,
+            server: server, http: http, oauth: settings.http.oauthClient(context), clientID: settings.clientID, redirectURI: settings.redirectURI,
             scope: settings.scope, state: try PKCE.state(using: random), nonce: try PKCE.state(using: random), pkce: try PKCE.make(using: random),
             deviceToken: { try deviceToken(context, store: store, server: server.description, destinations: [server.appending("/oauth2/authorize")],
                                            settings: settings) },
@@ -81,8 +134,7 @@ enum LoginCommand {
             return nil
         }
         let device = try store.loadKey()
-        let attributes = TokenCommands.deviceAttributes(context, settings.configuration, claims: [],
-                                                        backend: device.record.backend.rawValue)
+        let attributes = DeviceAttributesForKey(configuration: settings.configuration).attributes(context, backend: device.record.backend)
         return try DeviceTokenMinter(key: device.key, clock: context.clocks.clock(for: registration.server, base: context.environment.clock),
                                      random: context.environment.random)
             .deviceToken(deviceId: registration.registrationId, attributes: attributes)
@@ -118,7 +170,7 @@ enum LoginCommand {
             throw UsageError("--callback needs the URL the browser was sent back to, with its code and state", command: "login")
         }
         // The configuration before the pending sign-in is taken: a broken one must not use it up.
-        let oauth = CurlHTTPClientFactory.oauth(context, http: try CurlHTTPClientFactory.make(context))
+        let oauth = HTTPClientSettings(context, configuration: try context.configuration()).oauthClient(context)
         let store = try context.deviceStore()
         guard let pending = PendingAuthorizations(store.keystore).take(state: state, now: context.environment.clock.secondsSinceEpoch()) else {
             throw UsageError("no pending sign-in has state \(state) (it expired after 10 minutes, or was used); run `devtrust authorize-url` again", command: "login")
@@ -132,22 +184,5 @@ enum LoginCommand {
         let record = try store.saveSignIn(server: pending.server, discovery: pending.discovery, clientId: pending.clientID,
                                           scope: tokens.scope ?? pending.scope, method: "authorization-code", tokens: tokens)
         context.info("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId)\(identityText(tokens)); `devtrust access-token` prints the access token")
-    }
-}
-
-/// An HTTP client with the options the context gives (CA file, timeouts).
-enum CurlHTTPClientFactory {
-    /// A broken configuration file is an error here too (exit 2), as for every other command.
-    static func make(_ context: CommandContext) throws -> any HTTPClient {
-        let configuration = try context.configuration()
-        return context.clocks.watch(CurlHTTPClient(options: RegisterCommand.httpOptions(context, configuration)))
-    }
-
-    /// An OAuth client whose ID-token checks read the time at the server (its measured clock).
-    static func oauth(_ context: CommandContext, http: any HTTPClient) -> OAuthClient {
-        let clock = context.environment.clock
-        let clocks = context.clocks
-        return OAuthClient(http: http, clock: { clock.secondsSinceEpoch() },
-                           serverTime: { clocks.clock(for: $0, base: clock).secondsSinceEpoch() })
     }
 }

@@ -9,46 +9,80 @@ import DevtrustSystem
 
 /// `register`: walks a Flow Execution API flow and answers its Device
 /// Registration step; records the registration only when the flow completes.
-enum RegisterCommand {
-    static func run(_ context: CommandContext) throws {
-        let arguments = context.arguments
-        guard let serverText = arguments.value("server") else {
+enum RegisterCommand: DevtrustCommand {
+    struct Options: CommandOptions {
+        static let server = ValueOption<Self>("server", "URL", .url, "the server's base URL, e.g. https://api.asgardeo.io/t/acme")
+        static let flowType = ValueOption<Self>("flow-type", "TYPE", .text, "REGISTRATION (default), INVITED_USER_REGISTRATION, ...")
+        static let applicationID = ValueOption<Self>("application-id", "ID", .text, "the application the flow belongs to")
+        static let input = RepeatableOption<Self>("input", "NAME=VALUE", .text, "a step input by its identifier (repeatable)")
+        static let inputsFile = ValueOption<Self>("inputs", "FILE|-", .file, "a JSON object of string inputs (- reads stdin)")
+        static let nonInteractive = FlagOption<Self>("non-interactive", "never prompt: fail naming what is missing")
+        static let deviceModel = ValueOption<Self>("device-model", "TEXT", .text,
+                                                   "the device's name at the server (default: DMI product name, else host name)")
+        static let claims = RepeatableOption<Self>.claim
+        static let open = FlagOption<Self>("open", "open a redirection step's URL in the desktop's browser")
+        static let spec = CommandSpec(name: "register", summary: "register this device with a server (Flow Execution API)",
+                                      options: [server, flowType, applicationID, input, inputsFile, nonInteractive, deviceModel, claims, open])
+
+        var server: String?
+        var flowType: String?
+        var applicationID: String?
+        var scriptedInputs: ScriptedInputs.Options
+        var nonInteractive: Bool
+        var deviceModel: String?
+        var claims: [String]
+        var open: Bool
+
+        init(_ values: OptionValues<Self>) {
+            server = values[Self.server]
+            flowType = values[Self.flowType]
+            applicationID = values[Self.applicationID]
+            scriptedInputs = ScriptedInputs.Options(file: values[Self.inputsFile], inputs: values[Self.input])
+            nonInteractive = values[Self.nonInteractive]
+            deviceModel = values[Self.deviceModel]
+            claims = values[Self.claims]
+            open = values[Self.open]
+        }
+    }
+
+    static func run(_ context: CommandContext, _ options: Options) throws {
+        guard let serverText = options.server else {
             throw UsageError("--server URL is required (the server's base URL, e.g. https://api.asgardeo.io/t/acme)", command: "register")
         }
         let server = try ServerURL(serverText)
-        let flowType = arguments.value("flow-type") ?? "REGISTRATION"
+        let flowType = options.flowType ?? "REGISTRATION"
         guard !flowType.isEmpty, flowType.allSatisfy({ $0.isUppercase || $0 == "_" }) else {
             throw UsageError("--flow-type must be a flow type such as REGISTRATION, not \"\(flowType)\"", command: "register")
         }
-        let presets = try ScriptedInputs.read(context, command: "register")
-        let claims = try TokenCommands.parseClaims(context, command: "register")
+        let presets = try ScriptedInputs.read(options.scriptedInputs, context, command: "register")
+        let claims = try DeviceAttributesForKey.addedClaims(options.claims, command: "register")
         let configuration = try context.configuration()
 
         let store = try context.deviceStore()
         if try store.state().key == nil {
             context.info("this device has no key yet; creating one first")
-            try InitCommand.run(context.replacingArguments(["init"]))
+            try InitCommand.run(context.withoutJSONOutput(), InitCommand.Options())
         }
         let device = try store.loadKey()
         // Before the first request: a key that cannot sign would fail only at
         // the device step, after the server created the account and sent an OTP.
         try device.key.checkCanSign(random: context.environment.random)
-        let attributes = TokenCommands.deviceAttributes(context, configuration, claims: claims,
-                                                        backend: device.record.backend.rawValue)
-        let http = context.clocks.watch(CurlHTTPClient(options: httpOptions(context, configuration)))
+        let attributes = DeviceAttributesForKey(configuration: configuration, addedClaims: claims)
+            .attributes(context, backend: device.record.backend)
+        let http = HTTPClientSettings(context, configuration: configuration).client(context)
         // deviceData in the server's time, once its answers have told it.
         let responder = DeviceRegistrationResponder(
             minter: DeviceTokenMinter(key: device.key, clock: context.clocks.clock(for: server.description, base: context.environment.clock),
                                       random: context.environment.random),
             attributes: attributes,
-            deviceModel: arguments.value("device-model") ?? DeviceModel.detect())
+            deviceModel: options.deviceModel ?? DeviceModel.detect())
         let interaction = TerminalFlowInteraction(
             context: context, presets: presets,
-            interactive: !arguments.has("non-interactive") && context.terminal.inputIsTerminal,
-            openBrowser: arguments.has("open"))
+            interactive: !options.nonInteractive && context.terminal.inputIsTerminal,
+            openBrowser: options.open)
         context.info("registering this device with \(server) (flow \(flowType))")
         let result = try RegistrationDriver(client: FlowClient(server: server, http: http), responder: responder, interaction: interaction)
-            .run(flowType: flowType, applicationId: arguments.value("application-id"))
+            .run(flowType: flowType, applicationId: options.applicationID)
 
         let record = RegistrationRecord(
             registrationId: result.registrationId, server: server.description, flowType: result.flowType,
@@ -64,16 +98,4 @@ enum RegisterCommand {
             ])))
         }
     }
-
-    static func httpOptions(_ context: CommandContext, _ configuration: Configuration) -> HTTPOptions {
-        let caFile = context.arguments.value("ca-file") ?? context.environment.variables["DEVTRUST_CA_FILE"]
-        var options = HTTPOptions(caFile: caFile?.isEmpty == false ? caFile : nil, userAgent: "devtrust/\(CommandSpecs.version)")
-        options.connectTimeoutMilliseconds = configuration.http.connectTimeoutSeconds * 1000
-        options.totalTimeoutMilliseconds = configuration.http.requestTimeoutSeconds * 1000
-        options.debug = context.environment.variables["DEVTRUST_HTTP_DEBUG"].map { !$0.isEmpty && $0 != "0" } ?? false
-        // curl's own precedence: no_proxy, then NO_PROXY. The transport adds loopback to it.
-        options.noProxy = context.environment.variables["no_proxy"] ?? context.environment.variables["NO_PROXY"]
-        return options
-    }
-
 }

@@ -2,8 +2,19 @@ import DevtrustDevice
 import DevtrustKeys
 
 /// `reset`: deletes the key and the registrations (the TPM's shared storage root key stays).
-enum ResetCommand {
-    static func run(_ context: CommandContext) throws {
+enum ResetCommand: DevtrustCommand {
+    struct Options: CommandOptions {
+        static let yes = FlagOption<Self>("yes", "do not ask for confirmation")
+        static let spec = CommandSpec(name: "reset", summary: "delete the device key and the registrations", options: [yes])
+
+        var yes: Bool
+
+        init(_ values: OptionValues<Self>) {
+            yes = values[Self.yes]
+        }
+    }
+
+    static func run(_ context: CommandContext, _ options: Options) throws {
         let store = try context.deviceStore()
         let keystore = store.keystore
         let state = try store.state()
@@ -11,7 +22,7 @@ enum ResetCommand {
             context.info("nothing to reset: there is no device key in \(keystore.path)")
             return
         }
-        if !context.arguments.has("yes") {
+        if !options.yes {
             guard context.terminal.inputIsTerminal else {
                 throw UsageError("reset deletes the device key; confirm with --yes when not at a terminal", command: "reset")
             }

@@ -2,10 +2,22 @@ import DevtrustDevice
 import DevtrustEncoding
 import DevtrustJOSE
 
-enum SignChallengeCommand {
-    static func run(_ context: CommandContext) throws {
-        let argument = context.arguments.positionals.first ?? "-"
-        if argument == "-" && context.terminal.inputIsTerminal && context.arguments.positionals.isEmpty {
+enum SignChallengeCommand: DevtrustCommand {
+    struct Options: CommandOptions {
+        static let spec = CommandSpec(name: "sign-challenge", summary: "sign a base64url challenge (DER ECDSA-SHA256, standard base64)",
+                                      positionalUsage: "[CHALLENGE|-]", maximumPositionals: 1, options: [])
+
+        /// The operand: the challenge, or `-` for stdin.
+        var challenge: String?
+
+        init(_ values: OptionValues<Self>) {
+            challenge = values.positionals.first
+        }
+    }
+
+    static func run(_ context: CommandContext, _ options: Options) throws {
+        let argument = options.challenge ?? "-"
+        if argument == "-" && context.terminal.inputIsTerminal && options.challenge == nil {
             throw UsageError("give the challenge as an argument, or pipe it in with `-`", command: "sign-challenge")
         }
         let challenge = try context.textArgument(argument, name: "the challenge", limit: 65_536)

@@ -5,7 +5,13 @@ import DevtrustKeystore
 import DevtrustSignIn
 
 /// `status`: where the key lives, whether it loads, the TPM, and the registrations.
-enum StatusCommand {
+enum StatusCommand: DevtrustCommand {
+    struct Options: CommandOptions {
+        static let spec = CommandSpec(name: "status", summary: "show the key, its backend and the registrations", options: [])
+
+        init(_ values: OptionValues<Self>) {}
+    }
+
     struct KeyHealth {
         var loads = false
         var problem: String?
@@ -27,7 +33,7 @@ enum StatusCommand {
         return why + ", so any program that can reach the TPM can stop it from signing by putting the TPM in dictionary-attack lockout (a few wrong passwords on any key); re-create it with `devtrust init --force --backend tpm` (devtrust then uses a storage key exempt from lockout), and register again"
     }
 
-    static func run(_ context: CommandContext) throws {
+    static func run(_ context: CommandContext, _ options: Options) throws {
         let store = try context.deviceStore()
         let keystore = store.keystore
         let state = try store.state()
@@ -176,25 +182,10 @@ enum StatusCommand {
         if !state.tpmPersistentHandles.isEmpty {
             document["tpmPersistentHandles"] = .array(state.tpmPersistentHandles.map { .string(TPMHandle.format($0)) })
         }
-        document["registrations"] = .array(state.registrations.map { record in
-            .object([
-                "registrationId": .string(record.registrationId),
-                "server": .string(record.server),
-                "flowType": .string(record.flowType),
-                "keyFingerprint": .string(record.keyFingerprint),
-                "registeredAt": .string(record.registeredAt),
-            ])
-        })
-        document["signIns"] = .array(state.signIns.map { record in
-            var object: JSONObject = [:]
-            if let server = record.server { object["server"] = .string(server) }
-            if let discovery = record.discovery { object["discovery"] = .string(discovery) }
-            object["clientId"] = .string(record.clientId)
-            object["scope"] = .string(record.scope)
-            object["method"] = .string(record.method)
-            object["signedInAt"] = .string(record.signedInAt)
-            return .object(object)
-        })
+        // As keystore.json has them; a sign-in without the keystore's bookkeeping (its id and tokens file).
+        document["registrations"] = .array(state.registrations.map { .object($0.keystoreObject) })
+        let signInFields = KeystoreField.SignIn.allCases.filter { !$0.isBookkeeping }
+        document["signIns"] = .array(state.signIns.map { .object($0.keystoreObject(fields: signInFields)) })
         return document
     }
 }

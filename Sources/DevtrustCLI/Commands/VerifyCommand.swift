@@ -5,25 +5,55 @@ import DevtrustSystem
 
 /// `verify`: an ES256 compact JWS, or an ECDSA-SHA256 signature over a file.
 /// Exit 0 valid, 1 invalid (reason on stderr), 2 when the inputs are unusable.
-enum VerifyCommand {
-    static func run(_ context: CommandContext) throws {
-        let arguments = context.arguments
-        guard let keyArgument = arguments.value("public-key") else {
+enum VerifyCommand: DevtrustCommand {
+    enum SignatureFormat: String, CaseIterable {
+        case der, raw
+    }
+
+    struct Options: CommandOptions {
+        static let publicKey = ValueOption<Self>("public-key", "SPKI_B64|PEM_FILE", .file, "the public key (as `devtrust pubkey` prints it, or a PEM file)")
+        static let jwt = ValueOption<Self>("jwt", "TOKEN|-", .text, "the compact JWS to check (- reads stdin)")
+        static let signature = ValueOption<Self>("signature", "SIG", .text, "a signature in standard base64")
+        static let message = ValueOption<Self>("message", "FILE|-", .file, "the signed bytes (with --signature)")
+        static let signatureFormat = ChoiceOption<Self, SignatureFormat>("signature-format", "der (default) or raw 64-byte r||s")
+        static let maxAge = ValueOption<Self>("max-age", "SECONDS", .text, "also require jti and an iat at most this old")
+        static let spec = CommandSpec(name: "verify", summary: "check an ES256 JWS or an ECDSA-SHA256 signature",
+                                      options: [publicKey, jwt, signature, message, signatureFormat, maxAge])
+
+        var publicKey: String?
+        var jwt: String?
+        var signature: String?
+        var message: String?
+        var signatureFormat: String?
+        var maxAge: String?
+
+        init(_ values: OptionValues<Self>) {
+            publicKey = values[Self.publicKey]
+            jwt = values[Self.jwt]
+            signature = values[Self.signature]
+            message = values[Self.message]
+            signatureFormat = values[Self.signatureFormat]
+            maxAge = values[Self.maxAge]
+        }
+    }
+
+    static func run(_ context: CommandContext, _ options: Options) throws {
+        guard let keyArgument = options.publicKey else {
             throw UsageError("--public-key is required", command: "verify")
         }
-        let jwt = arguments.value("jwt")
-        let signature = arguments.value("signature")
-        let message = arguments.value("message")
+        let jwt = options.jwt
+        let signature = options.signature
+        let message = options.message
         guard (jwt != nil) != (signature != nil || message != nil) else {
             throw UsageError("give either --jwt, or --signature with --message", command: "verify")
         }
         if jwt == nil && (signature == nil || message == nil) {
             throw UsageError("--signature and --message go together", command: "verify")
         }
-        if jwt != nil && arguments.value("signature-format") != nil {
+        if jwt != nil && options.signatureFormat != nil {
             throw UsageError("--signature-format applies to --signature, not --jwt", command: "verify")
         }
-        let maxAge = try arguments.value("max-age").map { text throws(UsageError) -> Int64 in
+        let maxAge = try options.maxAge.map { text throws(UsageError) -> Int64 in
             guard let seconds = Int64(text), seconds > 0 else {
                 throw UsageError("--max-age takes a positive number of seconds, not \"\(text)\"", command: "verify")
             }
@@ -45,10 +75,7 @@ enum VerifyCommand {
             if maxAge != nil {
                 throw UsageError("--max-age applies to --jwt only", command: "verify")
             }
-            let format = arguments.value("signature-format") ?? "der"
-            guard format == "der" || format == "raw" else {
-                throw UsageError("--signature-format must be der or raw, not \"\(format)\"", command: "verify")
-            }
+            let format = try Options.signatureFormat.choice(options.signatureFormat) ?? .der
             let signatureBytes: [UInt8]
             do {
                 signatureBytes = try Base64.decode(signature, padding: .optional)
@@ -58,10 +85,10 @@ enum VerifyCommand {
             let messageBytes = try readMessage(context, message)
             let reason: String?
             do {
-                let parsed = format == "der" ? try ECDSASignature(der: signatureBytes) : try ECDSASignature(raw: signatureBytes)
+                let parsed = format == .der ? try ECDSASignature(der: signatureBytes) : try ECDSASignature(raw: signatureBytes)
                 reason = publicKey.isValidSignature(parsed, for: SHA256.hash(messageBytes)) ? nil : "the signature does not verify with this public key"
             } catch {
-                reason = "bad \(format) signature: \(error)"
+                reason = "bad \(format.rawValue) signature: \(error)"
             }
             report(context, valid: reason == nil, reason: reason, header: nil, claims: nil, key: publicKey)
             if let reason { throw CLIError.invalid(reason) }
