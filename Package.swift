@@ -130,7 +130,7 @@ let package = Package(
         .testTarget(name: "DevtrustConfigTests", dependencies: ["DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(
             name: "DevtrustCLITests",
-            dependencies: ["DevtrustCLI", "DevtrustSignIn", "DevtrustHTTP", "DevtrustKeystore", "DevtrustKeys", "DevtrustEncoding", "DevtrustTestSupport"]
+            dependencies: ["DevtrustCLI", "DevtrustSignIn", "DevtrustHTTP", "DevtrustKeystore", "DevtrustKeys", "DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]
         ),
     ]
 )
