@@ -93,9 +93,10 @@ let package = Package(
         .executableTarget(name: "FuzzPrivateKeyFile", dependencies: ["DevtrustKeys", "FuzzSupport"], path: "Fuzz/PrivateKeyFile"),
         .executableTarget(name: "FuzzLoopbackRequest", dependencies: ["DevtrustSignIn", "FuzzSupport"], path: "Fuzz/LoopbackRequest"),
 
-        // Shared test environment: temporary keystores, the built binary,
-        // independent verifiers (openssl CLI, python3-cryptography, jose).
-        .target(name: "DevtrustTestSupport", dependencies: ["DevtrustEncoding"], path: "Tests/DevtrustTestSupport"),
+        // Shared test environment: temporary keystores and the devices set up in
+        // them, the built binary, fixed clocks and randomness, independent
+        // verifiers (openssl CLI, python3-cryptography, jose).
+        .target(name: "DevtrustTestSupport", dependencies: ["DevtrustEncoding", "DevtrustKeys"], path: "Tests/DevtrustTestSupport"),
 
         .testTarget(name: "DevtrustEncodingTests", dependencies: ["DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(
@@ -130,7 +131,8 @@ let package = Package(
         .testTarget(name: "DevtrustConfigTests", dependencies: ["DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(
             name: "DevtrustCLITests",
-            dependencies: ["DevtrustCLI", "DevtrustSignIn", "DevtrustHTTP", "DevtrustKeystore", "DevtrustKeys", "DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]
+            dependencies: ["DevtrustCLI", "DevtrustTestSupport", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustConfig",
+                           "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeystore", "DevtrustSignIn"]
         ),
     ]
 )

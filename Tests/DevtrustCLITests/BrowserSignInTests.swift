@@ -17,7 +17,7 @@ import Testing
         var directory: TemporaryDirectory { inner.directory }
 
         init(_ mode: String = "approve", _ serverArguments: [String] = []) throws {
-            inner = try SignInTests.Setup(["--browser-login", mode] + serverArguments)
+            inner = try SignInTests.Setup(["--browser-login", mode] + serverArguments, register: true)
         }
 
         /// `login --browser` left running; `environment` adds to the test binary's.
@@ -26,7 +26,7 @@ import Testing
                                   environment: cli.environment.merging(environment) { $1 })
         }
 
-        func records() throws -> [JSONObject] { try inner.records() }
+        func records() throws -> [JSONObject] { try inner.signInRecords() }
 
         func signIns() throws -> [JSONObject] {
             try JSONParser.parse(try cli.run("status", "--json").output).objectValue?["signIns"]?.arrayValue?.compactMap(\.objectValue) ?? []

@@ -4,17 +4,19 @@ import Foundation
 import Testing
 
 /// Every exit code of ../shared/docs/cli-contract.md that these commands can
-/// produce, from the real binary.
+/// produce: the message and the code in-process, and the real process's exit
+/// status and streams for each command through the binary.
 @Suite struct CLIExitCodeTests {
     static let challenge = "q3x3Zp3j0JvFf1m7m3kF5G8W2sV6l9d0QhYp4n1eT0Y"
 
-    func devtrust(_ directory: TemporaryDirectory) -> DevtrustBinary {
-        DevtrustBinary(keystore: directory.file("ks"))
+    func devtrust(_ directory: TemporaryDirectory) -> InProcessCLI {
+        InProcessCLI(keystore: directory.file("ks"))
     }
 
+    /// Each command end to end through the binary: exit status 0, the artifact alone on stdout.
     @Test func successPathsPrintOnlyTheArtifact() throws {
         let directory = TemporaryDirectory()
-        let cli = devtrust(directory)
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
         let initResult = try cli.run("init", "--backend", "software")
         #expect(initResult.status == 0 && initResult.stdout.isEmpty)
         #expect(initResult.stderr.contains("created a software P-256 device key in \(directory.file("ks"))/key-"))
@@ -45,9 +47,11 @@ import Testing
 
     @Test func exitOneInvalidAndFailure() throws {
         let directory = TemporaryDirectory()
-        let cli = devtrust(directory)
+        var cli = devtrust(directory)
         try cli.run("init")
         let spki = try cli.run("pubkey").output
+        let issued = Int64(Date().timeIntervalSince1970)
+        cli.clock = FixedClock(seconds: issued)
         let token = try cli.run("token", "--device-id", "X").output
         var tampered = Array(token)
         tampered[tampered.count - 3] = tampered[tampered.count - 3] == "A" ? "B" : "A"
@@ -56,16 +60,34 @@ import Testing
         let json = try cli.run("verify", "--json", "--public-key", spki, "--jwt", "a.b.c")
         #expect(json.status == 1)
         #expect(try JSONParser.parse(json.output).objectValue?["valid"] == .bool(false))
-        // iat has whole seconds: two seconds later the token is at least 2 s old.
-        Thread.sleep(forTimeInterval: 2.05)
+        // Two seconds after iat the token is 2 s old.
+        cli.clock = FixedClock(seconds: issued + 2)
         let stale = try cli.run("verify", "--public-key", spki, "--jwt", token, "--max-age", "1")
         #expect(stale.status == 1 && stale.stderr.contains("old, older than --max-age 1 s"), "\(stale)")
-        let other = DevtrustBinary(keystore: directory.file("other"))
+        let other = InProcessCLI(keystore: directory.file("other"))
         try other.run("init")
         let wrongKey = try cli.run("verify", "--public-key", try other.run("pubkey").output, "--jwt", token)
         #expect(wrongKey.status == 1)
         let backendMismatch = try cli.run("init", "--backend", "tpm")
         #expect(backendMismatch.status == 1 && backendMismatch.stderr.contains("--force"))
+    }
+
+    /// The process's exit status is the code of its error, with the message on stderr
+    /// and nothing on stdout: one error of each kind through the binary.
+    @Test func theProcessExitsWithItsErrorsCode() throws {
+        let directory = TemporaryDirectory()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        let noKey = try cli.run("pubkey")
+        #expect(noKey.status == 3 && noKey.stdout.isEmpty && noKey.stderr == "devtrust: error: there is no device key in \(directory.file("ks")); run `devtrust init` first\n", "\(noKey)")
+        try cli.run("init")
+        let usage = try cli.run("pubkey", "--frob")
+        #expect(usage.status == 2 && usage.stdout.isEmpty && usage.stderr.hasPrefix("devtrust: error: unknown option --frob"), "\(usage)")
+        let invalid = try cli.run("verify", "--public-key", try cli.run("pubkey").output, "--jwt", "a.b.c")
+        #expect(invalid.status == 1 && invalid.stdout.isEmpty && invalid.stderr.hasPrefix("devtrust: error: invalid: "), "\(invalid)")
+        chmod(directory.file("ks"), 0o750)
+        let keystore = try cli.run("token", "--device-id", "x")
+        #expect(keystore.status == 7 && keystore.stdout.isEmpty && keystore.stderr.contains("chmod 700"), "\(keystore)")
+        #expect(!noKey.signaled && !usage.signaled && !invalid.signaled && !keystore.signaled)
     }
 
     @Test(arguments: [
@@ -145,7 +167,7 @@ import Testing
     @Test func tokensUseTheRegistrationRecord() throws {
         let directory = TemporaryDirectory()
         let keystore = copyKeystoreFixture("v1/software-registered", into: directory)
-        let cli = DevtrustBinary(keystore: keystore)
+        let cli = InProcessCLI(keystore: keystore)
         let ambiguous = try cli.run("token")
         #expect(ambiguous.status == 2 && ambiguous.stderr.contains("choose one with --server"))
         let token = try cli.run("token", "--server", "api.asgardeo.io")
@@ -194,7 +216,7 @@ import Testing
     @Test func resetNeedsConfirmationAndForgetsEverything() throws {
         let directory = TemporaryDirectory()
         let keystore = copyKeystoreFixture("v1/software-registered", into: directory)
-        let cli = DevtrustBinary(keystore: keystore)
+        let cli = InProcessCLI(keystore: keystore)
         let refused = try cli.run("reset")
         #expect(refused.status == 2)
         let reset = try cli.run("reset", "--yes")

@@ -8,37 +8,24 @@ import Testing
 /// (`status`), and writes device tokens in the server's time while the
 /// measurement still describes this machine's clock.
 @Suite(.enabled(if: ReferenceServer.shouldRun)) struct ClockSkewTests {
-    struct Setup {
-        let directory = TemporaryDirectory()
-        let server: ReferenceServer
-        var cli: DevtrustBinary
+    /// A device with a software key and its own reference server; devtrust in-process (the clocks
+    /// read are the same in any process).
+    typealias Setup = ReferenceServerFixture<InProcessCLI>
 
-        init(offset: Int) throws {
-            server = try ReferenceServer(["--clock-offset", String(offset), "--device-policy"])
-            cli = DevtrustBinary(keystore: directory.file("ks"))
-            cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
-            try cli.run("init", "--backend", "software", "-q")
-        }
+    /// A device with a software key and a reference server whose clock is `offset` seconds off this one's.
+    static func setup<CLI>(offset: Int, _ makeCLI: (String) -> CLI) throws -> ReferenceServerFixture<CLI> {
+        try ReferenceServerFixture(makeCLI, serverArguments: ["--clock-offset", String(offset), "--device-policy"])
+    }
 
-        func register() throws -> ProcessResult {
-            try cli.run(["register", "--server", server.url, "--non-interactive"] + RegisterTests.answers)
-        }
-
-        func deviceCheck(_ token: String) throws -> JSONObject {
-            try server.get("/api/device-check", headers: ["X-Device-Token": token]).objectValue ?? [:]
-        }
-
-        func status() throws -> JSONObject {
-            try JSONParser.parse(try cli.run("status", "--json").output).objectValue ?? [:]
-        }
-
-        var clockFile: String { cli.cacheDirectory + "/clock.json" }
+    static func setup(offset: Int) throws -> Setup {
+        try setup(offset: offset) { InProcessCLI(keystore: $0) }
     }
 
     /// The server's clock 100 s behind this one: tokens with this machine's iat are 100 s in
     /// its future, which it refuses (deviceData at registration, device tokens at sign-in).
+    /// Through the binary: the measurement is kept between processes.
     @Test func aServerBehindThisClockGetsTokensInItsTime() throws {
-        let setup = try Setup(offset: -100)
+        let setup = try Self.setup(offset: -100) { DevtrustBinary(keystore: $0) }
         let registered = try setup.register()
         #expect(registered.status == 0, "\(registered)")
         #expect(registered.stderr.contains("this machine's clock is 100 s ahead of \(setup.server.url)'s (its Date header)")
@@ -73,7 +60,7 @@ import Testing
 
     /// The server's clock 400 s ahead: tokens are 400 s old when they arrive, which it drops.
     @Test func aServerAheadOfThisClockIsSaidAndCorrectedFor() throws {
-        let setup = try Setup(offset: 400)
+        let setup = try Self.setup(offset: 400)
         let registered = try setup.register()
         #expect(registered.status == 0, "\(registered)")
         #expect(registered.stderr.contains("s behind \(setup.server.url)'s (its Date header): the server drops device tokens older than 5 minutes"),
@@ -100,23 +87,18 @@ import Testing
     /// A CDN's answer to a GET keeps the Date of when it was fetched (and says its Age): it says
     /// nothing about the server's clock now.
     @Test func cachedAnswersDoNotTellTheClock() throws {
-        let server = try ReferenceServer(["--cached-gets", "1800"])
-        let directory = TemporaryDirectory()
-        var cli = DevtrustBinary(keystore: directory.file("ks"))
-        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
-        try cli.run("init", "--backend", "software", "-q")
-        #expect(try cli.run(["register", "--server", server.url, "--non-interactive", "-q"] + RegisterTests.answers).status == 0)
-        let login = try cli.run(["login", "--server", server.url, "--client-id", "devtrust-app", "--non-interactive"] + SignInTests.basicAnswers)
+        let setup = try Setup(["--cached-gets", "1800"], register: true)
+        let login = try setup.login()
         #expect(login.status == 0 && !login.stderr.contains("clock"), "\(login)")
-        let skew = try JSONParser.parse(try cli.run("status", "--json").output).objectValue?["clocks"]?.arrayValue?.first?.objectValue?["clockSkewSeconds"]?.int64Value
+        let skew = try setup.status()["clocks"]?.arrayValue?.first?.objectValue?["clockSkewSeconds"]?.int64Value
         #expect(skew.map { abs($0) <= 1 } == true, "\(String(describing: skew))")
-        let records = try server.get("/api/signin-records").arrayValue?.compactMap(\.objectValue) ?? []
+        let records = try setup.signInRecords()
         #expect(records.first?["accepted"] == .bool(true), "\(records)")
     }
 
     /// Within what the server accepts: nothing to say, and no correction.
     @Test func aSmallDifferenceIsNotWarnedAbout() throws {
-        let setup = try Setup(offset: 3)
+        let setup = try Self.setup(offset: 3)
         let registered = try setup.register()
         #expect(registered.status == 0 && !registered.stderr.contains("clock"), "\(registered)")
         let status = try setup.status()
@@ -131,9 +113,10 @@ import Testing
     /// the old measurement is not used: tokens carry this clock's iat.
     @Test(arguments: ["clock set", "another boot", "an hour ago"])
     func aStaleCorrectionIsDropped(_ change: String) throws {
-        let setup = try Setup(offset: -100)
+        let setup = try Self.setup(offset: -100)
         #expect(try setup.register().status == 0)
-        var document = try JSONParser.parse(Array(try #require(FileManager.default.contents(atPath: setup.clockFile)))).objectValue!
+        let clockFile = setup.cli.cacheDirectory + "/clock.json"
+        var document = try JSONParser.parse(Array(try #require(FileManager.default.contents(atPath: clockFile)))).objectValue!
         var record = try #require(document[setup.server.url]?.objectValue)
         switch change {
         case "clock set":
@@ -147,7 +130,7 @@ import Testing
             record["bootId"] = .string("00000000-0000-4000-8000-000000000000")
         }
         document[setup.server.url] = .object(record)
-        FileManager.default.createFile(atPath: setup.clockFile, contents: Data(JSONWriter.bytes(.object(document))), attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(atPath: clockFile, contents: Data(JSONWriter.bytes(.object(document))), attributes: [.posixPermissions: 0o600])
         let token = try setup.cli.run("token").output
         let claims = try JSONParser.parse(Base64URL.decode(String(token.split(separator: ".")[1]))).objectValue!
         #expect(abs(claims["iat"]!.int64Value! - Int64(Date().timeIntervalSince1970)) <= 1, "\(change): the stale correction was used")

@@ -6,6 +6,8 @@ import Testing
 /// A keystore edited by hand or by someone else, and configuration files others
 /// can change: a clear error (exit 7 for the keystore, 2 for the
 /// configuration), never a crash, nothing changed, and no symlink followed.
+/// In-process (a crash there ends the whole test run); the binary checks that
+/// the process ends with exit 7, not a signal, for every damage.
 @Suite struct HostileLocalInputTests {
     struct Damage: Sendable, CustomTestStringConvertible {
         let name: String
@@ -106,23 +108,28 @@ import Testing
         return files
     }
 
-    @Test(.enabled(if: getuid() == 0 && ExternalTool.openssl.shouldRun), arguments: damages)
-    func aDamagedKeystoreIsAClearErrorAndStaysAsItIs(damage: Damage) throws {
-        let directory = TemporaryDirectory()
+    /// A keystore with a software key, damaged; the victim file a planted symlink points at.
+    static func damagedKeystore(_ damage: Damage, in directory: TemporaryDirectory) throws -> (cli: InProcessCLI, victim: String) {
         let victim = Self.victim(directory.file("ks"))
         _ = FileManager.default.createFile(atPath: victim, contents: Data(Self.marker.utf8), attributes: [.posixPermissions: 0o600])
         chown(victim, 65534, 65534)
-        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        var cli = InProcessCLI(keystore: directory.file("ks"))
         cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
         try cli.run("init", "--backend", "software", "-q")
         let keyFile = try #require(directory.entries("ks").first { $0.hasPrefix("key-") })
         try damage.apply(directory.file("ks"), keyFile)
+        return (cli, victim)
+    }
+
+    @Test(.enabled(if: getuid() == 0 && ExternalTool.openssl.shouldRun), arguments: damages)
+    func aDamagedKeystoreIsAClearErrorAndStaysAsItIs(damage: Damage) throws {
+        let directory = TemporaryDirectory()
+        let (cli, victim) = try Self.damagedKeystore(damage, in: directory)
         let before = Self.snapshot(directory.file("ks"))
         for arguments in [["token", "--device-id", "x"], ["pubkey"], ["sign-challenge", "AQID"], ["device-data"],
                           ["register", "--server", "http://127.0.0.1:9", "--non-interactive"], ["init"]] {
             let result = try cli.run(arguments)
             #expect(result.status == 7, "\(damage.name), \(arguments[0]): \(result)")
-            #expect(!result.signaled)
             let errors = result.stderr.split(separator: "\n").filter { $0.hasPrefix("devtrust: error: ") }
             #expect(errors.count == 1 && result.stderr.contains(damage.message), "\(damage.name), \(arguments[0]): \(result.stderr)")
             #expect(!result.stdout.contains(Self.marker) && !result.stderr.contains(Self.marker), "the symlink was followed")
@@ -131,13 +138,24 @@ import Testing
         #expect(FileManager.default.contents(atPath: victim) == Data(Self.marker.utf8), "the symlink target changed")
     }
 
+    @Test(.enabled(if: getuid() == 0 && ExternalTool.openssl.shouldRun), arguments: damages)
+    func aDamagedKeystoreEndsTheProcessWithExitSeven(damage: Damage) throws {
+        let directory = TemporaryDirectory()
+        _ = try Self.damagedKeystore(damage, in: directory)
+        var binary = DevtrustBinary(keystore: directory.file("ks"))
+        binary.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        let result = try binary.run("token", "--device-id", "x")
+        #expect(result.status == 7 && !result.signaled, "\(damage.name): \(result)")
+        #expect(result.stderr.contains(damage.message) && !result.stderr.contains(Self.marker), "\(damage.name): \(result.stderr)")
+    }
+
     @Test(.enabled(if: getuid() == 0)) func aKeystoreDirectoryPlantedByAnotherUserIsRefused() throws {
         // Someone else created the directory first (in a shared /tmp, say): never use it.
         let directory = TemporaryDirectory()
         let planted = directory.file("planted")
         mkdir(planted, 0o700)
         chown(planted, 65534, 65534)
-        let result = try DevtrustBinary(keystore: planted).run("init")
+        let result = try InProcessCLI(keystore: planted).run("init")
         #expect(result.status == 7 && result.stderr.contains("is owned by uid 65534, not by you"), "\(result)")
         #expect(directory.entries("planted").isEmpty)
     }
@@ -145,7 +163,7 @@ import Testing
     @Test func aKeystorePathThatIsAFileIsRefused() throws {
         let directory = TemporaryDirectory()
         let path = directory.write("not-a-directory", "x")
-        let result = try DevtrustBinary(keystore: path).run("init")
+        let result = try InProcessCLI(keystore: path).run("init")
         #expect(result.status == 7, "\(result)")
         #expect(directory.read("not-a-directory") == Array("x".utf8))
     }
@@ -174,7 +192,7 @@ import Testing
     func aBadConfigurationFileIsExitTwo(config: ConfigCase) throws {
         if config.owner != nil && getuid() != 0 { return }
         let directory = TemporaryDirectory()
-        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        var cli = InProcessCLI(keystore: directory.file("ks"))
         cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
         try cli.run("init", "--backend", "software", "-q")
         let path = directory.write("config.json", config.contents, mode: config.mode)
@@ -189,7 +207,7 @@ import Testing
 
     @Test(.enabled(if: getuid() == 0)) func aCollectorOthersCanChangeIsNotRun() throws {
         let directory = TemporaryDirectory()
-        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        var cli = InProcessCLI(keystore: directory.file("ks"))
         let ran = directory.file("ran")
         let program = directory.write("collector.sh", "#!/bin/sh\ntouch \(ran)\necho '{\"site\":\"berlin\"}'\n", mode: 0o777)
         cli.extraEnvironment["DEVTRUST_CONFIG"] = directory.write("config.json", #"{"collector":["\#(program)"],"postureCacheSeconds":0}"#)
@@ -205,7 +223,7 @@ import Testing
 
     @Test(.enabled(if: getuid() == 0)) func aCollectorInADirectoryOthersCanWriteToIsNotRun() throws {
         let directory = TemporaryDirectory()
-        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        var cli = InProcessCLI(keystore: directory.file("ks"))
         let ran = directory.file("ran")
         let shared = directory.file("shared")
         mkdir(shared, 0o700)

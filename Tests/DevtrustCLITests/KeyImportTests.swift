@@ -9,26 +9,8 @@ import Testing
 /// supported. A refused import is exit 2 (PKCS#8) or 6 (TSS2, as every TPM
 /// key problem), says what is wrong, and writes nothing.
 @Suite struct KeyImportTests {
-    struct Setup {
-        let directory = TemporaryDirectory()
-        let cli: DevtrustBinary
-
-        init() {
-            var cli = DevtrustBinary(keystore: directory.file("ks"))
-            cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
-            self.cli = cli
-        }
-
-        /// A fresh software key's file, made by devtrust in another keystore.
-        func softwareKeyFile(_ keystore: String = "other") throws -> PKCS8KeyFile {
-            var other = DevtrustBinary(keystore: directory.file(keystore))
-            other.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
-            #expect(try other.run("init", "--backend", "software", "-q").status == 0)
-            let name = try #require(directory.entries(keystore).first { $0.hasPrefix("key-") })
-            let pem = try #require(directory.read(keystore + "/" + name))
-            return try #require(PKCS8KeyFile(pem: pem))
-        }
-    }
+    /// An empty keystore path, devtrust in-process (key files are read, not loaded into a TPM).
+    typealias Setup = DeviceFixture<InProcessCLI>
 
     /// Each refusal says what is wrong and what would make the file importable:
     /// `openssl pkcs8 -topk8 -nocrypt` only where it writes something devtrust
@@ -36,13 +18,13 @@ import Testing
     /// shell, and imports the result), not where it gives the same error back.
     @Test(arguments: PKCS8KeyFile.Damage.allCases)
     func aPKCS8FileIsCheckedToTheEndOfEveryElement(damage: PKCS8KeyFile.Damage) throws {
-        let setup = Setup()
+        let setup = try Setup(softwareKey: false)
         let file = try setup.softwareKeyFile()
         let path = setup.directory.write("it's a key.pem", file.pem(damage))
         let result = try setup.cli.run("init", "--import", path)
         if damage.isValid {
             #expect(result.status == 0, "\(result)")
-            #expect(try setup.cli.run("pubkey").output == (try DevtrustBinary(keystore: setup.directory.file("other")).run("pubkey").output))
+            #expect(try setup.cli.run("pubkey").output == (try InProcessCLI(keystore: setup.directory.file("other")).run("pubkey").output))
             return
         }
         #expect(result.status == 2, "\(damage) was imported: \(result)")
@@ -60,7 +42,7 @@ import Testing
     /// with the command that converts it where one does (which the test runs).
     @Test(arguments: ["rsa", "p384", "ed25519", "sec1", "sec1 in key.pem", "encrypted", "explicit", "badBase64"])
     func otherKeysAreNamedAndConvertedWhereTheyCanBe(kind: String) throws {
-        let setup = Setup()
+        let setup = try Setup(softwareKey: false)
         // key.pem: the advice must not write over the file it converts (openssl opens its output first).
         let name = kind == "sec1 in key.pem" ? "key.pem" : "it's a key.pem"
         let path = setup.directory.file(name)
@@ -133,7 +115,7 @@ import Testing
     /// TPM key, exit 6, and made a String of the file).
     @Test(arguments: ["comment", "tss2 block"])
     func aPKCS8FileIsASoftwareKeyWhateverElseItHolds(extra: String) throws {
-        let setup = Setup()
+        let setup = try Setup(softwareKey: false)
         let file = try setup.softwareKeyFile()
         let prefix = extra == "comment" ? "# exported for devtrust; not a -----BEGIN TSS2 PRIVATE KEY----- file\n"
             : try #require(TSS2KeyFileField.named("description")).pem()
@@ -144,7 +126,7 @@ import Testing
     }
 
     @Test func aPrivateKeyThatIsNotThePublicKeysIsRefused() throws {
-        let setup = Setup()
+        let setup = try Setup(softwareKey: false)
         var file = try setup.softwareKeyFile()
         file.publicPoint = try setup.softwareKeyFile("another").publicPoint
         let path = setup.directory.write("import.pem", file.pem())
@@ -154,10 +136,11 @@ import Testing
         #expect(setup.directory.read("ks/keystore.json") == nil)
     }
 
+    /// Through the binary: a TSS2 key file is checked by the TPM backend, which loads tpm2-tss.
     @Test(arguments: TSS2KeyFileField.all.map(\.name))
     func tss2KeysWithPoliciesOrSecretsAreNotSupported(name: String) throws {
         let field = try #require(TSS2KeyFileField.named(name))
-        let setup = Setup()
+        let setup = try DeviceFixture<DevtrustBinary>(softwareKey: false)
         let path = setup.directory.write("import.pem", try field.pem())
         let result = try setup.cli.run("init", "--import", path)
         #expect(result.status == 6, "\(result)")
@@ -168,5 +151,17 @@ import Testing
             #expect(result.stderr.contains("no TPM at device:/nonexistent"), "\(result)")
         }
         #expect(setup.directory.read("ks/keystore.json") == nil)
+    }
+}
+
+extension DeviceFixture {
+    /// A fresh software key's file, made by devtrust in another keystore of the fixture's directory.
+    func softwareKeyFile(_ keystore: String = "other") throws -> PKCS8KeyFile {
+        var other = InProcessCLI(keystore: directory.file(keystore))
+        other.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        #expect(try other.run("init", "--backend", "software", "-q").status == 0)
+        let name = try #require(directory.entries(keystore).first { $0.hasPrefix("key-") })
+        let pem = try #require(directory.read(keystore + "/" + name))
+        return try #require(PKCS8KeyFile(pem: pem))
     }
 }

@@ -5,7 +5,7 @@ import Testing
 
 /// Commands that only read the key leave the keystore byte for byte as it
 /// was: the posture cache lives in the cache directory, with the keystore's
-/// trust checks.
+/// trust checks. In-process: nothing here depends on the process.
 @Suite(.enabled(if: ReferenceServer.shouldRun)) struct ReadOnlyCommandTests {
     /// Every entry below the keystore directory: path, mode, and its bytes.
     static func fingerprint(_ root: String) throws -> [String] {
@@ -26,7 +26,7 @@ import Testing
         let directory = TemporaryDirectory()
         let runs = directory.file("runs")
         let collector = directory.write("collector.sh", "#!/bin/sh\necho run >> \(runs)\necho '{\"edrAgent\":\"running\"}'\n", mode: 0o755)
-        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        var cli = InProcessCLI(keystore: directory.file("ks"))
         cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
         try cli.run("init", "--backend", "software", "-q")
         #expect(try cli.run(["register", "--server", server.url, "--non-interactive", "-q"] + RegisterTests.answers).status == 0)
@@ -53,7 +53,7 @@ import Testing
         let directory = TemporaryDirectory()
         let runs = directory.file("runs")
         let collector = directory.write("collector.sh", "#!/bin/sh\necho run >> \(runs)\necho '{\"edrAgent\":\"running\"}'\n", mode: 0o755)
-        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        var cli = InProcessCLI(keystore: directory.file("ks"))
         cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
         let command = "collector:" + collector
         cli.extraEnvironment["DEVTRUST_CONFIG"] = directory.write("config.json", #"{"collector":["\#(collector)"],"postureCacheSeconds":300}"#)
@@ -88,7 +88,7 @@ import Testing
         let directory = TemporaryDirectory()
         let collector = directory.write("collector.sh", "#!/bin/sh\necho '{\"edrAgent\":\"running\"}'\n", mode: 0o755)
         let keystore = directory.file("data/devtrust")
-        var cli = DevtrustBinary(keystore: keystore)
+        var cli = InProcessCLI(keystore: keystore)
         cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
         try cli.run("init", "--backend", "software", "-q")
         switch placement {

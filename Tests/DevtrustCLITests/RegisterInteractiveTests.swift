@@ -3,7 +3,8 @@ import DevtrustTestSupport
 import Foundation
 import Testing
 
-/// `devtrust register` at a terminal: prompts driven through a pseudo-terminal.
+/// `devtrust register` at a terminal: prompts driven through a pseudo-terminal (echo
+/// off for secrets is the terminal's), and in-process with stdin a terminal.
 @Suite(.enabled(if: ReferenceServer.shouldRun)) struct RegisterInteractiveTests {
     struct Session {
         let exit: Int32
@@ -49,26 +50,28 @@ import Testing
         #expect(try server.devices().count == 1)
     }
 
+    /// In-process, with stdin a terminal: the prompts are the command's, not the pty's.
     @Test func aRedirectionResumesWithThePastedCallback() throws {
-        let directory = TemporaryDirectory()
-        let server = try ReferenceServer(["--redirect-step"])
-        let cli = DevtrustBinary(keystore: directory.file("ks"))
-        try cli.run("init", "-q")
-        let session = try Self.run(cli, ["register", "--server", server.url,
+        var setup = try ReferenceServerFixture<InProcessCLI>(["--redirect-step"])
+        setup.cli.inputIsTerminal = true
+        let pasted = ["https://app.example/callback?error=none", "https://app.example/callback?code=abc%2F123&state=reference-state-7f3a"]
+        let session = setup.cli.session(["register", "--server", setup.server.url,
                                          "--input", "http://wso2.com/claims/emailaddress=a@example.com", "--input", "password=long enough",
-                                         "--input", "otp=123456", "--input", "actionId=verify-otp"], steps: [
-            ("Continue in a browser: https://idp.example/authorize\\?client_id=reference&state=reference-state-7f3a", ""),
-            ("Paste the URL the browser was sent back to: ", "https://app.example/callback?error=none\n"),
-            ("has no code and state parameters", ""),
-            ("Paste the URL the browser was sent back to: ", "https://app.example/callback?code=abc%2F123&state=reference-state-7f3a\n"),
-            ("registered: this device is ", ""),
-        ])
-        #expect(!session.timedOut && session.exit == 0, "\(session.transcript)")
+                                         "--input", "otp=123456", "--input", "actionId=verify-otp"],
+                                        stdin: Array((pasted.joined(separator: "\n") + "\n").utf8))
+        #expect(session.result.status == 0, "\(session.result)")
+        let paste = CapturingTerminal.Prompt(text: "Paste the URL the browser was sent back to: ", isSecret: false)
+        #expect(session.prompts == [paste, paste], "\(session.prompts)")
+        let stderr = session.result.stderr
+        let shown = try #require(stderr.range(of: "Continue in a browser: https://idp.example/authorize?client_id=reference&state=reference-state-7f3a\n"), "\(stderr)")
+        let refused = try #require(stderr.range(of: "has no code and state parameters"), "\(stderr)")
+        let registered = try #require(stderr.range(of: "registered: this device is "), "\(stderr)")
+        #expect(shown.upperBound <= refused.lowerBound && refused.upperBound <= registered.lowerBound)
 
         // Without a terminal: the callback's code and state come from --input.
-        let again = try cli.run(["register", "--server", server.url, "--non-interactive", "--input", "code=xyz", "--input", "state=reference-state-7f3a"] + RegisterTests.answers)
+        let again = try setup.cli.run(["register", "--server", setup.server.url, "--non-interactive", "--input", "code=xyz", "--input", "state=reference-state-7f3a"] + RegisterTests.answers)
         #expect(again.status == 0, "\(again)")
-        let missing = try cli.run(["register", "--server", server.url, "--non-interactive"] + RegisterTests.answers)
+        let missing = try setup.cli.run(["register", "--server", setup.server.url, "--non-interactive"] + RegisterTests.answers)
         #expect(missing.status == 2 && missing.stderr.contains("code (from the callback URL), state (from the callback URL)"), "\(missing)")
     }
 }

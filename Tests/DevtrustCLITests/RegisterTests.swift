@@ -3,33 +3,14 @@ import DevtrustTestSupport
 import Foundation
 import Testing
 
-/// `devtrust register` end to end against the reference flow server over loopback HTTP.
+/// `devtrust register` against the reference flow server over loopback HTTP:
+/// in-process, and end to end through the binary once.
 @Suite(.enabled(if: ReferenceServer.shouldRun)) struct RegisterTests {
     static let email = "http://wso2.com/claims/emailaddress"
-    static let answers = ["--input", "\(email)=alice@example.com", "--input", "password=correct horse", "--input", "otp=123456"]
+    static let answers = ReferenceServer.registrationAnswers
 
-    struct Setup {
-        let directory = TemporaryDirectory()
-        let server: ReferenceServer
-        var cli: DevtrustBinary
-
-        init(_ serverArguments: [String] = [], createKey: Bool = true) throws {
-            server = try ReferenceServer(serverArguments)
-            cli = DevtrustBinary(keystore: directory.file("ks"))
-            cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent/tpmrm0"
-            if createKey { try cli.run("init", "--backend", "software", "-q") }
-        }
-
-        func register(_ extra: [String] = [], answers: [String] = RegisterTests.answers, stdin: String? = nil) throws -> ProcessResult {
-            try cli.run(["register", "--server", server.url, "--non-interactive"] + answers + extra, stdin: stdin.map { Array($0.utf8) })
-        }
-
-        func manifest() -> [UInt8]? { directory.read("ks/keystore.json") }
-
-        func registrations() throws -> [JSONValue] {
-            try JSONParser.parse(try #require(manifest())).objectValue?["registrations"]?.arrayValue ?? []
-        }
-    }
+    /// A device with a software key (unless `softwareKey: false`) and its own reference server; devtrust in-process.
+    typealias Setup = ReferenceServerFixture<InProcessCLI>
 
     @Test func secretsOnTheCommandLineAreWarnedAboutAndAFileIsNot() throws {
         let setup = try Setup()
@@ -42,8 +23,9 @@ import Testing
         #expect(!fromFile.stderr.contains("warning"), "\(fromFile.stderr)")
     }
 
+    /// Through the binary: `register` end to end.
     @Test func registersNonInteractivelyAndTheServerAcceptsTokens() throws {
-        let setup = try Setup()
+        let setup = try ReferenceServerFixture<DevtrustBinary>()
         let result = try setup.register(["--device-model", "Test Laptop 14", "--json"])
         #expect(result.status == 0, "\(result)")
         let summary = try JSONParser.parse(result.output).objectValue!
@@ -104,7 +86,7 @@ import Testing
     }
 
     @Test func createsTheKeyFirstWhenThereIsNone() throws {
-        let setup = try Setup(createKey: false)
+        let setup = try Setup(softwareKey: false)
         let result = try setup.register()
         #expect(result.status == 0, "\(result)")
         #expect(result.stderr.contains("this device has no key yet; creating one first"))

@@ -6,41 +6,17 @@ import Testing
 /// Signing in from the device against the reference server: app-native with
 /// the device token, browser URLs, device code, tokens, refresh, logout.
 @Suite(.enabled(if: ReferenceServer.shouldRun)) struct SignInTests {
-    static let basicAnswers = ["--authenticator", "BasicAuthenticator", "--input", "username=alice@example.com", "--input", "password=correct horse"]
+    static let basicAnswers = ReferenceServer.signInAnswers
 
-    struct Setup {
-        let directory = TemporaryDirectory()
-        let server: ReferenceServer
-        var cli: DevtrustBinary
-
-        init(_ serverArguments: [String] = [], register: Bool = true) throws {
-            server = try ReferenceServer(serverArguments)
-            cli = DevtrustBinary(keystore: directory.file("ks"))
-            cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
-            try cli.run("init", "--backend", "software", "-q")
-            if register {
-                let registered = try cli.run(["register", "--server", server.url, "--non-interactive", "-q"] + RegisterTests.answers)
-                #expect(registered.status == 0, "\(registered)")
-            }
-        }
-
-        func login(_ extra: [String] = [], answers: [String] = SignInTests.basicAnswers) throws -> ProcessResult {
-            try cli.run(["login", "--server", server.url, "--client-id", "devtrust-app", "--non-interactive"] + answers + extra)
-        }
-
-        func records() throws -> [JSONObject] {
-            try server.get("/api/signin-records").arrayValue?.compactMap(\.objectValue) ?? []
-        }
-
-        func stats() throws -> JSONObject { try server.get("/api/token-stats").objectValue ?? [:] }
-    }
+    /// A device with a software key, registered with its own reference server unless `register: false`.
+    typealias Setup = ReferenceServerFixture<DevtrustBinary>
 
     @Test func appNativeSignInCarriesAFreshDeviceTokenAndStoresTheTokens() throws {
-        let setup = try Setup()
+        let setup = try Setup(register: true)
         let result = try setup.login()
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.isEmpty)
-        let records = try setup.records()
+        let records = try setup.signInRecords()
         #expect(records.count == 1)
         #expect(records.first?["deviceToken"] == .bool(true) && records.first?["accepted"] == .bool(true), "\(records)")
         let registrationId = try JSONParser.parse(try setup.cli.run("status", "--json").output).objectValue?["registrations"]?.arrayValue?.first?.objectValue?["registrationId"]
@@ -57,7 +33,7 @@ import Testing
         #expect(!(try setup.cli.run("status").stdout.contains(accessToken.output)))
         // A second sign-in: a new token again (the server would refuse a replay).
         #expect(try setup.login().status == 0)
-        let second = try setup.records()
+        let second = try setup.signInRecords()
         #expect(second.count == 2 && second.allSatisfy { $0["accepted"] == .bool(true) })
     }
 
@@ -82,29 +58,29 @@ import Testing
     }
 
     @Test func theServerRecordsStaleAndReusedTokensWithoutFailingTheRequest() throws {
-        let setup = try Setup()
+        let setup = try Setup(register: true)
         let token = try setup.cli.run("token").output
         for _ in 0..<2 {
             let form = "client_id=devtrust-app&response_type=code&redirect_uri=http%3A%2F%2F127.0.0.1%3A8765%2Fcallback&scope=openid&state=s&response_mode=direct&code_challenge=abc&code_challenge_method=S256"
             let answer = try ProcessRunner.run("/usr/bin/curl", ["-s", "-X", "POST", "-H", "X-Device-Token: \(token)", "--data", form, setup.server.url + "/oauth2/authorize"])
             #expect(answer.stdout.contains("MULTI_OPTIONS_PROMPT"), "a bad device token must not fail the sign-in: \(answer.stdout)")
         }
-        let records = try setup.records()
+        let records = try setup.signInRecords()
         #expect(records.map { $0["accepted"] } == [.bool(true), .bool(false)])
         #expect(records.last?["reason"]?.stringValue?.contains("already used") == true)
     }
 
     @Test func withoutARegistrationItWarnsAndSignsInWithoutADeviceToken() throws {
-        let setup = try Setup(register: false)
+        let setup = try Setup()
         let result = try setup.login()
         #expect(result.status == 0, "\(result)")
         #expect(result.stderr.contains("not registered with \(setup.server.url)") && result.stderr.contains("signing in without a device token"))
-        #expect(try setup.records().first?["deviceToken"] == .bool(false))
+        #expect(try setup.signInRecords().first?["deviceToken"] == .bool(false))
     }
 
     @Test(arguments: ["FAIL_INCOMPLETE", "FAILED_INCOMPLETE"])
     func aRefusedStepIsReportedInBothSpellings(spelling: String) throws {
-        let setup = try Setup(["--fail-spelling", spelling], register: false)
+        let setup = try Setup(["--fail-spelling", spelling])
         let result = try setup.login(answers: ["--authenticator", "BasicAuthenticator", "--input", "username=alice@example.com", "--input", "password=wrong"])
         #expect(result.status == 4, "\(result)")
         #expect(result.stderr.contains("did not accept the values given for Username & Password: Authentication failed"), "\(result.stderr)")
@@ -112,7 +88,7 @@ import Testing
     }
 
     @Test func multiOptionStepsAndASecondFactor() throws {
-        let setup = try Setup(["--mfa", "totp"], register: false)
+        let setup = try Setup(["--mfa", "totp"])
         let noChoice = try setup.login(answers: [])
         #expect(noChoice.status == 2 && noChoice.stderr.contains("choose one with --authenticator NAME"), "\(noChoice)")
         #expect(noChoice.stderr.contains("Username & Password (BasicAuthenticator), Email OTP (email-otp-authenticator)"))
@@ -124,7 +100,7 @@ import Testing
     }
 
     @Test func interactiveSignInHidesConfidentialParams() throws {
-        let setup = try Setup(["--mfa", "totp"], register: false)
+        let setup = try Setup(["--mfa", "totp"])
         var environment = setup.cli.environment
         environment["TERM"] = "xterm"
         let steps: [(String, String)] = [
@@ -145,7 +121,7 @@ import Testing
 
     @Test func concurrentCallersOfAnExpiringTokenCauseOneRefresh() throws {
         // Make the stored token expire within the 60 s margin, as if it were an hour old.
-        let setup = try Setup(["--access-token-ttl", "3600", "--refresh-delay", "0.5"], register: false)
+        let setup = try Setup(["--access-token-ttl", "3600", "--refresh-delay", "0.5"])
         #expect(try setup.login().status == 0)
         let tokenFile = try #require(setup.directory.entries("ks").first { $0.hasPrefix("signin-") })
         var tokens = try JSONParser.parse(try #require(setup.directory.read("ks/" + tokenFile))).objectValue!
@@ -173,7 +149,7 @@ import Testing
     }
 
     @Test func aRefusedRefreshDropsTheTokens() throws {
-        let setup = try Setup(["--access-token-ttl", "30"], register: false)
+        let setup = try Setup(["--access-token-ttl", "30"])
         #expect(try setup.login().status == 0)
         setup.server.stop() // the new server knows none of the old refresh tokens
         let restarted = try ReferenceServer(["--port", String(URL(string: setup.server.url)!.port!)])
@@ -191,7 +167,7 @@ import Testing
                       ("drop", 5, "closed the connection without an answer"),
                       ("400-invalid-request", 4, "invalid_request")])
     func aRefreshThatFailsOnceKeepsTheSignIn(mode: String, exit: Int32, reason: String) throws {
-        let setup = try Setup(["--access-token-ttl", "30", "--refresh-fault", mode], register: false)
+        let setup = try Setup(["--access-token-ttl", "30", "--refresh-fault", mode])
         #expect(try setup.login().status == 0)
         let tokenFile = try #require(setup.directory.entries("ks").first { $0.hasPrefix("signin-") })
         let before = setup.directory.read("ks/" + tokenFile)
@@ -212,7 +188,7 @@ import Testing
     /// is refreshed after an assumed lifetime, or on demand (`--refresh`, after a resource's 401);
     /// without a refresh token it is used as it is.
     @Test func aTokenWithoutALifetimeIsRefreshedAfterAnAssumedOne() throws {
-        let setup = try Setup(["--no-expires-in"], register: false)
+        let setup = try Setup(["--no-expires-in"])
         let login = try setup.login()
         #expect(login.status == 0 && login.stderr.contains("the server gave no lifetime for the access token"), "\(login)")
         let tokenFile = try #require(setup.directory.entries("ks").first { $0.hasPrefix("signin-") })
@@ -237,7 +213,7 @@ import Testing
     }
 
     @Test func withoutARefreshTokenAnAccessTokenOfUnknownLifetimeIsKept() throws {
-        let setup = try Setup(["--no-expires-in", "--no-refresh-token"], register: false)
+        let setup = try Setup(["--no-expires-in", "--no-refresh-token"])
         #expect(try setup.login().status == 0)
         let tokenFile = try #require(setup.directory.entries("ks").first { $0.hasPrefix("signin-") })
         var stored = try JSONParser.parse(try #require(setup.directory.read("ks/" + tokenFile))).objectValue!
@@ -252,7 +228,7 @@ import Testing
     }
 
     @Test func logoutRevokesAndDeletes() throws {
-        let setup = try Setup(register: false)
+        let setup = try Setup()
         #expect(try setup.login().status == 0)
         let result = try setup.cli.run("logout")
         #expect(result.status == 0 && result.stderr.contains("revoked the refresh token and access token"), "\(result)")
@@ -265,14 +241,14 @@ import Testing
     /// What logout could not revoke is said, and why: no endpoint, a refusal, or no answer.
     /// glewlwyd's non-standard delete_token grant is tried only where the profile says the server has it.
     @Test func logoutSaysWhyATokenWasNotRevoked() throws {
-        let setup = try Setup(["--no-revocation"], register: false)
+        let setup = try Setup(["--no-revocation"])
         #expect(try setup.login().status == 0)
         let noEndpoint = try setup.cli.run("logout")
         #expect(noEndpoint.status == 0 && noEndpoint.stderr.contains("deleted the sign-in at \(setup.server.url)"), "\(noEndpoint)")
         #expect(noEndpoint.stderr.contains("the refresh token was not revoked: the server offers no revocation endpoint"), "\(noEndpoint.stderr)")
         #expect(try setup.stats()["deleteTokenGrants"] == .integer(0), "a non-standard grant went to a server not known to have it")
 
-        let down = try Setup([], register: false)
+        let down = try Setup()
         #expect(try down.login().status == 0)
         down.server.stop()
         let unreachable = try down.cli.run("logout")
@@ -282,7 +258,7 @@ import Testing
     }
 
     @Test func authorizeURLCarriesADeviceTokenAndPKCEAndFinishesWithTheCallback() throws {
-        let setup = try Setup()
+        let setup = try Setup(register: true)
         for par in [false, true] {
             let printed = try setup.cli.run(["authorize-url", "--server", setup.server.url, "--client-id", "devtrust-app"] + (par ? ["--par"] : []))
             #expect(printed.status == 0, "\(printed)")
@@ -315,7 +291,7 @@ import Testing
     /// the token goes) and issuer, not by the document's URL; among registrations on that origin, the
     /// one whose base URL they are below.
     @Test func authorizeURLWithDiscoveryFindsTheRegistrationByTheProvidersURLs() throws {
-        let setup = try Setup()
+        let setup = try Setup(register: true)
         #expect(try setup.cli.run(["register", "--server", setup.server.url + "/t/acme", "--non-interactive", "-q"] + RegisterTests.answers).status == 0)
         let discovery = setup.server.url + "/oauth2/token/.well-known/openid-configuration"
         let printed = try setup.cli.run(["authorize-url", "--discovery", discovery, "--client-id", "devtrust-app"])
@@ -332,13 +308,13 @@ import Testing
     @Test func aDeviceTokenGoesNowhereButItsOwnServer() throws {
         let listener = try RecordingListener(host: "127.0.0.1")
         let elsewhere = "http://\(listener.authority)/par"
-        let setup = try Setup(["--par-endpoint", elsewhere])
+        let setup = try Setup(["--par-endpoint", elsewhere], register: true)
         let pushed = try setup.cli.run(["authorize-url", "--server", setup.server.url, "--client-id", "devtrust-app", "--par"])
         #expect(pushed.stderr.contains("the request goes to http://\(listener.authority), not to \(setup.server.url) where this device is registered"), "\(pushed)")
         let received = listener.connections()
         #expect(received.count == 1 && !received.joined().contains("device_token"), "\(received)")
 
-        let tenant = try Setup()
+        let tenant = try Setup(register: true)
         var cli = tenant.cli
         try FileManager.default.removeItem(atPath: tenant.directory.file("ks"))
         cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
@@ -351,7 +327,7 @@ import Testing
 
     /// A sign-in's profile flag for glewlwyd's delete_token survives a browser sign-in.
     @Test func aBrowserSignInKeepsTheProfilesDeleteTokenGrant() throws {
-        let setup = try Setup(["--no-revocation"], register: false)
+        let setup = try Setup(["--no-revocation"])
         var cli = setup.cli
         let profile: JSONObject = ["server": .string(setup.server.url), "clientId": .string("devtrust-app"), "deleteTokenGrant": .bool(true)]
         cli.extraEnvironment["DEVTRUST_CONFIG"] = setup.directory.write("config.json", JSONWriter.string(.object(["signIn": .object(["profiles": .object(["p": .object(profile)])])])))
@@ -387,7 +363,7 @@ enum FormEncodingForTests {
 
 @Suite(.enabled(if: ReferenceServer.shouldRun)) struct SignInEdgeTests {
     @Test func aFederatedRedirectionStepResumesWithTheCallback() throws {
-        let setup = try SignInTests.Setup(["--authenticators", "federated"], register: false)
+        let setup = try SignInTests.Setup(["--authenticators", "federated"])
         let answers = ["--authenticator", "Google", "--input", "code=abc", "--input", "state=federated-state-42"]
         let result = try setup.login(answers: answers)
         #expect(result.status == 0, "\(result)")
@@ -403,4 +379,14 @@ enum FormEncodingForTests {
         #expect(printed.stderr.contains("advertises no pushed_authorization_request_endpoint; the URL carries the request itself"))
         #expect(printed.output.contains("device_token=") && !printed.output.contains("request_uri"))
     }
+}
+
+extension ReferenceServerFixture {
+    /// App-native sign-in with the server's app, non-interactively.
+    func login(_ extra: [String] = [], answers: [String] = SignInTests.basicAnswers) throws -> ProcessResult {
+        try cli.run(["login", "--server", server.url, "--client-id", "devtrust-app", "--non-interactive"] + answers + extra)
+    }
+
+    /// The server's token endpoint counters (refreshes, revocations, grants).
+    func stats() throws -> JSONObject { try server.get("/api/token-stats").objectValue ?? [:] }
 }

@@ -5,30 +5,7 @@ import Testing
 
 /// The TPM backend through the real binary, against a private swtpm per test.
 @Suite(.enabled(if: Swtpm.shouldRun)) struct TPMCommandTests {
-    struct Setup {
-        let directory = TemporaryDirectory()
-        let tpm: Swtpm
-        let cli: DevtrustBinary
-
-        init(tpm: Swtpm? = nil) throws {
-            self.tpm = try tpm ?? Swtpm()
-            var cli = DevtrustBinary(keystore: directory.file("ks"))
-            cli.extraEnvironment["DEVTRUST_TCTI"] = self.tpm.tcti
-            self.cli = cli
-        }
-
-        func manifest() throws -> JSONObject {
-            try JSONParser.parse(try #require(directory.read("ks/keystore.json"))).objectValue!
-        }
-
-        func keyFilePath() throws -> String {
-            directory.file("ks/" + (try #require(directory.entries("ks").first { $0.hasPrefix("key-") })))
-        }
-
-        func status() throws -> JSONObject {
-            try JSONParser.parse(try cli.run("status", "--json").output).objectValue!
-        }
-    }
+    typealias Setup = SwtpmDeviceFixture
 
     @Test func initCreatesAPersistentSRKAndRecordsIt() throws {
         let setup = try Setup()

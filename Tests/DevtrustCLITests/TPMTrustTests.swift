@@ -8,7 +8,7 @@ import Testing
 /// accident first (with tpm2-tools, or an active interposer on the TPM bus)
 /// and fails on a devtrust that does not defend against it.
 @Suite(.enabled(if: Swtpm.shouldRun)) struct TPMTrustTests {
-    typealias Setup = TPMCommandTests.Setup
+    typealias Setup = SwtpmDeviceFixture
 
     /// A P-256 signing key made with tpm2-tools under the SRK at 0x81000001,
     /// as a TSS2 PRIVATE KEY file devtrust can import. `imported` brings in a

@@ -32,7 +32,7 @@ import Testing
 
     @Test func aProfilesPlainHTTPTokenEndpointGetsNoCode() throws {
         let remote = try Remote()
-        var setup = try SignInTests.Setup()
+        var setup = try SignInTests.Setup(register: true)
         let profile: JSONValue = .object(["signIn": .object(["profiles": .object(["acme": .object([
             "server": .string(setup.server.url), "clientId": .string("devtrust-app"),
             "endpoints": .object(["token": .string(remote.tokenEndpoint)]),
@@ -42,7 +42,7 @@ import Testing
         Self.expectRefusal(result, of: remote.tokenEndpoint)
         #expect(remote.received == [], "the code went out in cleartext: \(remote.received)")
         // The sign-in itself ran (the device token was accepted): only the exchange was refused.
-        #expect(try setup.records().first?["accepted"] == .bool(true))
+        #expect(try setup.signInRecords().first?["accepted"] == .bool(true))
         #expect(!setup.directory.entries("ks").contains { $0.hasPrefix("signin-") })
     }
 
@@ -116,12 +116,12 @@ import Testing
 /// device token and without what a redirect's Location carries.
 @Suite(.enabled(if: ReferenceServer.shouldRun)) struct HTTPDebugRedactionTests {
     @Test func theDeviceTokenHeaderIsRedacted() throws {
-        var setup = try SignInTests.Setup()
+        var setup = try SignInTests.Setup(register: true)
         setup.cli.extraEnvironment["DEVTRUST_HTTP_DEBUG"] = "1"
         let result = try setup.login()
         #expect(result.status == 0, "\(result)")
         // The header was sent, and the server accepted the token in it.
-        #expect(try setup.records().first?["deviceToken"] == .bool(true) && setup.records().first?["accepted"] == .bool(true))
+        #expect(try setup.signInRecords().first?["deviceToken"] == .bool(true) && setup.signInRecords().first?["accepted"] == .bool(true))
         #expect(result.stderr.contains("devtrust: http: > X-Device-Token: [redacted]\n"), "\(result.stderr)")
         // No part of a device token: its header (the same in every token of this
         // registration) nor any other JSON in base64url.

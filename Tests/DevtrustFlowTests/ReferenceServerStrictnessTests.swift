@@ -107,8 +107,3 @@ import Testing
         #expect(Self.refusal(step, [("publicKey", spki), ("signature", "MEUCIQ==")])?.code == "DR-60002")
     }
 }
-
-struct FixedClock: Clock {
-    let seconds: Int64
-    func secondsSinceEpoch() -> Int64 { seconds }
-}

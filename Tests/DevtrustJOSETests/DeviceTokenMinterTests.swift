@@ -1,6 +1,7 @@
 import DevtrustEncoding
 import DevtrustJOSE
 import DevtrustKeys
+import DevtrustTestSupport
 import Testing
 
 @Suite struct DeviceTokenMinterTests {

@@ -2,7 +2,7 @@ import Foundation
 
 /// The `devtrust` executable that `swift build` put next to the test bundle
 /// (or `DEVTRUST_BIN`), run with a controlled environment.
-public struct DevtrustBinary: Sendable {
+public struct DevtrustBinary: DevtrustRunner, Sendable {
     public let path: String
     public let keystore: String
     public var extraEnvironment: [String: String] = [:]
@@ -66,24 +66,7 @@ public struct DevtrustBinary: Sendable {
         self.keystore = keystore
     }
 
-    /// The cache directory (`XDG_CACHE_HOME`/devtrust): beside the keystore, not in it.
-    public var cacheDirectory: String { keystore + "-cache/devtrust" }
-
-    /// A minimal environment: no inherited DEVTRUST_* or XDG settings leak into tests.
-    public var environment: [String: String] {
-        var environment = ["PATH": "/usr/bin:/bin", "HOME": keystore + "/home", "DEVTRUST_KEYSTORE": keystore,
-                           "XDG_CONFIG_HOME": keystore + "/no-config", "XDG_CACHE_HOME": keystore + "-cache"]
-        environment.merge(extraEnvironment) { $1 }
-        return environment
-    }
-
-    @discardableResult
-    public func run(_ arguments: [String], stdin: [UInt8]? = nil) throws -> ProcessResult {
+    public func run(_ arguments: [String], stdin: [UInt8]?) throws -> ProcessResult {
         try ProcessRunner.run(path, arguments, environment: environment, stdin: stdin)
-    }
-
-    @discardableResult
-    public func run(_ arguments: String..., stdin: String? = nil) throws -> ProcessResult {
-        try run(arguments, stdin: stdin.map { Array($0.utf8) })
     }
 }

@@ -8,6 +8,13 @@ public struct ProcessResult: Sendable, CustomStringConvertible {
     /// Whether the process was killed by a signal (status is then the signal number).
     public let signaled: Bool
 
+    public init(status: Int32, stdout: String, stderr: String, signaled: Bool = false) {
+        self.status = status
+        self.stdout = stdout
+        self.stderr = stderr
+        self.signaled = signaled
+    }
+
     public var description: String { "exit \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
 
     /// stdout without its single trailing newline.

@@ -1,0 +1,122 @@
+@testable import DevtrustCLI
+import DevtrustJOSE
+import DevtrustKeys
+import DevtrustTestSupport
+import Testing
+
+/// A terminal for commands run in-process: what they write to stdout and stderr is
+/// kept; stdin is given, and prompts read their answers from it line by line, as
+/// from a real stdin; whether stdin and stderr are terminals is set by the test.
+final class CapturingTerminal: Terminal {
+    /// A question a command asked: its text, and whether the answer was read without echo.
+    struct Prompt: Equatable {
+        let text: String
+        let isSecret: Bool
+    }
+
+    private(set) var output = ""
+    private(set) var errors = ""
+    private(set) var prompts = [Prompt]()
+    private var input: [UInt8]
+    let inputIsTerminal: Bool
+    let errorIsTerminal: Bool
+
+    init(stdin: [UInt8] = [], inputIsTerminal: Bool = false, errorIsTerminal: Bool = false) {
+        input = stdin
+        self.inputIsTerminal = inputIsTerminal
+        self.errorIsTerminal = errorIsTerminal
+    }
+
+    func writeOutput(_ text: String) { output += text }
+    func writeError(_ text: String) { errors += text }
+
+    func readInput(limit: Int) -> [UInt8]? {
+        defer { input = [] }
+        return input.count > limit ? nil : input
+    }
+
+    func readLine(prompt: String) -> String? {
+        ask(prompt, isSecret: false)
+    }
+
+    func readSecret(prompt: String) -> String? {
+        let answer = ask(prompt, isSecret: true)
+        // The process terminal ends a hidden answer's line itself (the newline typed was not echoed).
+        if inputIsTerminal { writeError("\n") }
+        return answer
+    }
+
+    private func ask(_ prompt: String, isSecret: Bool) -> String? {
+        prompts.append(Prompt(text: prompt, isSecret: isSecret))
+        writeError(TerminalText.printable(prompt))
+        guard !input.isEmpty else { return nil }
+        let line = input.firstIndex(of: 0x0A).map { input[..<$0] } ?? input[...]
+        input.removeFirst(min(line.count + 1, input.count))
+        return String(decoding: line, as: UTF8.self)
+    }
+}
+
+/// `devtrust` run in this process through `DevtrustCommandLine.run`, with the
+/// environment `DevtrustBinary` gives the binary, a capturing terminal, and the
+/// clock and randomness the test chooses. For what needs a process of its own
+/// (signals, file descriptors, memory, the real environment, dlopen at start,
+/// other users, a pty), use `DevtrustBinary`.
+struct InProcessCLI: DevtrustRunner {
+    let keystore: String
+    var extraEnvironment: [String: String] = [:]
+    var clock: any Clock = SystemClock()
+    var random: any RandomSource = SystemRandom()
+    var inputIsTerminal = false
+    var errorIsTerminal = false
+
+    init(keystore: String) {
+        self.keystore = keystore
+    }
+
+    /// What a run printed and returned, and the prompts it showed.
+    struct Run {
+        let result: ProcessResult
+        let prompts: [CapturingTerminal.Prompt]
+    }
+
+    func run(_ arguments: [String], stdin: [UInt8]?) throws -> ProcessResult {
+        session(arguments, stdin: stdin).result
+    }
+
+    func session(_ arguments: [String], stdin: [UInt8]? = nil) -> Run {
+        // In-process, devtrust sees only the variables CommandEnvironment.process() would
+        // read: a test that sets another (LD_PRELOAD, PATH for a helper) needs the binary.
+        for name in extraEnvironment.keys where name != "PATH" && !CommandEnvironment.knownVariables.contains(name) {
+            Issue.record("\(name) is read by the process, not through CommandEnvironment: run this test with DevtrustBinary")
+        }
+        if extraEnvironment["DEVTRUST_HTTP_DEBUG"] != nil {
+            Issue.record("libcurl's debug lines go to file descriptor 2, not through the Terminal: run this test with DevtrustBinary")
+        }
+        let variables = environment.filter { CommandEnvironment.knownVariables.contains($0.key) }
+        let terminal = CapturingTerminal(stdin: stdin ?? [], inputIsTerminal: inputIsTerminal, errorIsTerminal: errorIsTerminal)
+        let status = DevtrustCommandLine.run(arguments, environment: CommandEnvironment(variables: variables, terminal: terminal, clock: clock, random: random))
+        return Run(result: ProcessResult(status: status, stdout: terminal.output, stderr: terminal.errors), prompts: terminal.prompts)
+    }
+
+    /// One command with the given variables only (no keystore set up), for
+    /// parsing, help and errors that come before any keystore is read.
+    static func run(_ arguments: [String], variables: [String: String] = [:], stdin: String? = nil,
+                    clock: any Clock = SystemClock(), random: any RandomSource = SystemRandom(),
+                    inputIsTerminal: Bool = false, errorIsTerminal: Bool = false) -> (exitCode: Int32, stdout: String, stderr: String) {
+        let terminal = CapturingTerminal(stdin: Array((stdin ?? "").utf8), inputIsTerminal: inputIsTerminal, errorIsTerminal: errorIsTerminal)
+        let status = DevtrustCommandLine.run(arguments, environment: CommandEnvironment(variables: variables, terminal: terminal, clock: clock, random: random))
+        return (status, terminal.output, terminal.errors)
+    }
+}
+
+extension DeviceFixture where CLI == InProcessCLI {
+    init(softwareKey: Bool = true) throws {
+        try self.init({ InProcessCLI(keystore: $0) }, softwareKey: softwareKey)
+    }
+}
+
+extension ReferenceServerFixture where CLI == InProcessCLI {
+    init(_ serverArguments: [String] = [], softwareKey: Bool = true, register: Bool = false) throws {
+        try self.init({ InProcessCLI(keystore: $0) }, serverArguments: serverArguments, softwareKey: softwareKey, register: register)
+    }
+}
