@@ -22,7 +22,8 @@ enum RegisterCommand: DevtrustCommand {
         static let claims = RepeatableOption<Self>.claim
         static let open = FlagOption<Self>("open", "open a redirection step's URL in the desktop's browser")
         static let spec = CommandSpec(name: "register", summary: "register this device with a server (Flow Execution API)",
-                                      options: [server, flowType, applicationID, input, inputsFile, nonInteractive, deviceModel, claims, open])
+                                      options: [server, flowType, applicationID, input, inputsFile, nonInteractive, deviceModel, claims, open],
+                                      required: [.option(server)])
 
         var server: String?
         var flowType: String?
