@@ -97,6 +97,83 @@ import Testing
     }
 }
 
+/// What register and token say with -v, and the hints for a server URL that is not the base.
+@Suite(.enabled(if: ReferenceServer.shouldRun)) struct WayfindingServerTests {
+    static let inputs = ["--input", "http://wso2.com/claims/emailaddress=dana@example.com", "--input", "password=pw-Verbose-4471", "--input", "otp=123456"]
+
+    @Test func verboseSaysEachStepOnStderrAndStdoutStaysTheArtifact() throws {
+        let directory = TemporaryDirectory()
+        let server = try ReferenceServer()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        try cli.run("init", "-q", "--backend", "software")
+        let fingerprint = try cli.run("pubkey", "--format", "thumbprint").output
+        let register = try cli.run(["-v", "register", "--server", server.url, "--non-interactive"] + Self.inputs)
+        #expect(register.status == 0 && register.stdout.isEmpty, "\(register)")
+        let execute = server.url + "/api/server/v1/flow/execute"
+        for step in ["keystore: \(directory.file("ks"))\n", "key: software key \(fingerprint)\n", "claim platform: ", "claim keyProtection: ",
+                     "http: POST \(execute)\nhttp: 200 from POST \(execute)\n",
+                     "flow step 1: VIEW asking for http://wso2.com/claims/emailaddress, password; actions submit-registration\n",
+                     "flow step 1: answering with action submit-registration and inputs http://wso2.com/claims/emailaddress, password\n",
+                     "flow step 2: VIEW asking for otp", "flow step 3: INTERNAL_PROMPT (Device Registration)\n", "registered: this device is "] {
+            #expect(register.stderr.contains(step), "register -v lacks \(step): \(register.stderr)")
+        }
+        #expect(!register.stderr.contains("pw-Verbose-4471") && !register.stderr.contains("123456"), "\(register.stderr)")
+        let status = try cli.run("status", "--json")
+        let registrationID = try #require(try JSONParser.parse(status.output).objectValue?["registrations"]?.arrayValue?.first?
+            .objectValue?["registrationId"]?.stringValue)
+
+        let plain = try cli.run("token")
+        let verbose = try cli.run("-v", "token")
+        #expect(plain.status == 0 && plain.stderr.isEmpty && verbose.status == 0, "\(verbose)")
+        // The same artifact: one JWT line with the same header (jti and iat differ per call).
+        #expect(verbose.stdout.split(separator: ".").count == 3 && verbose.stdout.hasSuffix("\n") && !verbose.output.contains("\n"))
+        #expect(verbose.stdout.split(separator: ".")[0] == plain.stdout.split(separator: ".")[0])
+        for step in ["keystore: \(directory.file("ks"))\n", "key: software key \(fingerprint)\n",
+                     "registration: \(registrationID) at \(server.url), the only one\n", "claim platform: the configuration (linux)\n",
+                     "claim osName: ", "signing: an ES256 device token"] {
+            #expect(verbose.stderr.contains(step), "token -v lacks \(step): \(verbose.stderr)")
+        }
+        // No part of the token on stderr.
+        for part in verbose.output.split(separator: ".") { #expect(!verbose.stderr.contains(part)) }
+        let explicit = try cli.run("-v", "token", "--device-id", "dev-7")
+        #expect(explicit.stderr.contains("device id: dev-7, from --device-id\n"), "\(explicit.stderr)")
+    }
+
+    @Test func anEndpointPastedAsTheServerGetsTheBaseURL() throws {
+        let directory = TemporaryDirectory()
+        let server = try ReferenceServer()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        try cli.run("init", "-q", "--backend", "software")
+        let pasted = server.url + "/t/acme/api/server/v1/flow/execute"
+        let register = try cli.run(["register", "--server", pasted, "--non-interactive"] + Self.inputs)
+        #expect(register.status == 2 && register.stdout.isEmpty, "\(register)")
+        #expect(register.stderr == "devtrust: error: --server \(pasted) is an API endpoint, not the server's base URL: use --server \(server.url)/t/acme (see `devtrust help register`)\n")
+        let login = try cli.run("login", "--server", server.url + "/oauth2/authorize", "--client-id", "devtrust-app", "--non-interactive")
+        #expect(login.status == 2 && login.stderr.contains("is an API endpoint, not the server's base URL: use --server \(server.url) (see `devtrust help login`)"),
+                "\(login)")
+        // Nothing reached the server.
+        #expect(try server.devices().isEmpty)
+        // A base whose own path merely contains the words is a base.
+        #expect(ServerBaseURL.base(of: "https://idp.example/t/oauth2-tenant") == nil)
+        #expect(ServerBaseURL.base(of: "https://idp.example/api/server/v1") == "https://idp.example")
+    }
+
+    /// https:// to a port that speaks plain HTTP: the reference server is such a listener.
+    @Test func httpsToAPlainHTTPPortSaysSo() throws {
+        let directory = TemporaryDirectory()
+        let server = try ReferenceServer()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        try cli.run("init", "-q", "--backend", "software")
+        let wrongScheme = "https://" + server.url.dropFirst("http://".count)
+        let hostAndPort = String(wrongScheme.dropFirst("https://".count))
+        let result = try cli.run(["register", "--server", wrongScheme, "--non-interactive"] + Self.inputs)
+        #expect(result.status == 5, "\(result)")
+        #expect(result.stderr.contains("devtrust: error: the server at \(hostAndPort) answered plain HTTP to an HTTPS request: check the URL's scheme and port"),
+                "\(result.stderr)")
+        #expect(!result.stderr.contains("wrong version number") && !result.stderr.contains("error:0A"), "\(result.stderr)")
+    }
+}
+
 /// A command run on a pseudo-terminal (Tests/Interop/pty_session.py), its prompts answered.
 enum PseudoTerminal {
     struct Session {
