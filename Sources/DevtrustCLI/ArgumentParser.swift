@@ -7,6 +7,10 @@ enum OptionValueKind: Sendable, Equatable {
     case url
     /// One of a fixed set; help shows them as `a|b|c`.
     case choice([String])
+    /// A sign-in profile's name (`signIn.profiles` of the configuration).
+    case profile
+    /// A devtrust command's name (`help COMMAND`).
+    case command
     case text
 }
 
@@ -29,6 +33,23 @@ struct OptionSpec: Sendable {
     var displayName: String { "--" + long }
 }
 
+/// Options a command cannot run without: one of `alternatives`, each a set of
+/// options given together. Usage lines show them without brackets, e.g.
+/// `--server URL` or `(--jwt TOKEN|- | --signature SIG --message FILE|-)`;
+/// the command itself checks them, with its own message.
+struct OptionRequirement: Sendable {
+    /// Long names.
+    let alternatives: [[String]]
+
+    static func option(_ option: any DeclaredOption) -> Self {
+        Self(alternatives: [[option.spec.long]])
+    }
+
+    static func oneOf(_ alternatives: [any DeclaredOption]...) -> Self {
+        Self(alternatives: alternatives.map { $0.map(\.spec.long) })
+    }
+}
+
 struct CommandSpec: Sendable {
     let name: String
     let summary: String
@@ -36,13 +57,24 @@ struct CommandSpec: Sendable {
     let positionalUsage: String
     let maximumPositionals: Int
     let options: [OptionSpec]
+    let requirements: [OptionRequirement]
+    /// What a shell completes the operand with, when the command takes one.
+    let positionalKind: OptionValueKind?
 
-    init(name: String, summary: String, positionalUsage: String = "", maximumPositionals: Int = 0, options: [any DeclaredOption]) {
+    init(name: String, summary: String, positionalUsage: String = "", maximumPositionals: Int = 0, positionalKind: OptionValueKind? = nil,
+         options: [any DeclaredOption], required requirements: [OptionRequirement] = []) {
         self.name = name
         self.summary = summary
         self.positionalUsage = positionalUsage
         self.maximumPositionals = maximumPositionals
+        self.positionalKind = positionalKind
         self.options = options.map(\.spec)
+        self.requirements = requirements
+    }
+
+    /// Whether a requirement names the option (usage shows it unbracketed).
+    func isRequired(_ option: OptionSpec) -> Bool {
+        requirements.contains { $0.alternatives.contains { $0.contains(option.long) } }
     }
 }
 
@@ -228,7 +260,9 @@ struct ArgumentParser {
             }
             if commandSpec == nil {
                 guard let spec = commands.first(where: { $0.name == argument }) else {
-                    throw UsageError("unknown command \"\(argument)\"; run `devtrust --help` for the list")
+                    let suggestions = NameSuggestions.closest(to: argument, among: commands.map(\.name))
+                    throw UsageError("unknown command \"\(argument)\""
+                                     + (suggestions.isEmpty ? "; run `devtrust --help` for the list" : NameSuggestions.phrase(suggestions, quoted: true)))
                 }
                 commandSpec = spec
                 parsed.command = argument
@@ -263,9 +297,12 @@ struct ArgumentParser {
         if command == nil, commands.contains(where: { $0.options.contains(where: { "--" + $0.long == argument.split(separator: "=").first.map(String.init) }) }) {
             throw UsageError("option \(argument) must come after the command it belongs to")
         }
+        let typed = argument.split(separator: "=", maxSplits: 1).first.map(String.init) ?? argument
+        let suggestion = typed.hasPrefix("--")
+            ? NameSuggestions.phrase(NameSuggestions.closest(to: typed, among: candidates.map(\.displayName)), quoted: false) : ""
         if let command, command.maximumPositionals > 0 {
-            throw UsageError("unknown option \(argument) (an argument that starts with \"-\" goes after `--`)", command: command.name)
+            throw UsageError("unknown option \(typed)\(suggestion) (an argument that starts with \"-\" goes after `--`)", command: command.name)
         }
-        throw UsageError("unknown option \(argument)", command: command?.name)
+        throw UsageError("unknown option \(typed)" + suggestion, command: command?.name)
     }
 }

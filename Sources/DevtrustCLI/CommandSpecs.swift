@@ -63,7 +63,7 @@ enum CommandSpecs {
     static let all: [any DevtrustCommand.Type] = [
         InitCommand.self, PubkeyCommand.self, SignChallengeCommand.self, DeviceDataCommand.self, TokenCommand.self,
         AttributesCommand.self, VerifyCommand.self, RegisterCommand.self, LoginCommand.self, AccessTokenCommand.self,
-        AuthorizeURLCommand.self, LogoutCommand.self, StatusCommand.self, ResetCommand.self, HelpCommand.self,
+        AuthorizeURLCommand.self, LogoutCommand.self, StatusCommand.self, ResetCommand.self, CompletionCommand.self, HelpCommand.self,
     ]
 
     static let global = GlobalOptions.declaredOptions
@@ -75,10 +75,13 @@ enum CommandSpecs {
         all.first { $0.spec.name == name }
     }
 
+    /// Help fits an 80-column terminal.
+    static let helpWidth = 80
+
     static func overview() -> String {
-        var text = """
-        devtrust \(version): a device-trust agent. Keeps a P-256 device key (TPM or software),
-        registers the device with an identity server, and mints device tokens.
+        var text = wrap("devtrust \(version): a device-trust agent. Keeps a P-256 device key (TPM or software), "
+                        + "registers the device with an identity server, and mints device tokens.")
+        text += """
 
         Usage: devtrust [OPTIONS] COMMAND [ARGS]
 
@@ -87,34 +90,70 @@ enum CommandSpecs {
         """
         let width = commands.map(\.name.count).max() ?? 0
         for command in commands {
-            text += "  " + command.name + String(repeating: " ", count: width - command.name.count + 2) + command.summary + "\n"
+            text += columns("  " + command.name, command.summary, column: width + 4)
         }
         text += "\nOptions (before or after the command):\n" + describe(global)
-        text += "\nExit codes: 0 ok, 1 failure/invalid, 2 usage, 3 no key or not registered, 4 server refused,\n"
-        text += "5 network, 6 TPM, 7 keystore. `devtrust help COMMAND` shows a command's options; man devtrust.\n"
+        text += "\n" + wrap("Exit codes: 0 ok, 1 failure/invalid, 2 usage, 3 no key or not registered, 4 server refused, "
+                            + "5 network, 6 TPM, 7 keystore. `devtrust help COMMAND` shows a command's options; man devtrust.")
         return text
     }
 
     static func help(for name: String) -> String? {
         guard let command = commands.first(where: { $0.name == name }) else { return nil }
-        var usage = "Usage: devtrust \(command.name)"
-        for option in command.options {
-            let shown = option.displayName + (option.value.map { " " + $0.name } ?? "")
-            usage += " [" + shown + "]" + (option.repeatable ? "..." : "")
+        var words = [String]()
+        for requirement in command.requirements {
+            let alternatives = requirement.alternatives.map { longs in
+                longs.compactMap { long in command.options.first { $0.long == long }.map(shown) }.joined(separator: " ")
+            }
+            words.append(alternatives.count == 1 ? alternatives[0] : "(" + alternatives.joined(separator: " | ") + ")")
         }
-        if !command.positionalUsage.isEmpty { usage += " " + command.positionalUsage }
-        var text = usage + "\n\n" + command.summary + "\n"
+        for option in command.options where !command.isRequired(option) {
+            words.append("[" + shown(option) + "]" + (option.repeatable ? "..." : ""))
+        }
+        if !command.positionalUsage.isEmpty { words.append(command.positionalUsage) }
+        var text = wrap(words, first: "Usage: devtrust \(command.name)", rest: "    ")
+        text += "\n" + wrap(command.summary)
         if !command.options.isEmpty { text += "\nOptions:\n" + describe(command.options) }
         return text
     }
 
+    /// `--name VALUE`, as usage lines show an option.
+    static func shown(_ option: OptionSpec) -> String {
+        option.displayName + (option.value.map { " " + $0.name } ?? "")
+    }
+
     private static func describe(_ options: [OptionSpec]) -> String {
         let rendered = options.map { option -> (String, String) in
-            let short = option.short.map { "-\($0), " } ?? ""
-            return (short + option.displayName + (option.value.map { " " + $0.name } ?? ""), option.help)
+            ("  " + (option.short.map { "-\($0), " } ?? "") + shown(option), option.help)
         }
         let width = rendered.map(\.0.count).max() ?? 0
-        return rendered.map { "  " + $0.0 + String(repeating: " ", count: width - $0.0.count + 2) + $0.1 + "\n" }.joined()
+        return rendered.map { columns($0.0, $0.1, column: width + 2) }.joined()
+    }
+
+    /// `left` padded to `column`, then `right` wrapped to the help width with
+    /// its continuation lines indented to the column.
+    private static func columns(_ left: String, _ right: String, column: Int) -> String {
+        let lead = left + String(repeating: " ", count: column - left.count)
+        return wrap(right.split(separator: " ").map(String.init), first: String(lead.dropLast()), rest: String(repeating: " ", count: column))
+    }
+
+    private static func wrap(_ paragraph: String) -> String {
+        let words = paragraph.split(separator: " ").map(String.init)
+        return wrap(Array(words.dropFirst()), first: words.first ?? "", rest: "")
+    }
+
+    /// `first` then the words, a space between, lines broken before a word that
+    /// would pass the help width; each later line starts with `rest`.
+    private static func wrap(_ words: [String], first: String, rest: String) -> String {
+        var lines = [first]
+        for word in words {
+            if lines[lines.count - 1].count + 1 + word.count > helpWidth && lines[lines.count - 1].count > rest.count {
+                lines.append(rest + word)
+            } else {
+                lines[lines.count - 1] += (lines[lines.count - 1].isEmpty ? "" : " ") + word
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
     }
 }
 
@@ -122,7 +161,7 @@ enum CommandSpecs {
 enum HelpCommand: DevtrustCommand {
     struct Options: CommandOptions {
         static let spec = CommandSpec(name: "help", summary: "show help for a command", positionalUsage: "[COMMAND]", maximumPositionals: 1,
-                                      options: [])
+                                      positionalKind: .command, options: [])
         var topic: String?
 
         init(_ values: OptionValues<Self>) {
@@ -136,7 +175,10 @@ enum HelpCommand: DevtrustCommand {
 
     static func run(_ context: CommandContext, _ options: Options) throws {
         if let topic = options.topic {
-            guard let text = CommandSpecs.help(for: topic) else { throw UsageError("no command \"\(topic)\"; run `devtrust --help`") }
+            guard let text = CommandSpecs.help(for: topic) else {
+                let suggestions = NameSuggestions.closest(to: topic, among: CommandSpecs.commands.map(\.name))
+                throw UsageError("no command \"\(topic)\"" + (suggestions.isEmpty ? "; run `devtrust --help`" : NameSuggestions.phrase(suggestions, quoted: true)))
+            }
             context.output(text)
         } else {
             context.output(CommandSpecs.overview())

@@ -44,6 +44,18 @@ struct DeviceAttributesForKey {
         return attributes
     }
 
+    /// Where each claim of `attributes(posture:)` comes from, one line each
+    /// (names and sources, for -v; values stay in the token).
+    func sources(posture report: PostureReport) -> [String] {
+        var lines = ["claim platform: the configuration (\(configuration.platform))"]
+        for attribute in report.attributes {
+            lines.append("claim \(attribute.name): " + (attribute.value == nil ? "left out, " : "") + attribute.source)
+        }
+        for (name, _) in configuration.claims { lines.append("claim \(name): the configuration's claims") }
+        for (name, _) in addedClaims { lines.append("claim \(name): --claim") }
+        return lines
+    }
+
     /// Collects the posture; problems (a failing admin collector) are reported, never fatal.
     func posture(_ context: CommandContext, backend: KeyBackend?) -> PostureReport {
         let variables = context.environment.variables

@@ -7,6 +7,11 @@ public enum DevtrustCommandLine {
         } catch {
             return report(error, terminal: environment.terminal, verbose: false)
         }
+        // Bare `devtrust` is a request for help (as `gh` takes it), not a usage error.
+        if arguments.isEmpty {
+            environment.terminal.writeOutput(CommandSpecs.overview())
+            return ExitCode.success.rawValue
+        }
         let context = CommandContext(global: GlobalOptions(OptionValues(parsed)), environment: environment)
         defer {
             for notice in context.tpmNotices.drain() { context.warn(notice) }

@@ -24,7 +24,9 @@ struct HTTPClientSettings {
 
     /// A client whose answers' Date headers measure the servers' clocks (`context.clocks`).
     func client(_ context: CommandContext) -> any HTTPClient {
-        context.clocks.watch(CurlHTTPClient(options: options))
+        let client = context.clocks.watch(CurlHTTPClient(options: options))
+        guard context.verbose && !context.quiet else { return client }
+        return VerboseHTTPClient(inner: client, say: { context.detail($0) })
     }
 
     /// An OAuth client over `client(_:)`, whose ID-token checks read the time at the server (its measured clock).

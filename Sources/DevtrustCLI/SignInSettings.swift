@@ -50,6 +50,7 @@ struct SignInSettings {
         if serverText != nil && discovery != nil {
             throw UsageError("give either --server or --discovery, not both", command: command)
         }
+        if let serverText { try ServerBaseURL.check(serverText, command: command) }
         server = try serverText.map { try ServerURL($0) }
         if let discovery { _ = try ServerURL(String(discovery.split(separator: "?").first ?? "")) }
         let client = options.clientID ?? profile.clientId

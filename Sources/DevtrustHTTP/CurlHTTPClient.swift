@@ -125,7 +125,7 @@ public struct CurlHTTPClient: HTTPClient {
         guard code == CURLE_OK else {
             let detail = String(decoding: errorBuffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
             let fallback = String(cString: devtrust_curl_easy_strerror(code))
-            throw .transport(url: request.url, failure: Self.failure(code), detail: detail.isEmpty ? fallback : detail)
+            throw .transport(url: request.url, failure: Self.failure(code, detail: detail), detail: detail.isEmpty ? fallback : detail)
         }
         var status = 0
         _ = devtrust_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
@@ -164,7 +164,18 @@ public struct CurlHTTPClient: HTTPClient {
         return host.value
     }
 
-    private static func failure(_ code: CURLcode) -> HTTPError.Failure {
+    /// Substring search on UTF-8 bytes (String's own needs the regex library, which devtrust does not link).
+    private static func text(_ text: String, includes part: String) -> Bool {
+        let bytes = Array(text.utf8), needle = Array(part.utf8)
+        guard !needle.isEmpty, bytes.count >= needle.count else { return needle.isEmpty }
+        return (0...(bytes.count - needle.count)).contains { bytes[$0..<($0 + needle.count)].elementsEqual(needle) }
+    }
+
+    private static func failure(_ code: CURLcode, detail: String) -> HTTPError.Failure {
+        // OpenSSL's words when the first bytes back are "HTTP/1.1 400 ...", not a TLS record.
+        if code == CURLE_SSL_CONNECT_ERROR && ["wrong version number", "packet length too long", "record layer failure"].contains(where: { Self.text(detail, includes: $0) }) {
+            return .plainHTTPAnswer
+        }
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: return .resolve
         case CURLE_COULDNT_CONNECT: return .connect

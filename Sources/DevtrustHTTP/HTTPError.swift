@@ -4,6 +4,8 @@
 public enum HTTPError: Error, Equatable, Sendable, CustomStringConvertible {
     public enum Failure: Equatable, Sendable {
         case resolve, connect, timeout, untrustedCertificate, tls, caFile, noResponse, other
+        /// The TLS handshake got a plain HTTP answer: an https:// URL with an http port.
+        case plainHTTPAnswer
     }
 
     case invalidURL(String, reason: String)
@@ -37,6 +39,9 @@ public enum HTTPError: Error, Equatable, Sendable, CustomStringConvertible {
             case .timeout: return "\(shown(url)) did not answer in time (\(detail))"
             case .untrustedCertificate: return "the certificate of \(shown(url)) is not trusted (\(detail)); if the server uses a private CA, pass --ca-file FILE (or set DEVTRUST_CA_FILE)"
             case .tls: return "TLS with \(shown(url)) failed (\(detail))"
+            case .plainHTTPAnswer:
+                return "the server at \(Self.hostAndPort(url)) answered plain HTTP to an HTTPS request: check the URL's scheme and port "
+                    + "(devtrust uses http:// only with loopback addresses)"
             case .caFile: return "the CA file cannot be used (\(detail)); check --ca-file / DEVTRUST_CA_FILE"
             case .noResponse: return "\(shown(url)) closed the connection without an answer (\(detail))"
             case .other: return "the request to \(shown(url)) failed (\(detail))"
@@ -46,5 +51,15 @@ public enum HTTPError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .redirected(url, status, location):
             return "\(shown(url)) answered \(status), a redirect" + (location.map { " to \($0)" } ?? "") + "; devtrust does not follow redirects: check the server URL"
         }
+    }
+
+    /// `host:port` of a URL, the scheme's port when it names none.
+    static func hostAndPort(_ url: String) -> String {
+        let scheme = url.prefix { $0 != ":" }
+        let afterScheme = url.drop { $0 != ":" }.dropFirst(3)
+        var authority = afterScheme.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        let hasPort = authority.last.map { $0 != "]" } == true && authority.split(separator: "]").last?.contains(":") == true
+        return hasPort ? String(authority) : authority + (scheme.lowercased() == "http" ? ":80" : ":443")
     }
 }

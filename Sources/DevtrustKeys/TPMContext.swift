@@ -79,6 +79,13 @@ final class TPMContext {
         let name = String(configuration.split(separator: ":", maxSplits: 1).first ?? "")
         switch code.tssBaseCode {
         case 2?, 21?: // NOT_IMPLEMENTED, NOT_SUPPORTED: no such TCTI module
+            // A mistyped name is no package to install.
+            if !TPMSelection.knownTCTINames.contains(name) && !name.contains("/") && !name.split(separator: ".").contains("so") {
+                let known = TPMSelection.knownTCTINames
+                return .unreachable(tcti: configuration, reason: "unknown TCTI \"\(name)\"",
+                                    hint: "the TCTIs are " + known.dropLast().joined(separator: ", ") + " and " + known.last!
+                                        + ", e.g. --tcti device:/dev/tpmrm0 or --tcti swtpm:host=localhost,port=2321")
+            }
             return .unreachable(tcti: configuration, reason: "the TCTI library for \"\(name)\" is not installed",
                                 hint: name == "tabrmd" ? "install tpm2-abrmd, or use the kernel's resource manager (device:/dev/tpmrm0)" : "install libtss2-tcti-\(name)0")
         case 8?, 10?: // NO_CONNECTION, IO_ERROR

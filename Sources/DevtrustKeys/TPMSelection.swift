@@ -5,6 +5,8 @@ import Glibc
 /// resource manager `device:/dev/tpmrm0`, then the `tabrmd` daemon.
 public struct TPMSelection: Equatable, Sendable {
     public static let defaultCandidates = ["device:/dev/tpmrm0", "tabrmd"]
+    /// The TCTI modules tpm2-tss and tpm2-abrmd provide (Debian 12: libtss2-tcti-NAME0).
+    public static let knownTCTINames = ["device", "tabrmd", "swtpm", "mssim", "cmd", "pcap"]
 
     /// TCTI configurations to try in order; the first that opens wins.
     public let candidates: [String]

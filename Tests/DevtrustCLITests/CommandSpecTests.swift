@@ -1,4 +1,5 @@
 @testable import DevtrustCLI
+import Foundation
 import Testing
 
 /// Every command's spec, walked: what help shows, what the parser accepts and
@@ -23,13 +24,44 @@ import Testing
             let shorts = (CommandSpecs.global + command.options).compactMap(\.short)
             #expect(Set(shorts).count == shorts.count, "\(command.name): short names \(shorts)")
             let help = try #require(CommandSpecs.help(for: command.name))
+            // The usage line, its wrapped lines joined.
+            let usage = help.components(separatedBy: "\n\n")[0].replacingOccurrences(of: "\n    ", with: " ")
             for option in command.options {
                 checkWellFormed(option, in: command.name)
-                let shown = option.displayName + (option.value.map { " " + $0.name } ?? "")
-                let described = help.split(separator: "\n").contains { $0.hasPrefix("  \(shown)  ") && $0.hasSuffix("  \(option.help)") }
-                #expect(help.contains("[\(shown)]") && described, "help \(command.name) lacks \(shown)")
+                let shown = CommandSpecs.shown(option)
+                #expect(Self.description(of: shown, in: help) == option.help, "help \(command.name) lacks \(shown)")
+                if command.isRequired(option) {
+                    #expect(usage.contains(shown) && !usage.contains("[\(shown)]"), "\(command.name): \(usage)")
+                } else {
+                    #expect(usage.contains("[\(shown)]"), "\(command.name): \(usage)")
+                }
+            }
+            for requirement in command.requirements {
+                for long in requirement.alternatives.joined() {
+                    #expect(command.options.contains { $0.long == long }, "\(command.name) requires --\(long), which it does not declare")
+                }
             }
         }
+        for text in [overview] + CommandSpecs.commands.compactMap({ CommandSpecs.help(for: $0.name) }) {
+            for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+                #expect(line.count <= CommandSpecs.helpWidth && !line.hasSuffix(" "), "\(line.count) columns: \(line)")
+            }
+        }
+    }
+
+    /// An option's help text as the help shows it: on the option's line, and
+    /// on the lines indented to the same column below it.
+    private static func description(of shown: String, in help: String) -> String? {
+        let lines = help.split(separator: "\n").map(String.init)
+        guard let index = lines.firstIndex(where: { $0.hasPrefix("  \(shown)  ") }) else { return nil }
+        let first = lines[index]
+        let column = first.count - first.dropFirst(2 + shown.count).drop(while: { $0 == " " }).count
+        var words = [String(first.dropFirst(column))]
+        for line in lines[(index + 1)...] {
+            guard line.hasPrefix(String(repeating: " ", count: column)), line.dropFirst(column).first != " " else { break }
+            words.append(String(line.dropFirst(column)))
+        }
+        return words.joined(separator: " ")
     }
 
     private func checkWellFormed(_ option: OptionSpec, in place: String) {

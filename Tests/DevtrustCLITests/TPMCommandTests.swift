@@ -168,8 +168,12 @@ import Testing
         #expect(missing.status == 6)
         #expect(missing.stderr == "devtrust: error: no TPM at device:/nonexistent/tpmrm0 (no such device): this machine has no TPM, or it is disabled in the firmware settings\n")
         #expect(setup.directory.read("ks/keystore.json") == nil)
+        // A mistyped TCTI name is named as such, not as a package to install (libtss2-tcti-nosuchtcti0 does not exist).
         let library = try cli.run("init", "--backend", "tpm", "--tcti", "nosuchtcti:x")
-        #expect(library.status == 6 && library.stderr.contains("the TCTI library for \"nosuchtcti\" is not installed"), "\(library)")
+        #expect(library.status == 6 && library.stderr == "devtrust: error: no TPM at nosuchtcti:x (unknown TCTI \"nosuchtcti\"): the TCTIs are device, "
+                + "tabrmd, swtpm, mssim, cmd and pcap, e.g. --tcti device:/dev/tpmrm0 or --tcti swtpm:host=localhost,port=2321\n", "\(library)")
+        let bogus = try cli.run("init", "--backend", "tpm", "--tcti", "bogus")
+        #expect(bogus.status == 6 && bogus.stderr.contains("(unknown TCTI \"bogus\")") && !bogus.stderr.contains("install"), "\(bogus)")
         let resourceManager = try cli.run("init", "--backend", "tpm", "--tcti", "tabrmd")
         #expect(resourceManager.status == 6 && resourceManager.stderr.contains("no TPM at tabrmd"), "\(resourceManager)")
         // A TPM without the kernel's resource manager: /dev/tpm0 but no /dev/tpmrm0.

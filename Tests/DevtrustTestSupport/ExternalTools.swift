@@ -13,6 +13,10 @@ public enum ExternalTool: String, Sendable {
     case valgrind = "/usr/bin/valgrind"
     /// Debian's chromium, run headless as the browser of `login --browser`.
     case chromium = "/usr/bin/chromium"
+    /// The shells whose completion scripts `devtrust completion` writes.
+    case bash = "/bin/bash"
+    case zsh = "/usr/bin/zsh"
+    case fish = "/usr/bin/fish"
 
     public static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 

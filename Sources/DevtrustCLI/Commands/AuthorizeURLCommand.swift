@@ -14,9 +14,10 @@ enum AuthorizeURLCommand: DevtrustCommand {
         static let redirectURI = ValueOption<Self>("redirect-uri", "URI", .url, "the client's redirect URI")
         static let scope = ValueOption<Self>("scope", "SCOPES", .text, "space-separated scopes (default openid)")
         static let par = FlagOption<Self>("par", "push the request first (RFC 9126)")
-        static let profile = ValueOption<Self>("profile", "NAME", .text, "a sign-in profile of the configuration")
+        static let profile = ValueOption<Self>("profile", "NAME", .profile, "a sign-in profile of the configuration")
         static let spec = CommandSpec(name: "authorize-url", summary: "print a browser sign-in URL with a device token and PKCE",
-                                      options: [server, discovery, clientID, redirectURI, scope, par, profile])
+                                      options: [server, discovery, clientID, redirectURI, scope, par, profile],
+                                      required: [.oneOf([server], [discovery], [profile])])
 
         var signIn: SignInSettings.Options
 

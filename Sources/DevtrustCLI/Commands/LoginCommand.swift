@@ -27,12 +27,13 @@ enum LoginCommand: DevtrustCommand {
         static let par = FlagOption<Self>("par", "with --browser: push the request first (RFC 9126)")
         static let deviceCode = FlagOption<Self>("device-code", "RFC 8628: show a code to enter on another device, and poll")
         static let noQR = FlagOption<Self>("no-qr", "do not draw the QR code")
-        static let profile = ValueOption<Self>("profile", "NAME", .text, "a sign-in profile of the configuration")
+        static let profile = ValueOption<Self>("profile", "NAME", .profile, "a sign-in profile of the configuration")
         static let callback = ValueOption<Self>("callback", "URL", .url, "finish an authorize-url sign-in with the URL the browser was sent back to")
         static let spec = CommandSpec(
             name: "login", summary: "sign in: app-native with a device token, --browser or --device-code; stores the tokens",
             options: [server, discovery, clientID, redirectURI, scope, authenticator, input, inputsFile, nonInteractive,
-                      browser, noBrowser, timeout, par, deviceCode, noQR, profile, callback])
+                      browser, noBrowser, timeout, par, deviceCode, noQR, profile, callback],
+            required: [.oneOf([server], [discovery], [profile], [callback])])
 
         var signIn: SignInSettings.Options
         var authenticator: String?

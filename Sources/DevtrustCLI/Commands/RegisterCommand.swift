@@ -22,7 +22,8 @@ enum RegisterCommand: DevtrustCommand {
         static let claims = RepeatableOption<Self>.claim
         static let open = FlagOption<Self>("open", "open a redirection step's URL in the desktop's browser")
         static let spec = CommandSpec(name: "register", summary: "register this device with a server (Flow Execution API)",
-                                      options: [server, flowType, applicationID, input, inputsFile, nonInteractive, deviceModel, claims, open])
+                                      options: [server, flowType, applicationID, input, inputsFile, nonInteractive, deviceModel, claims, open],
+                                      required: [.option(server)])
 
         var server: String?
         var flowType: String?
@@ -49,6 +50,7 @@ enum RegisterCommand: DevtrustCommand {
         guard let serverText = options.server else {
             throw UsageError("--server URL is required (the server's base URL, e.g. https://api.asgardeo.io/t/acme)", command: "register")
         }
+        try ServerBaseURL.check(serverText, command: "register")
         let server = try ServerURL(serverText)
         let flowType = options.flowType ?? "REGISTRATION"
         guard !flowType.isEmpty, flowType.allSatisfy({ $0.isUppercase || $0 == "_" }) else {
@@ -64,11 +66,17 @@ enum RegisterCommand: DevtrustCommand {
             try InitCommand.run(context.withoutJSONOutput(), InitCommand.Options())
         }
         let device = try store.loadKey()
+        context.detail("keystore: \(store.keystore.path)")
+        context.detail("key: \(device.record.backend.rawValue) key \(device.record.fingerprint)")
         // Before the first request: a key that cannot sign would fail only at
         // the device step, after the server created the account and sent an OTP.
         try device.key.checkCanSign(random: context.environment.random)
-        let attributes = DeviceAttributesForKey(configuration: configuration, addedClaims: claims)
-            .attributes(context, backend: device.record.backend)
+        let attributesForKey = DeviceAttributesForKey(configuration: configuration, addedClaims: claims)
+        let posture = attributesForKey.posture(context, backend: device.record.backend)
+        if context.verbose {
+            for line in attributesForKey.sources(posture: posture) { context.detail(line) }
+        }
+        let attributes = attributesForKey.attributes(posture: posture)
         let http = HTTPClientSettings(context, configuration: configuration).client(context)
         // deviceData in the server's time, once its answers have told it.
         let responder = DeviceRegistrationResponder(
@@ -76,10 +84,12 @@ enum RegisterCommand: DevtrustCommand {
                                       random: context.environment.random),
             attributes: attributes,
             deviceModel: options.deviceModel ?? DeviceModel.detect())
-        let interaction = TerminalFlowInteraction(
+        let terminalInteraction = TerminalFlowInteraction(
             context: context, presets: presets,
             interactive: !options.nonInteractive && context.terminal.inputIsTerminal,
             openBrowser: options.open)
+        let interaction: any FlowInteraction = context.verbose && !context.quiet
+            ? VerboseFlowInteraction(terminalInteraction, say: { context.detail($0) }) : terminalInteraction
         context.info("registering this device with \(server) (flow \(flowType))")
         let result = try RegistrationDriver(client: FlowClient(server: server, http: http), responder: responder, interaction: interaction)
             .run(flowType: flowType, applicationId: options.applicationID)

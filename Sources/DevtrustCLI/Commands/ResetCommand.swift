@@ -28,8 +28,10 @@ enum ResetCommand: DevtrustCommand {
             }
             let what = "the \(state.key?.backend.rawValue ?? "") device key and \(state.registrations.count) registration(s) in \(keystore.path)"
             let answer = context.terminal.readLine(prompt: "Delete \(what)? The device will have to be registered again. [y/N] ")
+            // Declining is an answer, not a failure (as `rm -i` takes it).
             guard let answer, ["y", "yes"].contains(answer.lowercased()) else {
-                throw CLIError.failure("reset cancelled; nothing was deleted")
+                context.info("reset cancelled: nothing deleted")
+                return
             }
         }
         let outcome = try store.reset()

@@ -60,10 +60,29 @@ enum TokenCommand: DevtrustCommand {
         let registration = try explicitDeviceID.map { id in device.state.registrations.first { $0.registrationId == id } }
             ?? RegistrationSelector.select(from: device.state, server: options.server)
         let deviceID = explicitDeviceID ?? registration!.registrationId
-        let attributes = DeviceAttributesForKey(configuration: configuration, addedClaims: claims)
-            .attributes(context, backend: device.record.backend)
+        let attributesForKey = DeviceAttributesForKey(configuration: configuration, addedClaims: claims)
+        let attributes: DeviceAttributes
+        // The steps are said only with -v: the default path does no more than mint.
+        if context.verbose {
+            context.detail("keystore: \(store.keystore.path)")
+            context.detail("key: \(device.record.backend.rawValue) key \(device.record.fingerprint)")
+            if let explicitDeviceID {
+                context.detail("device id: \(explicitDeviceID), from --device-id" + (registration.map { " (registered at \($0.server))" } ?? ""))
+            } else if let registration {
+                context.detail("registration: \(registration.registrationId) at \(registration.server), "
+                               + (options.server == nil ? "the only one" : "the one for --server \(options.server!)"))
+            }
+            let report = attributesForKey.posture(context, backend: device.record.backend)
+            for line in attributesForKey.sources(posture: report) { context.detail(line) }
+            attributes = attributesForKey.attributes(posture: report)
+        } else {
+            attributes = attributesForKey.attributes(context, backend: device.record.backend)
+        }
         // In the server's time when its clock was measured to differ (ClockSkew says when that still holds).
         let clock = registration.map { context.clocks.clock(for: $0.server, base: context.environment.clock) } ?? context.environment.clock
+        if context.verbose {
+            context.detail("signing: an ES256 device token with header deviceId, a new jti and the current iat (printed on stdout)")
+        }
         context.output(try DeviceTokenMinter(key: device.key, clock: clock, random: context.environment.random)
             .deviceToken(deviceId: deviceID, attributes: attributes))
     }

@@ -18,7 +18,8 @@ enum VerifyCommand: DevtrustCommand {
         static let signatureFormat = ChoiceOption<Self, SignatureFormat>("signature-format", "der (default) or raw 64-byte r||s")
         static let maxAge = ValueOption<Self>("max-age", "SECONDS", .text, "also require jti and an iat at most this old")
         static let spec = CommandSpec(name: "verify", summary: "check an ES256 JWS or an ECDSA-SHA256 signature",
-                                      options: [publicKey, jwt, signature, message, signatureFormat, maxAge])
+                                      options: [publicKey, jwt, signature, message, signatureFormat, maxAge],
+                                      required: [.option(publicKey), .oneOf([jwt], [signature, message])])
 
         var publicKey: String?
         var jwt: String?

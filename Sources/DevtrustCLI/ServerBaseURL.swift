@@ -1,0 +1,33 @@
+/// `--server` takes a server's base URL; an endpoint's URL pasted from the
+/// server's documentation or a browser is refused with the base to use, so
+/// that no request goes to `…/flow/execute/api/server/v1/flow/execute`.
+enum ServerBaseURL {
+    /// Where the APIs devtrust calls begin below a base URL.
+    static let apiRoots = ["/api/server/v1", "/oauth2"]
+
+    static func check(_ text: String, option: String = "--server", command: String) throws(UsageError) {
+        guard let base = base(of: text) else { return }
+        throw UsageError("\(option) \(text) is an API endpoint, not the server's base URL: use \(option) \(base)", command: command)
+    }
+
+    /// The base URL before an API root in `text`'s path, or nil when its path has none.
+    static func base(of text: String) -> String? {
+        guard let schemeEnd = text.firstIndex(of: ":"), text[schemeEnd...].hasPrefix("://") else { return nil }
+        let afterScheme = text.index(schemeEnd, offsetBy: 3)
+        guard let pathStart = text[afterScheme...].firstIndex(of: "/") else { return nil }
+        let path = text[pathStart...].prefix { $0 != "?" && $0 != "#" }
+        var index = path.startIndex
+        while index < path.endIndex {
+            let rest = path[index...]
+            for root in apiRoots where rest.hasPrefix(root) {
+                let after = rest.dropFirst(root.count)
+                if after.isEmpty || after.hasPrefix("/") {
+                    return String(text[..<index])
+                }
+            }
+            guard let next = path[path.index(after: index)...].firstIndex(of: "/") else { break }
+            index = next
+        }
+        return nil
+    }
+}
