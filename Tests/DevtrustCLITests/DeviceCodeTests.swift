@@ -94,12 +94,13 @@ import Testing
 
     @Test(.enabled(if: ExternalTool.cc.shouldRun))
     func aWallClockSetForwardDoesNotEndTheSignIn() throws {
-        // oidc-short: codes live 8 s; the wall clock jumps an hour before the first poll.
+        // oidc-quick: polls every 2 s; the wall clock jumps an hour before the first poll, far past the
+        // code's 120 s. (oidc-short's 8 s left the approval below a few seconds on a loaded machine.)
         let peer = try GlewlwydPeer()
         let directory = TemporaryDirectory()
         var cli = DevtrustBinary(keystore: directory.file("ks"))
         cli.extraEnvironment = try DeviceCodeRun.jumpingClock(directory, seconds: 3600)
-        let login = try RunningCommand(cli, ["login", "--device-code", "--discovery", peer.shortDiscovery, "--client-id", peer.clientID, "--json"])
+        let login = try RunningCommand(cli, ["login", "--device-code", "--discovery", peer.quickDiscovery, "--client-id", peer.clientID, "--json"])
         var events = [JSONObject]()
         // Approved only once the first poll came back pending, so that a second poll, after the jump, is needed.
         while let line = login.nextLine(), let event = try? JSONParser.parse(line).objectValue {
@@ -107,7 +108,7 @@ import Testing
             if event["event"] != .string("started") && event["poll_count"] != .integer(1) { break }
         }
         #expect(events.last?["poll_count"] == .integer(2), "\(events)")
-        let approval = try peer.approve(try #require(events.first?["user_code"]?.stringValue), plugin: "oidc-short")
+        let approval = try peer.approve(try #require(events.first?["user_code"]?.stringValue), plugin: "oidc-quick")
         #expect(approval.status == 0, "\(approval)")
         let (status, lines, stderr) = login.finish()
         #expect(status == 0, "\(stderr)")
