@@ -104,6 +104,24 @@ import Testing
         return Int(try ProcessRunner.run(ExternalTool.python.rawValue, ["-c", script]).output) ?? 0
     }
 
+    /// `login --browser --no-browser` with a redirect URI on a port found free, and the URL it printed.
+    /// The port is free when found and bound by devtrust later: when another program took it in
+    /// between (devtrust says "Address already in use"), another port is tried.
+    static func startOnAFixedFreePort(_ setup: Setup) throws -> (process: BackgroundProcess, url: String, port: Int) {
+        var refusals = [String]()
+        for _ in 0..<5 {
+            let port = try freePort()
+            let process = try setup.start(["--no-browser", "--redirect-uri", "http://127.0.0.1:\(port)/callback"])
+            if let url = printedURL(process, server: setup.server) { return (process, url, port) }
+            guard let ended = process.finish(), ended.status == 5, ended.stderr.contains("cannot listen on 127.0.0.1:\(port)"),
+                  ended.stderr.contains("Address already in use") else {
+                throw SwtpmError("login --browser on port \(port) did not start: \(process.stderr)")
+            }
+            refusals.append(ended.stderr)
+        }
+        throw SwtpmError("every port found free was taken before devtrust bound it: \(refusals)")
+    }
+
     // MARK: a real browser
 
     /// A real headless chromium is the browser: a stand-in xdg-open (test only) starts it with
@@ -280,12 +298,13 @@ import Testing
 
     @Test func theWaitEndsAtTheTimeoutAndTheListenerCloses() throws {
         let setup = try Setup()
-        let started = Date()
         let process = try setup.start(["--no-browser", "--timeout", "2", "--json"])
         let url = try #require(Self.printedURL(process, server: setup.server), "\(process.stderr)")
+        // From when it waits (its start, on a loaded machine, can take a while).
+        let waiting = Date()
         let result = try #require(process.finish(seconds: 20), "login --browser --timeout 2 was still running after 20 s")
         #expect(result.status == 5, "\(result)")
-        #expect(Date().timeIntervalSince(started) < 15)
+        #expect(Date().timeIntervalSince(waiting) < 15)
         #expect(result.stderr.contains("the browser did not come back to http://127.0.0.1:\(Self.port(of: url) ?? 0)/callback within 2 s"), "\(result.stderr)")
         #expect(result.stdout.split(separator: "\n").last == #"{"event":"timeout"}"#, "\(result.stdout)")
         #expect(try Self.isClosed(try #require(Self.port(of: url))))
@@ -303,11 +322,12 @@ import Testing
         let process = try setup.start(["--no-browser", "--timeout", "60"])
         let url = try #require(Self.printedURL(process, server: setup.server), "\(process.stderr)")
         let port = try #require(Self.port(of: url))
-        // Each prints how long the listener kept its connection.
+        // Each says when it is connected, then how long the listener kept its connection.
         let client = """
             import socket, sys, time
             s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
             start = time.time()
+            print("connected", flush=True)
             trickle = sys.argv[2] == "trickle"
             s.settimeout(1)
             try:
@@ -325,7 +345,9 @@ import Testing
             """
         let trickler = try BackgroundProcess(ExternalTool.python.rawValue, ["-c", client, "\(port)", "trickle"], environment: [:])
         let idler = try BackgroundProcess(ExternalTool.python.rawValue, ["-c", client, "\(port)", "idle"], environment: [:])
-        usleep(300_000)
+        for slow in [trickler, idler] {
+            try #require(slow.waitFor { stdout, _ in stdout.contains("connected") }, "a slow client did not connect: \(slow.stderr)")
+        }
         let huge = try Self.ask(port, "/callback", ["-H", "X-Padding: " + String(repeating: "a", count: 64 * 1024)])
         #expect(huge.status == "431" || huge.status == "000", "\(huge)")
         #expect(process.isRunning)
@@ -387,10 +409,8 @@ import Testing
     /// is; a second sign-in cannot take that port while the first holds it.
     @Test func aFixedRedirectPortIsHonouredAndASecondListenerIsRefused() throws {
         let setup = try Setup()
-        let port = try Self.freePort()
+        let (process, url, port) = try Self.startOnAFixedFreePort(setup)
         let fixed = "http://127.0.0.1:\(port)/callback"
-        let process = try setup.start(["--no-browser", "--redirect-uri", fixed])
-        let url = try #require(Self.printedURL(process, server: setup.server), "\(process.stderr)")
         #expect(Self.parameter("redirect_uri", of: url) == fixed)
         let refused = try setup.cli.run(["login", "--browser", "--no-browser", "--server", setup.server.url, "--redirect-uri", fixed] + Self.client)
         #expect(refused.status == 5, "\(refused)")

@@ -43,13 +43,17 @@ import Testing
         #expect(text.contains("\(setup.server.url): +\(skew) s, measured ") && text.contains("device tokens for it are written in its time"), "\(text)")
 
         // A token minted later, in another run, still in the server's time: accepted.
+        // The wall clock read before and after the run brackets the one devtrust read (a time read
+        // after the checks below would drift from it on a loaded machine); 1 s for the measured skew.
+        let before = Self.wallClockSeconds()
         let token = try setup.cli.run("token")
+        let after = Self.wallClockSeconds()
         #expect(token.status == 0)
         let check = try setup.deviceCheck(token.output)
         #expect(check["accepted"] == .bool(true), "\(check)")
         let claims = try JSONParser.parse(Base64URL.decode(String(token.output.split(separator: ".")[1]))).objectValue!
-        let now = Int64(Date().timeIntervalSince1970)
-        #expect(abs(claims["iat"]!.int64Value! - (now - skew)) <= 2)
+        let iat = try #require(claims["iat"]?.int64Value)
+        #expect((before - skew - 1)...(after - skew + 1) ~= iat, "iat \(iat), minted between \(before) and \(after) with a skew of \(skew) s")
 
         // App-native sign-in: its device token is accepted too.
         let login = try setup.cli.run(["login", "--server", setup.server.url, "--client-id", "devtrust-app", "--non-interactive"] + SignInTests.basicAnswers)
@@ -103,10 +107,15 @@ import Testing
         #expect(registered.status == 0 && !registered.stderr.contains("clock"), "\(registered)")
         let status = try setup.status()
         #expect(status["clocks"]?.arrayValue?.first?.objectValue?["correctsTokens"] == .bool(false))
+        let before = Self.wallClockSeconds()
         let token = try setup.cli.run("token").output
+        let after = Self.wallClockSeconds()
         let claims = try JSONParser.parse(Base64URL.decode(String(token.split(separator: ".")[1]))).objectValue!
-        #expect(abs(claims["iat"]!.int64Value! - Int64(Date().timeIntervalSince1970)) <= 1)
+        #expect(before...after ~= claims["iat"]!.int64Value!, "iat \(claims["iat"]!), minted between \(before) and \(after)")
     }
+
+    /// This machine's wall clock in whole seconds, as devtrust reads it for iat.
+    static func wallClockSeconds() -> Int64 { Int64(Date().timeIntervalSince1970.rounded(.down)) }
 
     /// Once this machine's clock is set or slewed (the wall clock moved against the raw monotonic
     /// clock), the machine restarted, or an hour passed (the server's clock may have been fixed),
@@ -131,9 +140,11 @@ import Testing
         }
         document[setup.server.url] = .object(record)
         FileManager.default.createFile(atPath: clockFile, contents: Data(JSONWriter.bytes(.object(document))), attributes: [.posixPermissions: 0o600])
+        let before = Self.wallClockSeconds()
         let token = try setup.cli.run("token").output
+        let after = Self.wallClockSeconds()
         let claims = try JSONParser.parse(Base64URL.decode(String(token.split(separator: ".")[1]))).objectValue!
-        #expect(abs(claims["iat"]!.int64Value! - Int64(Date().timeIntervalSince1970)) <= 1, "\(change): the stale correction was used")
+        #expect(before...after ~= claims["iat"]!.int64Value!, "\(change): the stale correction was used")
         #expect(try setup.status()["clocks"]?.arrayValue?.first?.objectValue?["correctsTokens"] == .bool(false))
     }
 }

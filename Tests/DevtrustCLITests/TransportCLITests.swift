@@ -148,29 +148,44 @@ import Testing
 final class HTTP2Front: @unchecked Sendable {
     static var shouldRun: Bool { FileManager.default.isExecutableFile(atPath: "/usr/sbin/nghttpx") || ExternalTool.isCI }
     let url: String
-    private let process = Process()
+    private var process: Process?
     private let directory = TemporaryDirectory("h2front")
 
     init(backend: String, certificates: TestCertificateAuthority) throws {
-        let port = try ProcessRunner.run(ExternalTool.python.rawValue, ["-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"]).output
         let backendAuthority = String(backend.dropFirst("http://".count)).replacingOccurrences(of: ":", with: ",")
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nghttpx")
-        process.arguments = ["--frontend=127.0.0.1,\(port)", "--backend=\(backendAuthority)", "--workers=1", "--no-ocsp",
-                             "--errorlog-file=\(directory.file("error.log"))", "--accesslog-file=/dev/null", "--pid-file=\(directory.file("pid"))",
-                             certificates.serverKey, certificates.serverCertificate]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        url = "https://127.0.0.1:\(port)"
-        for _ in 0..<100 {
-            if (try? ProcessRunner.run("/usr/bin/curl", ["-sk", "--max-time", "1", "-o", "/dev/null", url + "/api/devices"]).status) == 0 { return }
-            usleep(50_000)
+        // nghttpx binds a port found free a moment before: when another program took it in
+        // between, nghttpx exits and another port is tried.
+        for _ in 0..<5 {
+            let port = try ProcessRunner.run(ExternalTool.python.rawValue, ["-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"]).output
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/nghttpx")
+            process.arguments = ["--frontend=127.0.0.1,\(port)", "--backend=\(backendAuthority)", "--workers=1", "--no-ocsp",
+                                 "--errorlog-file=\(directory.file("error.log"))", "--accesslog-file=/dev/null", "--pid-file=\(directory.file("pid"))",
+                                 certificates.serverKey, certificates.serverCertificate]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let url = "https://127.0.0.1:\(port)"
+            // Until it answers through to the backend, or ends; generous for a loaded machine.
+            let deadline = Date().addingTimeInterval(60)
+            while process.isRunning && Date() < deadline {
+                if (try? ProcessRunner.run("/usr/bin/curl", ["-sk", "--max-time", "5", "-o", "/dev/null", url + "/api/devices"]).status) == 0, process.isRunning {
+                    self.process = process
+                    self.url = url
+                    return
+                }
+                usleep(50_000)
+            }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
         }
         throw SwtpmError("nghttpx did not start: \(String(decoding: directory.read("error.log") ?? [], as: UTF8.self))")
     }
 
     deinit {
-        if process.isRunning {
+        if let process, process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }

@@ -44,9 +44,10 @@ public final class BackgroundProcess: @unchecked Sendable {
         return text[text.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
     }
 
-    /// Polls until `condition` holds on what the program printed (stdout, stderr), or the time is up.
+    /// Polls until `condition` holds on what the program printed (stdout, stderr), or the time is up
+    /// (by default a time a loaded machine needs, not an idle one: it is spent only on a failure).
     @discardableResult
-    public func waitFor(seconds: Double = 20, _ condition: (_ stdout: String, _ stderr: String) -> Bool) -> Bool {
+    public func waitFor(seconds: Double = 60, _ condition: (_ stdout: String, _ stderr: String) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if condition(stdout, stderr) { return true }
@@ -57,7 +58,7 @@ public final class BackgroundProcess: @unchecked Sendable {
     }
 
     /// Waits for the program to end; nil (and the program killed) when it is still running after `seconds`.
-    public func finish(seconds: Double = 30) -> ProcessResult? {
+    public func finish(seconds: Double = 60) -> ProcessResult? {
         let deadline = Date().addingTimeInterval(seconds)
         while process.isRunning && Date() < deadline { usleep(20_000) }
         if process.isRunning {

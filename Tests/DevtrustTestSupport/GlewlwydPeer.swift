@@ -10,7 +10,10 @@ public final class GlewlwydPeer: @unchecked Sendable {
     public let directory = TemporaryDirectory("glewlwyd")
     public let base: String
     public let discovery: String
+    /// Device codes that live 8 s (interval 2 s): for a code that expires unapproved.
     public let shortDiscovery: String
+    /// Device codes that live 120 s (interval 2 s): for a code approved after a few polls.
+    public let quickDiscovery: String
     public let clientID: String
     public let document: JSONObject
 
@@ -22,6 +25,7 @@ public final class GlewlwydPeer: @unchecked Sendable {
         base = info["base"]!.stringValue!
         discovery = info["discovery"]!.stringValue!
         shortDiscovery = info["shortDiscovery"]!.stringValue!
+        quickDiscovery = info["quickDiscovery"]!.stringValue!
         clientID = info["clientId"]!.stringValue!
         document = info["document"]!.objectValue!
     }

@@ -18,9 +18,10 @@ public final class ListeningProcess: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
+        // No deadline: the read blocks until the line or the program's end, and a
+        // deadline checked between bytes cut the line short on a loaded machine.
         var line = [UInt8]()
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline {
+        while true {
             let byte = output.fileHandleForReading.readData(ofLength: 1)
             if byte.isEmpty || byte.first == 0x0A { break }
             line.append(byte.first!)

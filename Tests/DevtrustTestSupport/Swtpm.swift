@@ -25,8 +25,12 @@ public final class Swtpm: @unchecked Sendable {
         guard Self.isInstalled else { throw SwtpmError("swtpm is not installed (apt-get install swtpm swtpm-tools)") }
         stateDirectory = state ?? TemporaryDirectory("swtpm-state")
         var lastError: Error = SwtpmError("no free port pair")
-        for _ in 0..<20 {
-            let candidate = Int.random(in: 20_000...60_000) & ~1
+        // swtpm binds the ports itself, after they were found free: below the kernel's
+        // ephemeral range no bind(port 0) and no outgoing connection takes them meanwhile,
+        // and start() retries when another swtpm took them first.
+        let ephemeralStart = Self.ephemeralPortRangeStart()
+        for _ in 0..<40 {
+            let candidate = Int.random(in: 20_000...(ephemeralStart - 2)) & ~1
             guard Self.isFree(candidate), Self.isFree(candidate + 1) else { continue }
             do {
                 process = try Self.start(port: candidate, state: stateDirectory.path)
@@ -89,14 +93,39 @@ public final class Swtpm: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let deadline = Date().addingTimeInterval(10)
+        // Generous: on a loaded machine swtpm can take seconds to start.
+        let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if !process.isRunning { throw SwtpmError("swtpm exited at start (port \(port) taken?)") }
-            if canConnect(port) { return process }
+            // Its own listeners, not another program's that took a port first.
+            if listens(process.processIdentifier, on: port) && listens(process.processIdentifier, on: port + 1) { return process }
             usleep(10_000)
         }
-        process.terminate()
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
         throw SwtpmError("swtpm did not start listening on port \(port)")
+    }
+
+    /// Whether process `pid` holds the socket listening on 127.0.0.1:`port` (/proc/net/tcp
+    /// names the listening socket's inode; /proc/PID/fd the sockets the process holds).
+    static func listens(_ pid: Int32, on port: Int) -> Bool {
+        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return false }
+        let local = String(format: "0100007F:%04X", port)
+        let listening = Set(table.split(separator: "\n").dropFirst().compactMap { line -> String? in
+            let fields = line.split(separator: " ")
+            guard fields.count > 9, fields[1] == local, fields[3] == "0A" else { return nil }
+            return "socket:[\(fields[9])]"
+        })
+        guard !listening.isEmpty, let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") else { return false }
+        return descriptors.contains { descriptor in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(descriptor)")).map(listening.contains) ?? false
+        }
+    }
+
+    /// The first port the kernel hands out for bind(port 0) and outgoing connections.
+    static func ephemeralPortRangeStart() -> Int {
+        let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+        return range.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) }.map { max($0, 22_000) } ?? 32_768
     }
 
     static func isFree(_ port: Int) -> Bool {
@@ -105,15 +134,6 @@ public final class Swtpm: @unchecked Sendable {
         var address = loopback(port)
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-    }
-
-    static func canConnect(_ port: Int) -> Bool {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = loopback(port)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
     }
 

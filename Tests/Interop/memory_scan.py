@@ -125,6 +125,37 @@ def scan(pid, needles):
 
 
 WRITE_SYSCALL = {"x86_64": 1, "aarch64": 64}.get(os.uname().machine)
+READ_SYSCALL = {"x86_64": 0, "aarch64": 63}.get(os.uname().machine)
+
+
+def blocked_reading_terminal(pid):
+    """Whether the process sleeps in read(2) on its terminal; None when this
+    kernel does not say (no /proc/PID/syscall)."""
+    try:
+        with open("/proc/%d/syscall" % pid) as syscall:
+            fields = syscall.read().split()
+    except OSError:
+        return None
+    if len(fields) < 2 or fields[0] != str(READ_SYSCALL):
+        return False
+    try:
+        return os.readlink("/proc/%d/fd/%d" % (pid, int(fields[1], 16))).startswith("/dev/pts/")
+    except (OSError, ValueError):
+        return False
+
+
+def wait_until_reading_terminal(pid):
+    """Until the process has shown its prompt and sleeps reading the answer (a
+    fixed pause would scan a process still on its way there on a loaded machine)."""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        state = blocked_reading_terminal(pid)
+        if state is None:
+            time.sleep(0.2)
+            return
+        if state:
+            return
+        time.sleep(0.01)
 
 
 def blocked_writing_stderr(pid):
@@ -204,7 +235,7 @@ def main(arguments):
         buffered += chunk
         text = buffered.decode(errors="replace").rstrip()
         if text.endswith(":") or text.endswith("]"):
-            time.sleep(0.2)  # the process is now blocked reading the answer
+            wait_until_reading_terminal(pid)
             report.append({"text": text.splitlines()[-1], "found": scan(pid, needles)})
             buffered = b""
             os.write(descriptor, b"\r")

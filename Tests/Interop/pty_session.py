@@ -2,8 +2,8 @@
 """Runs a command on a pseudo-terminal and answers its prompts, like expect.
 
 Usage: pty_session.py STEPS_JSON -- COMMAND [ARG...]
-STEPS_JSON is a list of {"expect": REGEX, "send": TEXT}: wait (10 s at most)
-until REGEX appears in the output after the previous match, then type TEXT.
+STEPS_JSON is a list of {"expect": REGEX, "send": TEXT}: wait (60 s at most,
+time enough on a loaded machine) until REGEX appears in the output after the previous match, then type TEXT.
 Prints {"exit": CODE, "transcript": OUTPUT, "timedOut": BOOL} as JSON.
 """
 import json
@@ -41,7 +41,7 @@ def main():
 
     for step in steps:
         pattern = re.compile(step["expect"].encode())
-        deadline = time.time() + 10
+        deadline = time.time() + 60
         while True:
             match = pattern.search(transcript, position)
             if match:
@@ -53,7 +53,7 @@ def main():
         if timed_out:
             break
         os.write(fd, step["send"].encode())
-    deadline = time.time() + 20
+    deadline = time.time() + 60
     while time.time() < deadline and read_some(0.5):
         pass
     _, status = os.waitpid(pid, 0)

@@ -9,9 +9,10 @@
 
 Configuration (through glewlwyd's admin API): user demo, a public client
 devtrust-cli (code, device_authorization, refresh_token, delete_token) with the
-redirect URI http://127.0.0.1:8765/callback, and two OIDC plugins: "oidc"
-(device codes 600 s, interval 5 s) and "oidc-short" (8 s, 2 s). PKCE is required
-for public clients; PAR is allowed.
+redirect URI http://127.0.0.1:8765/callback, and three OIDC plugins: "oidc"
+(device codes 600 s, interval 5 s), "oidc-short" (8 s, 2 s: a code that expires
+unapproved) and "oidc-quick" (120 s, 2 s: polls come soon, and an approval has
+time on a loaded machine). PKCE is required for public clients; PAR is allowed.
 """
 import argparse
 import gzip
@@ -130,34 +131,50 @@ def plugin(name, key, cert, api, expires, interval):
         "scope-claim": "no", "subject-type": "public", "request-parameter-allow": True, "session-management-allowed": False}}
 
 
-def start(directory, port):
-    os.makedirs(directory, exist_ok=True)
-    stop(directory)
-    port = port or free_port()
+def launch(directory, port):
+    """glewlwyd on a fresh database, answering on port: (process, base); None when it
+    exited before it answered (the port taken, say)."""
     database = os.path.join(directory, "glewlwyd.db")
     if os.path.exists(database):
         os.remove(database)
     with gzip.open(INIT_SQL, "rt") as script, sqlite3.connect(database) as connection:
         connection.executescript(script.read())
     base = write_config(directory, port)
-    api = base + "/api"
     log = open(os.path.join(directory, "glewlwyd.log"), "w")
     process = subprocess.Popen(["glewlwyd", "--config-file=" + os.path.join(directory, "glewlwyd.conf")],
                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     with open(os.path.join(directory, "glewlwyd.pid"), "w") as handle:
         handle.write(str(process.pid))
     session = Session()
-    for _ in range(200):
+    # Generous: a loaded machine can take many seconds to start it.
+    deadline = time.time() + 60
+    while time.time() < deadline:
         if process.poll() is not None:
-            raise SystemExit("glewlwyd exited: " + open(os.path.join(directory, "glewlwyd.log")).read())
+            return None
         try:
-            if session.call("GET", base + "/config")[0] == 200:
-                break
+            if session.call("GET", base + "/config")[0] == 200 and process.poll() is None:
+                return process, base
         except OSError:
             pass
         time.sleep(0.05)
+    stop(directory)
+    raise SystemExit("glewlwyd did not answer on " + base)
+
+
+def start(directory, port):
+    os.makedirs(directory, exist_ok=True)
+    stop(directory)
+    # A port found free is bound by glewlwyd a moment later: when another program took it
+    # in between, glewlwyd exits, and another port is tried.
+    for _ in range(1 if port else 5):
+        launched = launch(directory, port or free_port())
+        if launched:
+            break
     else:
-        raise SystemExit("glewlwyd did not answer on " + base)
+        raise SystemExit("glewlwyd exited: " + open(os.path.join(directory, "glewlwyd.log")).read())
+    process, base = launched
+    session = Session()
+    api = base + "/api"
 
     def admin(method, path, body=None):
         status, payload, _ = session.call(method, api + path, body)
@@ -175,12 +192,14 @@ def start(directory, port):
     cert = private.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
     admin("POST", "/mod/plugin/", plugin("oidc", key, cert, api, 600, 5))
     admin("POST", "/mod/plugin/", plugin("oidc-short", key, cert, api, 8, 2))
+    admin("POST", "/mod/plugin/", plugin("oidc-quick", key, cert, api, 120, 2))
     admin("POST", "/client/", {"client_id": CLIENT_ID, "name": "devtrust (public)", "confidential": False, "enabled": True,
                                "authorization_type": ["code", "device_authorization", "refresh_token", "delete_token"],
                                "redirect_uri": [REDIRECT_URI], "scope": []})
     document = json.loads(session.call("GET", api + "/oidc/.well-known/openid-configuration")[1])
     info = {"base": base, "api": api, "discovery": api + "/oidc/.well-known/openid-configuration",
-            "shortDiscovery": api + "/oidc-short/.well-known/openid-configuration", "clientId": CLIENT_ID, "redirectUri": REDIRECT_URI,
+            "shortDiscovery": api + "/oidc-short/.well-known/openid-configuration",
+            "quickDiscovery": api + "/oidc-quick/.well-known/openid-configuration", "clientId": CLIENT_ID, "redirectUri": REDIRECT_URI,
             "user": USER[0], "pid": process.pid, "document": document}
     with open(os.path.join(directory, "peer.json"), "w") as handle:
         json.dump(info, handle)
