@@ -7,10 +7,12 @@ public enum DevtrustCommandLine {
         } catch {
             return report(error, terminal: environment.terminal, verbose: false)
         }
-        // Bare `devtrust` is a request for help (as `gh` takes it), not a usage error.
+        // Bare `devtrust` shows the commands, on stderr with exit 2 as the CLI
+        // contract says: no artifact was asked for, and a script that ran it
+        // by mistake should not carry on as if something had been done.
         if arguments.isEmpty {
-            environment.terminal.writeOutput(CommandSpecs.overview())
-            return ExitCode.success.rawValue
+            environment.terminal.writeError(CommandSpecs.overview())
+            return ExitCode.usage.rawValue
         }
         let context = CommandContext(global: GlobalOptions(OptionValues(parsed)), environment: environment)
         defer {

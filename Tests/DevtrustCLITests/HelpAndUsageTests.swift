@@ -1,4 +1,5 @@
 import DevtrustTestSupport
+import Foundation
 import Testing
 
 /// Help and usage errors, in-process: what `--help` and `help COMMAND` print,
@@ -9,13 +10,28 @@ import Testing
                                    "verify", "reset", "login", "access-token", "authorize-url", "logout"]
 
     /// The overview's command list: (name, summary) of each `  NAME  SUMMARY` line under "Commands:".
+    /// The commands of the overview, each summary joined from its wrapped lines.
     static func listedCommands(_ overview: String) -> [(name: String, summary: String)] {
         let lines = overview.split(separator: "\n", omittingEmptySubsequences: false)
         guard let start = lines.firstIndex(of: "Commands:") else { return [] }
-        return lines[(start + 1)...].prefix { $0.hasPrefix("  ") }.map { line in
+        var listed = [(name: String, summary: String)]()
+        for line in lines[(start + 1)...].prefix(while: { $0.hasPrefix("  ") }) {
             let words = line.drop { $0 == " " }
+            if line.hasPrefix("   "), let last = listed.popLast() {
+                // A continuation line of the summary above (indented under the summaries).
+                listed.append((last.name, last.summary + " " + words))
+                continue
+            }
             let name = words.prefix { $0 != " " }
-            return (String(name), String(words.dropFirst(name.count).drop { $0 == " " }))
+            listed.append((String(name), String(words.dropFirst(name.count).drop { $0 == " " })))
+        }
+        return listed
+    }
+
+    /// A help text's paragraphs (separated by blank lines), each with its wrapped lines joined.
+    static func paragraphs(_ text: String) -> [String] {
+        text.split(separator: "\n\n").map { paragraph in
+            paragraph.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
         }
     }
 
@@ -42,12 +58,13 @@ import Testing
         let help = InProcessCLI.run(["help", command])
         #expect(help.exitCode == 0 && help.stderr.isEmpty, "\(help)")
         let lines = help.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        let usage = try #require(lines.first)
+        let paragraphs = Self.paragraphs(help.stdout)
+        let usage = try #require(paragraphs.first)
         #expect(usage == "Usage: devtrust \(command)" || usage.hasPrefix("Usage: devtrust \(command) "), "\(usage)")
         let summary = try #require(Self.listedCommands(InProcessCLI.run(["--help"]).stdout).first { $0.name == command }?.summary)
-        #expect(lines.dropFirst(2).first == summary, "\(help.stdout)")
-        // Every option of the usage line is described below it.
-        let options = usage.split(separator: "[").compactMap { $0.hasPrefix("--") ? $0.prefix { $0 != " " && $0 != "]" } : nil }
+        #expect(paragraphs.dropFirst().first == summary, "\(help.stdout)")
+        // Every option of the usage (however wrapped, optional or required) is described below it.
+        let options = usage.split(whereSeparator: { "[(| ".contains($0) }).compactMap { $0.hasPrefix("--") ? $0.prefix { $0 != "]" && $0 != ")" } : nil }
         if !options.isEmpty { #expect(lines.contains("Options:"), "\(help.stdout)") }
         for option in options {
             #expect(lines.dropFirst().contains { $0.hasPrefix("  ") && $0.contains(option) }, "\(command): \(option) is not described")
@@ -73,8 +90,12 @@ import Testing
         #expect(InProcessCLI.run(["token", "--version"]).stdout == result.stdout)
     }
 
+    /// Bare `devtrust` shows the usage on stderr (exit 2); options without a command are a usage error.
     @Test func noCommandIsAUsageError() {
-        let result = InProcessCLI.run([])
+        let bare = InProcessCLI.run([])
+        #expect(bare.exitCode == 2 && bare.stdout.isEmpty)
+        #expect(bare.stderr == InProcessCLI.run(["--help"]).stdout, "\(bare.stderr)")
+        let result = InProcessCLI.run(["--quiet"])
         #expect(result.exitCode == 2 && result.stdout.isEmpty)
         #expect(result.stderr == "devtrust: error: no command given; run `devtrust --help` for the list\n", "\(result.stderr)")
     }
