@@ -70,6 +70,7 @@ test: deps-check check-layers build
 # The modules of `devtrust token` below HTTP, and every target's dependencies
 # exactly its imports (scripts/check-layers.py).
 check-layers:
+	scripts/check-layers.py --self-test
 	SWIFT=$(SWIFT) scripts/check-layers.py
 
 demo: deps-check build
