@@ -93,8 +93,8 @@ enum CommandSpecs {
             text += columns("  " + command.name, command.summary, column: width + 4)
         }
         text += "\nOptions (before or after the command):\n" + describe(global)
-        text += "\n" + wrap("Exit codes: 0 ok, 1 failure/invalid, 2 usage, 3 no key or not registered, 4 server refused, "
-                            + "5 network, 6 TPM, 7 keystore. `devtrust help COMMAND` shows a command's options; man devtrust.")
+        let codes = ExitCode.allCases.map { "\($0.rawValue) \($0.shortMeaning)" }.joined(separator: ", ")
+        text += "\n" + wrap("Exit codes: " + codes + ". `devtrust help COMMAND` shows a command's options; man devtrust.")
         return text
     }
 

@@ -7,7 +7,7 @@ public enum DevtrustCommandLine {
         } catch {
             return report(error, terminal: environment.terminal, verbose: false)
         }
-        // Bare `devtrust` shows the commands, on stderr with exit 2 as the CLI
+        // Bare `devtrust` shows the commands, on stderr as a usage error, as the CLI
         // contract says: no artifact was asked for, and a script that ran it
         // by mistake should not carry on as if something had been done.
         if arguments.isEmpty {

@@ -15,4 +15,20 @@ public enum ExitCode: Int32, Sendable {
     case tpm = 6
     /// Keystore unsafe, corrupt or locked.
     case keystore = 7
+
+    /// The few words the help overview gives each code.
+    var shortMeaning: String {
+        switch self {
+        case .success: "ok"
+        case .failure: "failure/invalid"
+        case .usage: "usage"
+        case .noKeyOrNotRegistered: "no key or not registered"
+        case .serverRefused: "server refused"
+        case .network: "network"
+        case .tpm: "TPM"
+        case .keystore: "keystore"
+        }
+    }
 }
+
+extension ExitCode: CaseIterable {}

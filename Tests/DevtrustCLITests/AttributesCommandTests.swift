@@ -31,7 +31,7 @@ import Testing
         let directory = TemporaryDirectory()
         let counter = directory.file("runs")
         let collector = directory.write("collector.sh", "#!/bin/sh\necho run >> \(counter)\necho '{\"edrAgent\":\"running\",\"patchLevel\":\"2026-11\",\"jti\":\"x\",\"nested\":{\"a\":\"b\"}}'\n", mode: 0o755)
-        var cli = InProcessCLI(keystore: directory.file("ks"))
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
         cli.extraEnvironment["DEVTRUST_CONFIG"] = directory.write("config.json", #"{"collector":["\#(collector)"],"postureCacheSeconds":300}"#)
         try cli.run("init", "--backend", "software", "-q")
         let first = try cli.run("token", "--device-id", "x")
@@ -46,7 +46,7 @@ import Testing
         for (script, problem) in [("#!/bin/sh\nexit 3\n", "exited with 3"), ("#!/bin/sh\necho not json\n", "did not print a JSON object"),
                                   ("#!/bin/sh\nsleep 5\n", "did not finish within 1000 ms")] {
             let failing = directory.write("failing.sh", script, mode: 0o755)
-            var other = InProcessCLI(keystore: directory.file("ks2"))
+            var other = DevtrustBinary(keystore: directory.file("ks2"))
             other.extraEnvironment["DEVTRUST_CONFIG"] = directory.write("failing.json", #"{"collector":["\#(failing)"],"collectorTimeoutSeconds":1,"postureCacheSeconds":0}"#)
             try other.run("init", "--backend", "software", "-q")
             let result = try other.run("token", "--device-id", "x")

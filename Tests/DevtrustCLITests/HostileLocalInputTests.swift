@@ -126,8 +126,7 @@ import Testing
         let directory = TemporaryDirectory()
         let (cli, victim) = try Self.damagedKeystore(damage, in: directory)
         let before = Self.snapshot(directory.file("ks"))
-        for arguments in [["token", "--device-id", "x"], ["pubkey"], ["sign-challenge", "AQID"], ["device-data"],
-                          ["register", "--server", "http://127.0.0.1:9", "--non-interactive"], ["init"]] {
+        for arguments in Self.keystoreReaders {
             let result = try cli.run(arguments)
             #expect(result.status == 7, "\(damage.name), \(arguments[0]): \(result)")
             let errors = result.stderr.split(separator: "\n").filter { $0.hasPrefix("devtrust: error: ") }
@@ -144,10 +143,18 @@ import Testing
         _ = try Self.damagedKeystore(damage, in: directory)
         var binary = DevtrustBinary(keystore: directory.file("ks"))
         binary.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
-        let result = try binary.run("token", "--device-id", "x")
-        #expect(result.status == 7 && !result.signaled, "\(damage.name): \(result)")
-        #expect(result.stderr.contains(damage.message) && !result.stderr.contains(Self.marker), "\(damage.name): \(result.stderr)")
+        let before = Self.snapshot(directory.file("ks"))
+        // Every command that reads the keystore: an error and exit 7, never a crash.
+        for arguments in Self.keystoreReaders {
+            let result = try binary.run(arguments)
+            #expect(result.status == 7 && !result.signaled, "\(damage.name), \(arguments[0]): \(result)")
+            #expect(result.stderr.contains(damage.message) && !result.stderr.contains(Self.marker), "\(damage.name), \(arguments[0]): \(result.stderr)")
+        }
+        #expect(Self.snapshot(directory.file("ks")) == before, "\(damage.name): the keystore changed")
     }
+
+    static let keystoreReaders = [["token", "--device-id", "x"], ["pubkey"], ["sign-challenge", "AQID"], ["device-data"],
+                                  ["register", "--server", "http://127.0.0.1:9", "--non-interactive"], ["init"]]
 
     @Test(.enabled(if: getuid() == 0)) func aKeystoreDirectoryPlantedByAnotherUserIsRefused() throws {
         // Someone else created the directory first (in a shared /tmp, say): never use it.
@@ -192,7 +199,7 @@ import Testing
     func aBadConfigurationFileIsExitTwo(config: ConfigCase) throws {
         if config.owner != nil && getuid() != 0 { return }
         let directory = TemporaryDirectory()
-        var cli = InProcessCLI(keystore: directory.file("ks"))
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
         cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
         try cli.run("init", "--backend", "software", "-q")
         let path = directory.write("config.json", config.contents, mode: config.mode)
@@ -207,7 +214,7 @@ import Testing
 
     @Test(.enabled(if: getuid() == 0)) func aCollectorOthersCanChangeIsNotRun() throws {
         let directory = TemporaryDirectory()
-        var cli = InProcessCLI(keystore: directory.file("ks"))
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
         let ran = directory.file("ran")
         let program = directory.write("collector.sh", "#!/bin/sh\ntouch \(ran)\necho '{\"site\":\"berlin\"}'\n", mode: 0o777)
         cli.extraEnvironment["DEVTRUST_CONFIG"] = directory.write("config.json", #"{"collector":["\#(program)"],"postureCacheSeconds":0}"#)
@@ -223,7 +230,7 @@ import Testing
 
     @Test(.enabled(if: getuid() == 0)) func aCollectorInADirectoryOthersCanWriteToIsNotRun() throws {
         let directory = TemporaryDirectory()
-        var cli = InProcessCLI(keystore: directory.file("ks"))
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
         let ran = directory.file("ran")
         let shared = directory.file("shared")
         mkdir(shared, 0o700)

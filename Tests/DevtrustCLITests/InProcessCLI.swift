@@ -2,6 +2,7 @@
 import DevtrustJOSE
 import DevtrustKeys
 import DevtrustTestSupport
+import Foundation
 import Testing
 
 /// A terminal for commands run in-process: what they write to stdout and stderr is
@@ -86,8 +87,14 @@ struct InProcessCLI: DevtrustRunner {
     func session(_ arguments: [String], stdin: [UInt8]? = nil) -> Run {
         // In-process, devtrust sees only the variables CommandEnvironment.process() would
         // read: a test that sets another (LD_PRELOAD, PATH for a helper) needs the binary.
-        for name in extraEnvironment.keys where name != "PATH" && !CommandEnvironment.knownVariables.contains(name) {
+        for name in extraEnvironment.keys where !CommandEnvironment.knownVariables.contains(name) {
             Issue.record("\(name) is read by the process, not through CommandEnvironment: run this test with DevtrustBinary")
+        }
+        // The children devtrust starts (the admin's collector, xdg-open) inherit the process's
+        // environment: in-process, the test runner's, not the one the test set up.
+        let configuration = environment["DEVTRUST_CONFIG"].flatMap { FileManager.default.contents(atPath: $0) }
+        if arguments.contains("--open") || configuration.map({ String(decoding: $0, as: UTF8.self).contains("\"collector\"") }) == true {
+            Issue.record("devtrust starts a child process here, which inherits the process's environment: run this test with DevtrustBinary")
         }
         if extraEnvironment["DEVTRUST_HTTP_DEBUG"] != nil {
             Issue.record("libcurl's debug lines go to file descriptor 2, not through the Terminal: run this test with DevtrustBinary")

@@ -26,7 +26,7 @@ import Testing
         let directory = TemporaryDirectory()
         let runs = directory.file("runs")
         let collector = directory.write("collector.sh", "#!/bin/sh\necho run >> \(runs)\necho '{\"edrAgent\":\"running\"}'\n", mode: 0o755)
-        var cli = InProcessCLI(keystore: directory.file("ks"))
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
         cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
         try cli.run("init", "--backend", "software", "-q")
         #expect(try cli.run(["register", "--server", server.url, "--non-interactive", "-q"] + RegisterTests.answers).status == 0)
@@ -53,7 +53,7 @@ import Testing
         let directory = TemporaryDirectory()
         let runs = directory.file("runs")
         let collector = directory.write("collector.sh", "#!/bin/sh\necho run >> \(runs)\necho '{\"edrAgent\":\"running\"}'\n", mode: 0o755)
-        var cli = InProcessCLI(keystore: directory.file("ks"))
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
         cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
         let command = "collector:" + collector
         cli.extraEnvironment["DEVTRUST_CONFIG"] = directory.write("config.json", #"{"collector":["\#(collector)"],"postureCacheSeconds":300}"#)
@@ -88,7 +88,7 @@ import Testing
         let directory = TemporaryDirectory()
         let collector = directory.write("collector.sh", "#!/bin/sh\necho '{\"edrAgent\":\"running\"}'\n", mode: 0o755)
         let keystore = directory.file("data/devtrust")
-        var cli = InProcessCLI(keystore: keystore)
+        var cli = DevtrustBinary(keystore: keystore)
         cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
         try cli.run("init", "--backend", "software", "-q")
         switch placement {

@@ -51,6 +51,24 @@ import Testing
     }
 
     /// In-process, with stdin a terminal: the prompts are the command's, not the pty's.
+    /// The same at a real terminal (a pseudo-terminal): the prompts, the refusal and the pasted URL in order.
+    @Test func aRedirectionResumesWithTheCallbackPastedAtATerminal() throws {
+        let directory = TemporaryDirectory()
+        let server = try ReferenceServer(["--redirect-step"])
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        try cli.run("init", "-q")
+        let session = try Self.run(cli, ["register", "--server", server.url,
+                                         "--input", "http://wso2.com/claims/emailaddress=a@example.com", "--input", "password=long enough",
+                                         "--input", "otp=123456", "--input", "actionId=verify-otp"], steps: [
+            ("Continue in a browser: https://idp.example/authorize\\?client_id=reference&state=reference-state-7f3a", ""),
+            ("Paste the URL the browser was sent back to: ", "https://app.example/callback?error=none\n"),
+            ("has no code and state parameters", ""),
+            ("Paste the URL the browser was sent back to: ", "https://app.example/callback?code=abc%2F123&state=reference-state-7f3a\n"),
+            ("registered: this device is ", ""),
+        ])
+        #expect(!session.timedOut && session.exit == 0, "\(session.transcript)")
+    }
+
     @Test func aRedirectionResumesWithThePastedCallback() throws {
         var setup = try ReferenceServerFixture<InProcessCLI>(["--redirect-step"])
         setup.cli.inputIsTerminal = true

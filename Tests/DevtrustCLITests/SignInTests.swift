@@ -8,7 +8,7 @@ import Testing
 @Suite(.enabled(if: ReferenceServer.shouldRun)) struct SignInTests {
     static let basicAnswers = ReferenceServer.signInAnswers
 
-    /// A device with a software key, registered with its own reference server unless `register: false`.
+    /// A device with a software key, and its own reference server; registered only when asked (`register: true`).
     typealias Setup = ReferenceServerFixture<DevtrustBinary>
 
     @Test func appNativeSignInCarriesAFreshDeviceTokenAndStoresTheTokens() throws {

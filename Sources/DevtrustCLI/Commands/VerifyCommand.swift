@@ -4,7 +4,7 @@ import DevtrustKeys
 import DevtrustSystem
 
 /// `verify`: an ES256 compact JWS, or an ECDSA-SHA256 signature over a file.
-/// Exit 0 valid, 1 invalid (reason on stderr), 2 when the inputs are unusable.
+/// Valid is success; invalid is `ExitCode.failure` (the reason on stderr); unusable inputs are a usage error.
 enum VerifyCommand: DevtrustCommand {
     enum SignatureFormat: String, CaseIterable {
         case der, raw
