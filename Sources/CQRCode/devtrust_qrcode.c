@@ -83,14 +83,14 @@ int devtrust_qrcode_encode(const char *text, int *width, unsigned char **modules
     QRcode *code = api.QRcode_encodeString(text, 0, QR_ECLEVEL_M, QR_MODE_8, 1);
     if (!code) {
         snprintf(error, error_size, "the text cannot be encoded as a QR code");
-        return -1;
+        return -2;
     }
     size_t count = (size_t)code->width * (size_t)code->width;
     *modules = malloc(count);
     if (!*modules) {
         api.QRcode_free(code);
         snprintf(error, error_size, "out of memory");
-        return -1;
+        return -2;
     }
     for (size_t i = 0; i < count; i++) (*modules)[i] = code->data[i] & 1;
     *width = code->width;

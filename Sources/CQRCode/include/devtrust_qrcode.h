@@ -4,7 +4,8 @@
 /* libqrencode, loaded with dlopen when a QR code is drawn (never on the token path). */
 
 /* Encodes `text`; on success returns 0, sets *width and a malloc'd width*width
-   array of modules (1 = dark) that the caller frees. Otherwise writes why into `error`. */
+   array of modules (1 = dark) that the caller frees. Otherwise writes why into `error`
+   and returns -1 when libqrencode cannot be loaded, -2 when the text cannot be drawn. */
 int devtrust_qrcode_encode(const char *text, int *width, unsigned char **modules, char *error, int error_size);
 
 #endif

@@ -155,11 +155,12 @@ enum DeviceCodeCommand {
         if let complete = authorization.verificationURIComplete {
             terminal.writeError("or open \(TerminalText.printable(complete))\n")
             if qr {
-                if let lines = QRCode.render(complete) {
+                switch QRCode.render(complete) {
+                case .success(let lines):
                     terminal.writeError("or scan:\n\n")
                     for line in lines { terminal.writeError(line + "\n") }
-                } else {
-                    context.detail("no QR code: libqrencode is not available")
+                case .failure(let problem):
+                    context.detail("no QR code: " + problem.message)
                 }
             }
         }
@@ -169,11 +170,20 @@ enum DeviceCodeCommand {
 
 /// A QR code drawn with half blocks: two modules per character row, with the quiet zone.
 enum QRCode {
-    static func render(_ text: String) -> [String]? {
+    /// Why no QR code was drawn, for `-v`.
+    struct Problem: Error {
+        let message: String
+    }
+
+    static func render(_ text: String) -> Result<[String], Problem> {
         var width: Int32 = 0
         var modules: UnsafeMutablePointer<UInt8>?
         var error = [CChar](repeating: 0, count: 256)
-        guard devtrust_qrcode_encode(text, &width, &modules, &error, Int32(error.count)) == 0, let modules else { return nil }
+        let status = devtrust_qrcode_encode(text, &width, &modules, &error, Int32(error.count))
+        let reason = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard status == 0, let modules else {
+            return .failure(Problem(message: status == -1 ? "libqrencode is not available (\(reason))" : reason))
+        }
         defer { free(modules) }
         let size = Int(width)
         let quiet = 2
@@ -197,7 +207,7 @@ enum QRCode {
             lines.append(line)
             row += 2
         }
-        return lines
+        return .success(lines)
     }
 }
 
