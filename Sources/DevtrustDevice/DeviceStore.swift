@@ -58,8 +58,14 @@ public struct DeviceStore: Sendable {
             throw DeviceError.noDeviceKey(keystore: keystore.path)
         }
         snapshot.keyFile = nil
-        let key = try DeviceKeyFactory.load(record, file: &file, path: keystore.path + "/" + record.file, tpm: tpm, random: random, notices: tpmNotices)
+        let key = try DeviceKeyFactory.load(record, file: &file, path: keystore.path + "/" + record.file, tpm: tpm(for: record),
+                                            random: random, notices: tpmNotices)
         return LoadedDevice(state: snapshot.state, record: record, key: key)
+    }
+
+    /// The TPM a key is used in: `--tcti` or a TCTI variable, else the TCTI recorded with it, else the default.
+    public func tpm(for record: KeyRecord?) -> TPMSelection {
+        tpm.forKey(recordedTCTI: record?.tcti)
     }
 
     /// Has a loaded TPM key's TPM load it and sign a test digest; checks that a
@@ -85,16 +91,29 @@ public struct DeviceStore: Sendable {
                 }
                 return .kept(existing)
             }
-            var created = try makeKey(choice, importing: importing, replacing: state.key)
+            // A replaced key's recorded TCTI is where its replacement is made, unless the user says otherwise.
+            let selection = tpm(for: state.key)
+            var created = try makeKey(choice, importing: importing, replacing: state.key, in: selection)
             defer { created.file.zeroize() }
             if choice != .auto && choice.rawValue != created.key.backend.rawValue {
                 throw DeviceError.importedKeyBackend(requested: choice.rawValue, found: created.key.backend.rawValue)
             }
             let fingerprint = created.key.fingerprint
+            var notes = created.notes
+            // The TCTI the user named is recorded with a TPM key; the default is not (it keeps its fallback to tabrmd).
+            var recordedTCTI: String?
+            if created.key.backend == .tpm, selection.isExplicit, let tcti = selection.candidates.first {
+                if TPMSelection.isRecordable(tcti) {
+                    recordedTCTI = tcti
+                } else {
+                    notes.append("the TCTI \(tcti) is not recorded with the key (only " + TPMSelection.recordableTCTINames.joined(separator: ", ")
+                                 + " are, as they open no program or library a keystore could name): give --tcti with every command")
+                }
+            }
             let record = KeyRecord(backend: created.key.backend, file: KeyRecord.fileName(fingerprint: fingerprint), fingerprint: fingerprint,
-                                   createdAt: Timestamp.format(secondsSinceEpoch: clock.secondsSinceEpoch()), tpmParent: created.tpmParent)
+                                   createdAt: Timestamp.format(secondsSinceEpoch: clock.secondsSinceEpoch()), tpmParent: created.tpmParent,
+                                   tcti: recordedTCTI)
             try staging.writeKeyFile(named: record.file, contents: created.file)
-            let notes = created.notes
             let dropped = state.registrations
             state.key = record
             state.registrations = []
@@ -106,7 +125,8 @@ public struct DeviceStore: Sendable {
     }
 
     /// `previous`: the key being replaced, if any.
-    private func makeKey(_ choice: BackendChoice, importing: (contents: [UInt8], source: String)?, replacing previous: KeyRecord?) throws -> NewDeviceKey {
+    private func makeKey(_ choice: BackendChoice, importing: (contents: [UInt8], source: String)?, replacing previous: KeyRecord?,
+                         in tpm: TPMSelection) throws -> NewDeviceKey {
         let previousParent = previous?.tpmParent.flatMap(TPMParentRecord.init(serialized:))
         if let importing {
             return try DeviceKeyFactory.importKey(importing.contents, source: importing.source, selection: tpm, random: random)

@@ -30,6 +30,33 @@ public struct TPMSelection: Equatable, Sendable {
         isExplicit = true
     }
 
+    /// The TCTIs a keystore may record for its key: those that only open a
+    /// device or a socket. `cmd` runs a program, `pcap` writes a file, and a
+    /// name with a `/` or `.so` is a library path: a keystore that named one
+    /// would make devtrust run or load what the keystore says.
+    public static let recordableTCTINames = ["device", "tabrmd", "swtpm", "mssim"]
+
+    /// Whether `configuration` may be recorded with the key and used from the
+    /// keystore again: a recordable name, a `device` under /dev, printable
+    /// ASCII, at most 256 characters.
+    public static func isRecordable(_ configuration: String) -> Bool {
+        guard configuration.utf8.count <= 256, configuration.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return false }
+        let parts = configuration.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+        let name = String(parts[0])
+        guard recordableTCTINames.contains(name) else { return false }
+        if name == "device", parts.count > 1, !parts[1].isEmpty {
+            return parts[1].hasPrefix("/dev/") && !parts[1].split(separator: "/").contains("..")
+        }
+        return true
+    }
+
+    /// The TPM for a key whose keystore recorded `recorded`: the user's choice
+    /// (`--tcti`, a TCTI variable) wins, then the recorded one, then the default.
+    public func forKey(recordedTCTI recorded: String?) -> TPMSelection {
+        guard !isExplicit, let recorded, Self.isRecordable(recorded) else { return self }
+        return TPMSelection(tcti: recorded)
+    }
+
     /// For a `device:PATH` TCTI, why the device cannot be opened, checked
     /// before the TSS tries (its own error would only say "IO error").
     static func deviceProblem(_ configuration: String) -> (reason: String, hint: String?)? {

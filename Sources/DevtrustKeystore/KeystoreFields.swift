@@ -15,7 +15,7 @@ public enum KeystoreField {
     }
 
     public enum Key: String, CaseIterable, Sendable {
-        case backend, file, fingerprint, createdAt, tpmParent
+        case backend, file, fingerprint, createdAt, tpmParent, tcti
     }
 
     public enum Registration: String, CaseIterable, Sendable {
@@ -47,6 +47,7 @@ extension KeyRecord {
             case .fingerprint: .string(fingerprint)
             case .createdAt: .string(createdAt)
             case .tpmParent: tpmParent.map { .string(Base64.encode($0)) }
+            case .tcti: tcti.map { .string($0) }
             }
         }
     }

@@ -73,8 +73,15 @@ public enum KeystoreFormat {
                 }
                 tpmParent = bytes
             }
+            // A recorded TCTI is a library devtrust loads and a configuration it hands
+            // to it: only the allow-listed ones that open a device or a socket.
+            let tcti = try key.optionalString(Field.tcti)
+            if let tcti, backend != .tpm || !TPMSelection.isRecordable(tcti) {
+                let names = TPMSelection.recordableTCTINames.joined(separator: ", ")
+                throw JSONFieldError(path: key.fieldPath(Field.tcti), kind: .invalidValue("must be a TCTI configuration of \(names) (device under /dev), and only on a tpm key"))
+            }
             state.key = KeyRecord(backend: backend, file: file, fingerprint: try key.string(Field.fingerprint),
-                                  createdAt: try key.string(Field.createdAt), tpmParent: tpmParent)
+                                  createdAt: try key.string(Field.createdAt), tpmParent: tpmParent, tcti: tcti)
         }
         for (index, element) in try reader.array(Manifest.registrations.rawValue).enumerated() {
             typealias Field = KeystoreField.Registration

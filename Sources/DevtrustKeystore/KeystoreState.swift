@@ -12,13 +12,18 @@ public struct KeyRecord: Equatable, Sendable {
     /// For a TPM key under a persistent parent: ESAPI's serialization of that
     /// parent (Esys_TR_Serialize), so that signing needs no ReadPublic.
     public var tpmParent: [UInt8]?
+    /// For a TPM key: the TCTI `init` was told to use (`--tcti` or a TCTI
+    /// variable), which later commands use unless told otherwise. Only a
+    /// configuration `TPMSelection.isRecordable` accepts.
+    public var tcti: String?
 
-    public init(backend: KeyBackend, file: String, fingerprint: String, createdAt: String, tpmParent: [UInt8]? = nil) {
+    public init(backend: KeyBackend, file: String, fingerprint: String, createdAt: String, tpmParent: [UInt8]? = nil, tcti: String? = nil) {
         self.backend = backend
         self.file = file
         self.fingerprint = fingerprint
         self.createdAt = createdAt
         self.tpmParent = tpmParent
+        self.tcti = tcti
     }
 
     /// The file name devtrust gives a key: one per key, so a new key never

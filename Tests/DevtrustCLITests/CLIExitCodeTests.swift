@@ -208,9 +208,12 @@ import Testing
         directory.write("ks/" + keyFile, "-----BEGIN PRIVATE KEY-----\ngarbage\n-----END PRIVATE KEY-----\n")
         let badKey = try cli.run("token", "--device-id", "x")
         #expect(badKey.status == 7 && badKey.stderr.contains("the -----BEGIN PRIVATE KEY----- block is not base64 (line 1 of its body)"), "\(badKey)")
+        // status says everything it can, then exits with the key's code (7: the keystore's key file).
         let status = try cli.run("status", "--json")
-        #expect(status.status == 0)
+        #expect(status.status == 7 && status.stderr.contains("not base64"), "\(status)")
         #expect(try JSONParser.parse(status.output).objectValue?["key"]?.objectValue?["loads"] == .bool(false))
+        let text = try cli.run("status")
+        #expect(text.status == 7 && text.stdout.contains("key loads: no: ") && text.stdout.contains("registrations: "), "\(text)")
     }
 
     @Test func resetNeedsConfirmationAndForgetsEverything() throws {

@@ -34,6 +34,55 @@ import Testing
         #expect(try setup.manifest()["tpmPersistentHandles"] == .array([.string("0x81000001")]))
     }
 
+    /// `init --tcti T` records T with the key: later commands use it without
+    /// being told, `--tcti` still wins, and `status` exits with the key's code
+    /// when the key does not load. A keystore cannot name a TCTI that runs or
+    /// loads what it likes.
+    @Test func theTCTIGivenToInitIsRecordedWithTheKey() throws {
+        let setup = try Setup()
+        var plain = setup.cli
+        plain.extraEnvironment["DEVTRUST_TCTI"] = nil
+        let tcti = setup.tpm.tcti
+        let created = try plain.run("init", "--backend", "tpm", "--tcti", tcti)
+        #expect(created.status == 0 && created.stderr.contains("in the TPM at \(tcti) (key blob:"), "\(created)")
+        #expect(created.stderr.contains("recorded the TCTI \(tcti) with the key"), "\(created)")
+        #expect(try setup.manifest()["key"]?.objectValue?["tcti"] == .string(tcti))
+
+        let status = try plain.run("status")
+        #expect(status.status == 0 && status.stdout.contains("key TCTI: \(tcti) (recorded with the key at init)")
+                && status.stdout.contains("key loads: yes") && status.stdout.contains("at \(tcti)"), "\(status)")
+        let token = try plain.run("token", "--device-id", "x")
+        #expect(token.status == 0 && token.output.split(separator: ".").count == 3, "\(token)")
+
+        // --tcti wins over the recorded one; the key does not load there, and status says so with exit 6.
+        let elsewhere = try plain.run("status", "--tcti", "device:/dev/no-such-tpm")
+        #expect(elsewhere.status == 6 && elsewhere.stdout.contains("key loads: no: no TPM at device:/dev/no-such-tpm"), "\(elsewhere)")
+        #expect(elsewhere.stdout.contains("this run uses device:/dev/no-such-tpm"), "\(elsewhere)")
+        #expect(try plain.run("token", "--device-id", "x", "--tcti", "device:/dev/no-such-tpm").status == 6)
+
+        // The recorded TPM gone: status still prints everything, and exits 6.
+        setup.tpm.stop()
+        let stopped = try plain.run("status")
+        #expect(stopped.status == 6 && stopped.stdout.contains("key loads: no: no TPM at \(tcti)"), "\(stopped)")
+        #expect(stopped.stdout.contains("registrations: none") && stopped.stderr.contains("devtrust: error: no TPM at \(tcti)"), "\(stopped)")
+        let stoppedJSON = try plain.run("status", "--json")
+        #expect(stoppedJSON.status == 6, "\(stoppedJSON)")
+        let key = try JSONParser.parse(stoppedJSON.output).objectValue?["key"]?.objectValue
+        #expect(key?["loads"] == .bool(false) && key?["tcti"] == .string(tcti) && key?["tctiInUse"] == .bool(true), "\(stoppedJSON)")
+
+        // A hostile keystore: a TCTI that runs a program, writes a file or names a library is refused (exit 7), never loaded.
+        for hostile in ["cmd:touch /tmp/devtrust-owned", "pcap:device:/dev/tpmrm0", "/tmp/evil.so", "libtss2-tcti-evil.so.0:x",
+                        "device:/tmp/x", "device:/dev/../tmp/x", "swtpm:host=a b"] {
+            try HostileLocalInputTests.editManifest(setup.directory.file("ks")) { manifest in
+                var key = manifest["key"]?.objectValue ?? [:]
+                key["tcti"] = .string(hostile)
+                manifest["key"] = .object(key)
+            }
+            let refused = try plain.run("token", "--device-id", "x")
+            #expect(refused.status == 7 && refused.stderr.contains("key.tcti"), "\(hostile): \(refused)")
+        }
+    }
+
     @Test(arguments: ["ecc256:aes128cfb", "rsa2048:aes128cfb"])
     func anExistingSRKIsUsedAndNeverRemoved(algorithm: String) throws {
         let setup = try Setup()

@@ -43,6 +43,8 @@ import Testing
             #expect(state.key == nil)
             return
         }
+        // A recorded TCTI is read back (the store's explicit one, the fixture's swtpm, wins).
+        #expect(state.key?.tcti.map(JSONValue.string) == expected["tcti"])
         let device = try store.loadKey()
         #expect(device.record.backend.rawValue == backend)
         #expect(device.key.fingerprint == expected["fingerprint"]?.stringValue)

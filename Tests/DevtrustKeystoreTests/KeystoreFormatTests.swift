@@ -24,6 +24,27 @@ import Testing
         return JSONWriter.bytes(.object(object))
     }
 
+    /// A TPM key's recorded TCTI round-trips; one that would run a program, write
+    /// a file or load a library of the keystore's choosing is refused, as is one on a software key.
+    @Test func aRecordedTCTIIsReadBackOnlyWhenItIsSafe() throws {
+        var state = Self.sample
+        state.key = KeyRecord(backend: .tpm, file: "key-abc.pem", fingerprint: "abc", createdAt: "2026-11-30T00:00:00Z",
+                              tcti: "swtpm:host=127.0.0.1,port=2321")
+        #expect(try KeystoreFormat.decode(KeystoreFormat.encode(state), path: "k") == state)
+        for accepted in ["device", "device:/dev/tpmrm0", "tabrmd:bus_type=session", "mssim:host=localhost,port=2321"] {
+            state.key?.tcti = accepted
+            #expect(try KeystoreFormat.decode(KeystoreFormat.encode(state), path: "k").key?.tcti == accepted)
+        }
+        for refused in ["cmd:tpm2_send", "pcap:device:/dev/tpmrm0", "/usr/lib/evil.so", "libtss2-tcti-swtpm.so.0", "device:/home/u/tpm",
+                        "device:/dev/../home/u/tpm", "swtpm:host=a\nb", "", "swtpm:" + String(repeating: "x", count: 300)] {
+            state.key?.tcti = refused
+            #expect(throws: KeystoreError.self) { try KeystoreFormat.decode(KeystoreFormat.encode(state), path: "k") }
+        }
+        var software = Self.sample
+        software.key?.tcti = "swtpm"
+        #expect(throws: KeystoreError.self) { try KeystoreFormat.decode(KeystoreFormat.encode(software), path: "k") }
+    }
+
     @Test func refusesANewerVersion() {
         let newer = KeystoreFormat.currentVersion + 1
         #expect(throws: KeystoreError.unsupportedVersion(path: "k", found: newer, supported: KeystoreFormat.currentVersion)) {

@@ -48,8 +48,12 @@ enum InitCommand: DevtrustCommand {
         case let .created(record, dropped, notes):
             for note in notes { context.info(note) }
             let verb = imported ? "imported" : "created"
-            let place = record.backend == .tpm ? "in the TPM (key blob: \(keystore.path)/\(record.file))" : "in \(keystore.path)/\(record.file)"
+            let tpm = record.tcti.map { " at \($0)" } ?? ""
+            let place = record.backend == .tpm ? "in the TPM\(tpm) (key blob: \(keystore.path)/\(record.file))" : "in \(keystore.path)/\(record.file)"
             context.info("\(verb) a \(record.backend.rawValue) P-256 device key \(place) (fingerprint \(record.fingerprint))")
+            if let tcti = record.tcti {
+                context.info("recorded the TCTI \(tcti) with the key: later commands use it unless --tcti or a TCTI variable (DEVTRUST_TCTI, TPM2TOOLS_TCTI, TSS2_TCTI) says otherwise")
+            }
             for registration in dropped {
                 context.warn("forgot registration \(registration.registrationId) with \(registration.server), made with the old key; register again")
             }
@@ -58,12 +62,15 @@ enum InitCommand: DevtrustCommand {
     }
 
     private static func summary(_ record: KeyRecord, keystore: Keystore, created: Bool, notes: [String]) -> JSONObject {
-        [
+        var summary: JSONObject = [
             "created": .bool(created),
             "backend": .string(record.backend.rawValue),
             "fingerprint": .string(record.fingerprint),
             "keystore": .string(keystore.path),
             "notes": .array(notes.map { .string($0) }),
         ]
+        // Only a TPM key's recorded TCTI.
+        if let tcti = record.tcti { summary["tcti"] = .string(tcti) }
+        return summary
     }
 }

@@ -15,6 +15,8 @@ enum StatusCommand: DevtrustCommand {
     struct KeyHealth {
         var loads = false
         var problem: String?
+        /// Why the key does not load: `status` exits with its code once it has said everything else.
+        var error: (any Error)?
         var parentHandle: UInt32?
         /// For a TPM key: what dictionary-attack lockout could stop it through.
         var lockoutExposure: TPMDeviceKey.LockoutExposure?
@@ -50,16 +52,19 @@ enum StatusCommand: DevtrustCommand {
                 result.parentHandle = tpmKey?.keyFile.parent
             } catch {
                 result.problem = ErrorReport.from(error).message
+                result.error = error
             }
             result.notices = store.tpmNotices.drain()
             health = result
         }
-        // The TPM is described when the key is in it, or when one answers.
-        let tpm = Result { try TPMKeyProvisioner.describe(context.tpmSelection) }
+        // The TPM is described when the key is in it, or when one answers: the key's, when it has a recorded TCTI.
+        let tpmSelection = store.tpm(for: state.key)
+        let tpm = Result { try TPMKeyProvisioner.describe(tpmSelection) }
+        let recordedTCTI = tcti(of: state.key, selection: context.tpmSelection)
         let clocks = context.clocks.records()
         let tokens = state.signIns.map { try? store.tokens(of: $0) }
         if context.json {
-            var document = document(state, keystore: keystore, health: health, tpm: tpm)
+            var document = document(state, keystore: keystore, health: health, tpm: tpm, recordedTCTI: recordedTCTI)
             annotateClocks(&document, clocks, context: context)
             document["signIns"] = .array(zip(document["signIns"]?.arrayValue ?? [], tokens).map { element, tokens in
                 guard var object = element.objectValue else { return element }
@@ -72,12 +77,14 @@ enum StatusCommand: DevtrustCommand {
                 return .object(object)
             })
             context.output(JSONWriter.string(.object(document)))
+            if let error = health?.error { throw error }
             return
         }
         var lines = ["keystore: \(keystore.path)"]
         if let key = state.key, let health {
             lines.append("key: \(key.backend.rawValue) P-256, fingerprint \(key.fingerprint), created \(key.createdAt)")
             if let parent = health.parentHandle { lines.append("key parent: \(TPMHandle.format(parent))" + (parent == TPMHandle.owner ? " (a transient primary recreated for every signature)" : "")) }
+            if let recordedTCTI { lines.append("key TCTI: \(recordedTCTI.text)") }
             lines.append("key loads: " + (health.loads ? "yes" : "no: \(health.problem ?? "unknown")"))
             if let advice = lockoutAdvice(health.lockoutExposure) { lines.append("key lockout: exposed: " + advice) }
             for notice in health.notices { lines.append("key notice: " + notice) }
@@ -125,6 +132,17 @@ enum StatusCommand: DevtrustCommand {
             }
         }
         context.output(lines.joined(separator: "\n"))
+        // Scripts rely on the exit code: a key that does not load is its error's (6 for the TPM, 7 for the keystore).
+        if let error = health?.error { throw error }
+    }
+
+    /// The TCTI recorded with the key, and whether it is the one used now.
+    private static func tcti(of key: KeyRecord?, selection: TPMSelection) -> (configuration: String, inUse: Bool, text: String)? {
+        guard let configuration = key?.tcti else { return nil }
+        let inUse = !selection.isExplicit
+        let text = configuration + (inUse ? " (recorded with the key at init)"
+            : " (recorded with the key at init; this run uses \(selection.candidates.joined(separator: ", ")), from --tcti or a TCTI variable)")
+        return (configuration, inUse, text)
     }
 
     /// `clockSkewSeconds` on each registration and sign-in (null when never measured), and `clocks`, one per server.
@@ -149,7 +167,8 @@ enum StatusCommand: DevtrustCommand {
         })
     }
 
-    private static func document(_ state: KeystoreState, keystore: Keystore, health: KeyHealth?, tpm: Result<TPMDescription, any Error>) -> JSONObject {
+    private static func document(_ state: KeystoreState, keystore: Keystore, health: KeyHealth?, tpm: Result<TPMDescription, any Error>,
+                                 recordedTCTI: (configuration: String, inUse: Bool, text: String)?) -> JSONObject {
         var document: JSONObject = ["keystore": .string(keystore.path)]
         if let key = state.key, let health {
             var keyObject: JSONObject = [
@@ -161,6 +180,10 @@ enum StatusCommand: DevtrustCommand {
             ]
             if let parent = health.parentHandle { keyObject["tpmParent"] = .string(TPMHandle.format(parent)) }
             if let problem = health.problem { keyObject["problem"] = .string(problem) }
+            if let recordedTCTI {
+                keyObject["tcti"] = .string(recordedTCTI.configuration)
+                keyObject["tctiInUse"] = .bool(recordedTCTI.inUse)
+            }
             if let exposure = health.lockoutExposure {
                 keyObject["lockoutExposed"] = .bool(exposure != .none)
                 if let advice = lockoutAdvice(exposure) { keyObject["lockoutAdvice"] = .string(advice) }
