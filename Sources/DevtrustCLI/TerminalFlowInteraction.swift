@@ -1,3 +1,4 @@
+import DevtrustEncoding
 import DevtrustFlow
 import DevtrustHTTP
 import DevtrustSignIn
@@ -11,14 +12,17 @@ final class TerminalFlowInteraction: FlowInteraction {
     private var presets: [String: String]
     private let interactive: Bool
     private let openBrowser: Bool
+    /// Acceptance actions the user chose up front (`--accept`).
+    private let acceptedActions: Set<String>
     /// The input names of the last VIEW answered, and whether all came from presets.
     private var lastView: (names: [String], fromPresets: Bool)?
 
-    init(context: CommandContext, presets: [String: String], interactive: Bool, openBrowser: Bool) {
+    init(context: CommandContext, presets: [String: String], interactive: Bool, openBrowser: Bool, acceptedActions: Set<String> = []) {
         self.context = context
         self.presets = presets
         self.interactive = interactive
         self.openBrowser = openBrowser
+        self.acceptedActions = acceptedActions
     }
 
     private var terminal: any Terminal { context.terminal }
@@ -107,10 +111,26 @@ final class TerminalFlowInteraction: FlowInteraction {
         return lines + component.children.flatMap(headings)
     }
 
+    /// Whether a button accepts something on the user's behalf (terms, a policy, consent).
+    static func isAcceptance(_ button: FlowComponent) -> Bool {
+        let words = [button.actionId, button.text].compactMap { $0?.lowercased() }
+        return words.contains { text in ["accept", "agree", "consent"].contains { text.includes($0) } }
+    }
+
     private func chooseButton(_ buttons: [FlowComponent]) throws -> FlowComponent? {
-        guard buttons.count > 1 else { return buttons.first }
-        let primaryIndex = buttons.firstIndex { $0.variant?.uppercased() == "PRIMARY" } ?? 0
         if let wanted = presets["actionId"], let chosen = buttons.first(where: { $0.actionId == wanted }) { return chosen }
+        if let chosen = buttons.first(where: { $0.actionId.map(acceptedActions.contains) ?? false }) { return chosen }
+        let primaryIndex = buttons.firstIndex { $0.variant?.uppercased() == "PRIMARY" } ?? 0
+        // Off a terminal, devtrust never accepts on the user's behalf: the choice must be given.
+        if !interactive, buttons.indices.contains(primaryIndex), Self.isAcceptance(buttons[primaryIndex]) {
+            let action = buttons[primaryIndex]
+            let id = action.actionId ?? "?"
+            let others = buttons.compactMap(\.actionId).filter { $0 != id }
+            throw UsageError("this step asks to accept (action \(id)" + (action.text.map { ", \"\($0)\"" } ?? "") + "); devtrust does not accept for you when not at a terminal: "
+                             + "pass --accept \(id) (or \"actionId\": \"\(id)\" in --inputs)"
+                             + (others.isEmpty ? "" : ", or --input actionId=\(others[0]) to decline"), command: "register")
+        }
+        guard buttons.count > 1 else { return buttons.first }
         guard interactive else { return buttons[primaryIndex] }
         let choices = buttons.enumerated().map { "[\($0.offset + 1)] \($0.element.text ?? $0.element.actionId ?? "?")" }.joined(separator: "  ")
         while true {

@@ -18,9 +18,9 @@ import Testing
         #expect(onCommandLine.status == 0)
         #expect(onCommandLine.stderr.contains("devtrust: warning: --input password, otp: a command line is visible to every user of this machine"), "\(onCommandLine.stderr)")
         let file = setup.directory.write("inputs.json", #"{"http://wso2.com/claims/emailaddress":"alice@example.com","password":"correct horse","otp":"123456"}"#)
-        let fromFile = try setup.register(answers: ["--inputs", file])
+        let fromFile = try setup.register(["--replace"], answers: ["--inputs", file])
         #expect(fromFile.status == 0, "\(fromFile)")
-        #expect(!fromFile.stderr.contains("warning"), "\(fromFile.stderr)")
+        #expect(!fromFile.stderr.contains("a command line is visible"), "\(fromFile.stderr)")
     }
 
     /// Through the binary: `register` end to end.
@@ -160,9 +160,43 @@ import Testing
         #expect(declined.stderr.contains("answering the Device Registration step"))
         #expect(setup.manifest() == before)
         #expect(try setup.server.devices().isEmpty)
-        let accepted = try setup.register()
+        let accepted = try setup.register(["--accept", "accept-terms"])
         #expect(accepted.status == 0, "\(accepted)")
         #expect(try setup.registrations().count == 1)
+    }
+
+    /// Off a terminal, terms are never accepted for the user: the choice is given, or the run stops naming the action.
+    @Test func termsNeedAnExplicitChoiceWhenNotAtATerminal() throws {
+        let setup = try Setup(["--terms-step"])
+        let before = setup.manifest()
+        let silent = try setup.register()
+        #expect(silent.status == 2 && silent.stderr.contains("this step asks to accept (action accept-terms, \"Accept\")"), "\(silent)")
+        #expect(silent.stderr.contains("pass --accept accept-terms") && silent.stderr.contains("--input actionId=decline-terms to decline"), "\(silent)")
+        #expect(setup.manifest() == before)
+        #expect(try setup.server.devices().isEmpty)
+        let inputs = setup.directory.write("inputs.json", #"{"http://wso2.com/claims/emailaddress":"alice@example.com","password":"correct horse","otp":"123456","actionId":"accept-terms"}"#)
+        let fromInputs = try setup.register(["--inputs", inputs], answers: [])
+        #expect(fromInputs.status == 0, "\(fromInputs)")
+        #expect(try setup.server.devices().count == 1)
+    }
+
+    /// A second registration with the same server needs --replace, and says the server keeps the old device record.
+    @Test func registeringAgainNeedsReplaceAndNamesTheOldRecord() throws {
+        let setup = try Setup()
+        #expect(try setup.register().status == 0)
+        let first = try #require(try setup.registrations().first?.objectValue?["registrationId"]?.stringValue)
+        let again = try setup.register()
+        #expect(again.status == 2 && again.stderr.contains("already registered with \(setup.server.url) as \(first)"), "\(again)")
+        #expect(again.stderr.contains("the server keeps the old device record \(first)") && again.stderr.contains("--replace"), "\(again)")
+        #expect(try setup.server.devices().count == 1, "refused before any request")
+        let replaced = try setup.register(["--replace", "--json"])
+        #expect(replaced.status == 0, "\(replaced)")
+        #expect(replaced.stderr.contains("devtrust: warning: replaced the registration \(first) with \(setup.server.url): the server keeps that old device record"), "\(replaced)")
+        let summary = try JSONParser.parse(replaced.output).objectValue
+        #expect(summary?["replaced"] == .string(first))
+        let records = try setup.registrations()
+        #expect(records.count == 1 && records.first?.objectValue?["registrationId"] != .string(first), "\(records)")
+        #expect(try setup.server.devices().count == 2)
     }
 
     @Test func severalServersSideBySide() throws {
@@ -179,8 +213,9 @@ import Testing
             let token = try first.cli.run("token", "--server", server.url).output
             #expect(try server.get("/api/device-check", headers: ["X-Device-Token": token]).objectValue?["accepted"] == .bool(true))
         }
-        // Registering again with the same server replaces its record.
-        #expect(try first.register().status == 0)
+        // Registering again with the same server replaces its record (when asked to).
+        #expect(try first.register().status == 2)
+        #expect(try first.register(["--replace"]).status == 0)
         #expect(try first.registrations().count == 2)
     }
 

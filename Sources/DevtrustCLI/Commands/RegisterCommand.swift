@@ -21,8 +21,12 @@ enum RegisterCommand: DevtrustCommand {
                                                    "the device's name at the server (default: DMI product name, else host name)")
         static let claims = RepeatableOption<Self>.claim
         static let open = FlagOption<Self>("open", "open a redirection step's URL in the desktop's browser")
+        static let accept = RepeatableOption<Self>("accept", "ACTION_ID", .text,
+                                                   "take this acceptance action (terms) when not at a terminal (repeatable)")
+        static let replace = FlagOption<Self>("replace", "register again with a server this device is registered with (the server keeps the old device record)")
         static let spec = CommandSpec(name: "register", summary: "register this device with a server (Flow Execution API)",
-                                      options: [server, flowType, applicationID, input, inputsFile, nonInteractive, deviceModel, claims, open],
+                                      options: [server, flowType, applicationID, input, inputsFile, nonInteractive, deviceModel, claims, open,
+                                                accept, replace],
                                       required: [.option(server)])
 
         var server: String?
@@ -33,6 +37,8 @@ enum RegisterCommand: DevtrustCommand {
         var deviceModel: String?
         var claims: [String]
         var open: Bool
+        var accept: [String]
+        var replace: Bool
 
         init(_ values: OptionValues<Self>) {
             server = values[Self.server]
@@ -43,6 +49,8 @@ enum RegisterCommand: DevtrustCommand {
             deviceModel = values[Self.deviceModel]
             claims = values[Self.claims]
             open = values[Self.open]
+            accept = values[Self.accept]
+            replace = values[Self.replace]
         }
     }
 
@@ -66,6 +74,13 @@ enum RegisterCommand: DevtrustCommand {
             try InitCommand.run(context.withoutJSONOutput(), InitCommand.Options())
         }
         let device = try store.loadKey()
+        // Before the first request: a second registration leaves the first device record at the server.
+        let previous = device.state.registrations.first { RegistrationSelector.sameServer($0.server, server.description) }
+        if let previous, !options.replace {
+            throw UsageError("this device is already registered with \(previous.server) as \(previous.registrationId) (registered \(previous.registeredAt)); "
+                             + "`register --replace` registers it again, and the server keeps the old device record \(previous.registrationId): "
+                             + Self.oldRecordAdvice, command: "register")
+        }
         context.detail("keystore: \(store.keystore.path)")
         context.detail("key: \(device.record.backend.rawValue) key \(device.record.fingerprint)")
         // Before the first request: a key that cannot sign would fail only at
@@ -87,7 +102,7 @@ enum RegisterCommand: DevtrustCommand {
         let terminalInteraction = TerminalFlowInteraction(
             context: context, presets: presets,
             interactive: !options.nonInteractive && context.terminal.inputIsTerminal,
-            openBrowser: options.open)
+            openBrowser: options.open, acceptedActions: Set(options.accept))
         let interaction: any FlowInteraction = context.verbose && !context.quiet
             ? VerboseFlowInteraction(terminalInteraction, say: { context.detail($0) }) : terminalInteraction
         context.info("registering this device with \(server) (flow \(flowType))")
@@ -99,13 +114,20 @@ enum RegisterCommand: DevtrustCommand {
             keyFingerprint: device.record.fingerprint,
             registeredAt: Timestamp.format(secondsSinceEpoch: context.environment.clock.secondsSinceEpoch()))
         try store.recordRegistration(record)
+        if let previous {
+            context.warn("replaced the registration \(previous.registrationId) with \(previous.server): the server keeps that old device record; " + Self.oldRecordAdvice)
+        }
         context.info("registered: this device is \(record.registrationId) at \(record.server) (\(device.record.backend.rawValue) key \(record.keyFingerprint)); `devtrust token` now carries that id")
         if context.json {
             context.output(JSONWriter.string(.object([
                 "registrationId": .string(record.registrationId), "server": .string(record.server),
                 "flowType": .string(record.flowType), "keyFingerprint": .string(record.keyFingerprint),
                 "backend": .string(device.record.backend.rawValue), "registeredAt": .string(record.registeredAt),
+                "replaced": previous.map { .string($0.registrationId) } ?? .null,
             ])))
         }
     }
+
+    /// The Flow Execution API gives a device no way to delete its record.
+    static let oldRecordAdvice = "devtrust cannot delete it (the server offers a device no way to); remove it at the server (the user's or an administrator's device list)"
 }
