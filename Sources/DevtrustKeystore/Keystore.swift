@@ -145,6 +145,36 @@ public struct Keystore: Sendable {
         return result
     }
 
+    /// Whether the manifest is damaged (unreadable as any keystore version):
+    /// what `reset` may move aside. Unsafe permissions, a lock or a newer
+    /// version are not damage; they are reported as they are.
+    public static func isDamage(_ error: KeystoreError) -> Bool {
+        if case .corrupt = error { return true }
+        return false
+    }
+
+    /// Moves the whole keystore directory aside, under the lock, to a sibling
+    /// named `<path>.damaged-<stamp>` (mode 0700), and returns that path. The
+    /// next writer starts a new keystore at `path`.
+    public func moveAside(stamp: String) throws(KeystoreError) -> String {
+        guard let directory = try PrivateDirectory.open(path, ownerID: ownerID) else {
+            throw .io(path: path, operation: "move aside", errno: ENOENT)
+        }
+        let lock = try KeystoreLock(in: directory, timeoutMilliseconds: lockTimeoutMilliseconds)
+        defer { withExtendedLifetime(lock) {} }
+        var base = path
+        while base.count > 1 && base.hasSuffix("/") { base.removeLast() }
+        var target = base + ".damaged-" + stamp
+        var number = 2
+        while access(target, F_OK) == 0 {
+            target = base + ".damaged-" + stamp + "-\(number)"
+            number += 1
+        }
+        guard rename(base, target) == 0 else { throw .io(path: base, operation: "move aside to \(target)", errno: errno) }
+        guard chmod(target, 0o700) == 0 else { throw .io(path: target, operation: "chmod 700", errno: errno) }
+        return target
+    }
+
     private static func readState(in directory: PrivateDirectory) throws(KeystoreError) -> KeystoreState? {
         guard let bytes = try directory.read(KeystoreFormat.manifestName, requirePrivate: false) else { return nil }
         return try KeystoreFormat.decode(bytes, path: directory.pathOf(KeystoreFormat.manifestName))

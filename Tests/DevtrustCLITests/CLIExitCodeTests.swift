@@ -229,4 +229,29 @@ import Testing
         #expect(try cli.run("pubkey").status == 3)
         #expect(try cli.run("reset", "--yes").stderr.contains("nothing to reset"))
     }
+
+    /// A keystore.json that cannot be read: `reset --yes` moves the keystore aside
+    /// (timestamped, 0700) and says where; a new key can then be made in its place.
+    @Test func resetMovesADamagedKeystoreAside() throws {
+        let directory = TemporaryDirectory()
+        let keystore = copyKeystoreFixture("v1/software-registered", into: directory)
+        let cli = DevtrustBinary(keystore: keystore)
+        let keyFile = try #require(try FileManager.default.contentsOfDirectory(atPath: keystore).first { $0.hasPrefix("key-") })
+        try Data("{\"version\":2,\"key\":".utf8).write(to: URL(fileURLWithPath: keystore + "/keystore.json"))
+        chmod(keystore + "/keystore.json", 0o600)
+        #expect(try cli.run("init", "--force").status == 7)
+        let refused = try cli.run("reset")
+        #expect(refused.status == 2 && refused.stderr.contains("`reset --yes` moves it aside"), "\(refused)")
+        let reset = try cli.run("reset", "--yes")
+        #expect(reset.status == 0, "\(reset)")
+        let prefix = "moved the damaged keystore aside to "
+        let line = try #require(reset.stderr.split(separator: "\n").first { $0.hasPrefix(prefix + keystore + ".damaged-") }, "\(reset)")
+        let aside = String(line.dropFirst(prefix.count).prefix { $0 != " " })
+        #expect(aside.range(of: #"\.damaged-\d{8}T\d{6}Z$"#, options: .regularExpression) != nil, "\(aside)")
+        var info = stat()
+        #expect(stat(aside, &info) == 0 && info.st_mode & 0o777 == 0o700)
+        #expect(FileManager.default.fileExists(atPath: aside + "/" + keyFile) && !FileManager.default.fileExists(atPath: keystore))
+        #expect(try cli.run("init", "--backend", "software").status == 0)
+        #expect(try cli.run("status").status == 0)
+    }
 }

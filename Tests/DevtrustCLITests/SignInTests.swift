@@ -259,6 +259,32 @@ import Testing
         #expect(unreachable.stderr.contains("the access token was not revoked: cannot connect to"), "\(unreachable.stderr)")
     }
 
+    /// `reset` revokes each stored sign-in before it deletes it, as logout does;
+    /// one it cannot revoke is deleted all the same, with a line for each token left valid.
+    @Test func resetRevokesTheSignInsFirst() throws {
+        let setup = try Setup(register: true)
+        #expect(try setup.login().status == 0)
+        let reset = try setup.cli.run("reset", "--yes")
+        #expect(reset.status == 0, "\(reset)")
+        #expect(reset.stderr.contains("revoked the refresh token and access token of the sign-in at \(setup.server.url) (client devtrust-app)"), "\(reset)")
+        #expect(reset.stderr.contains("deleted the device key, 1 registration(s) and 1 sign-in(s) from "), "\(reset)")
+        #expect(try setup.stats()["revoked"] == .integer(2))
+        #expect(setup.directory.entries("ks").filter { $0.hasPrefix("signin-") || $0.hasPrefix("key-") }.isEmpty)
+
+        let down = try Setup()
+        #expect(try down.login().status == 0)
+        down.server.stop()
+        let started = Date()
+        let unreachable = try down.cli.run("reset", "--yes")
+        #expect(unreachable.status == 0 && Date().timeIntervalSince(started) < 30, "\(unreachable)")
+        let place = "the sign-in at \(down.server.url) (client devtrust-app)"
+        let failures = unreachable.stderr.split(separator: "\n").filter { $0.hasPrefix("devtrust: warning: \(place): the ") }
+        #expect(failures.count == 2 && failures.allSatisfy { $0.contains("was not revoked: cannot connect to") && $0.hasSuffix("it stays valid there until it expires") },
+                "\(unreachable.stderr)")
+        #expect(unreachable.stderr.contains("1 sign-in(s) from"), "\(unreachable)")
+        #expect(down.directory.entries("ks").filter { $0.hasPrefix("signin-") }.isEmpty)
+    }
+
     @Test func authorizeURLCarriesADeviceTokenAndPKCEAndFinishesWithTheCallback() throws {
         let setup = try Setup(register: true)
         for par in [false, true] {

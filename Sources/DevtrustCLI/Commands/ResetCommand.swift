@@ -1,11 +1,16 @@
+import DevtrustConfig
 import DevtrustDevice
+import DevtrustEncoding
 import DevtrustKeys
+import DevtrustKeystore
 
-/// `reset`: deletes the key and the registrations (the TPM's shared storage root key stays).
+/// `reset`: revokes the stored sign-ins (best effort), then deletes the key,
+/// the registrations and the sign-ins (the TPM's shared storage root key
+/// stays). A damaged keystore is moved aside instead.
 enum ResetCommand: DevtrustCommand {
     struct Options: CommandOptions {
         static let yes = FlagOption<Self>("yes", "do not ask for confirmation")
-        static let spec = CommandSpec(name: "reset", summary: "delete the device key and the registrations", options: [yes])
+        static let spec = CommandSpec(name: "reset", summary: "revoke the sign-ins, delete the device key and the registrations", options: [yes])
 
         var yes: Bool
 
@@ -14,35 +19,110 @@ enum ResetCommand: DevtrustCommand {
         }
     }
 
+    /// How long reset waits for a server to revoke a sign-in: it never holds the reset up for long.
+    static let revocationConnectTimeoutSeconds = 5
+    static let revocationRequestTimeoutSeconds = 10
+
     static func run(_ context: CommandContext, _ options: Options) throws {
         let store = try context.deviceStore()
         let keystore = store.keystore
-        let state = try store.state()
-        guard state.key != nil || !state.registrations.isEmpty || !state.tpmPersistentHandles.isEmpty else {
+        let state: KeystoreState
+        do {
+            state = try store.state()
+        } catch let error as KeystoreError where Keystore.isDamage(error) {
+            try moveAside(context, options, keystore: keystore, damage: error)
+            return
+        }
+        guard state.key != nil || !state.registrations.isEmpty || !state.tpmPersistentHandles.isEmpty || !state.signIns.isEmpty else {
             context.info("nothing to reset: there is no device key in \(keystore.path)")
             return
         }
         if !options.yes {
-            guard context.terminal.inputIsTerminal else {
-                throw UsageError("reset deletes the device key; confirm with --yes when not at a terminal", command: "reset")
-            }
-            let what = "the \(state.key?.backend.rawValue ?? "") device key and \(state.registrations.count) registration(s) in \(keystore.path)"
-            let answer = context.terminal.readLine(prompt: "Delete \(what)? The device will have to be registered again. [y/N] ")
-            // Declining is an answer, not a failure (as `rm -i` takes it).
-            guard let answer, ["y", "yes"].contains(answer.lowercased()) else {
-                context.info("reset cancelled: nothing deleted")
-                return
-            }
+            let question = "Delete " + deletedItems(state) + " in \(keystore.path)? The device will have to be registered again. [y/N] "
+            guard try confirm(context, question, refusal: "reset deletes the device key; confirm with --yes when not at a terminal") else { return }
         }
+        revokeSignIns(context, store: store, state.signIns)
         let outcome = try store.reset()
         let registrations = outcome.previous.registrations.count
-        context.info("deleted the device key" + (registrations == 0 ? "" : " and \(registrations) registration(s)") + " from \(keystore.path)")
+        let signIns = outcome.previous.signIns.count
+        var deleted = ["the device key"]
+        if registrations > 0 { deleted.append("\(registrations) registration(s)") }
+        if signIns > 0 { deleted.append("\(signIns) sign-in(s)") }
+        context.info("deleted " + listed(deleted) + " from \(keystore.path)")
         // The persistent parent the key was made under, if it had one.
         let parent = outcome.previous.key?.tpmParent.flatMap(TPMParentRecord.init(serialized:))?.handle
             ?? outcome.previous.tpmPersistentHandles.first
         if let parent, TPMHandle.isPersistent(parent) {
             let handle = TPMHandle.format(parent)
             context.info("left the TPM's storage root key at \(handle) in place: keys of other keystores and programs (tpm2-openssl, systemd) may use it, and it holds no secret; if nothing does, `tpm2_evictcontrol -C o -c \(handle)` removes it")
+        }
+    }
+
+    /// What the prompt says will go: the key, the registrations with their servers, the sign-ins.
+    static func deletedItems(_ state: KeystoreState) -> String {
+        var items = [String]()
+        if let key = state.key { items.append("the \(key.backend.rawValue) device key") }
+        let servers = state.registrations.map(\.server)
+        items.append("\(servers.count) registration(s)" + (servers.isEmpty ? "" : " (with " + servers.joined(separator: ", ") + ")"))
+        if !state.signIns.isEmpty {
+            let places = state.signIns.map { $0.server ?? $0.discovery ?? "?" }
+            items.append("\(places.count) sign-in(s) (at " + places.joined(separator: ", ") + "; revoked there first)")
+        }
+        return listed(items)
+    }
+
+    private static func listed(_ items: [String]) -> String {
+        items.count <= 1 ? items.joined() : items.dropLast().joined(separator: ", ") + " and " + items.last!
+    }
+
+    /// Asks at a terminal; refuses (exit 2) elsewhere. Declining is an answer, not a failure (as `rm -i` takes it).
+    private static func confirm(_ context: CommandContext, _ question: String, refusal: String) throws -> Bool {
+        guard context.terminal.inputIsTerminal else { throw UsageError(refusal, command: "reset") }
+        guard let answer = context.terminal.readLine(prompt: question), ["y", "yes"].contains(answer.lowercased()) else {
+            context.info("reset cancelled: nothing deleted")
+            return false
+        }
+        return true
+    }
+
+    /// Best effort, with short timeouts: a sign-in that cannot be revoked is
+    /// deleted all the same, with a line for each token left valid at its server.
+    private static func revokeSignIns(_ context: CommandContext, store: DeviceStore, _ records: [SignInRecord]) {
+        guard !records.isEmpty else { return }
+        var http = Configuration.HTTPSettings()
+        do {
+            http = try context.configuration().http
+        } catch {
+            context.warn("the configuration cannot be read (\(error)); revoking with the default HTTP settings")
+        }
+        http.connectTimeoutSeconds = min(http.connectTimeoutSeconds, revocationConnectTimeoutSeconds)
+        http.requestTimeoutSeconds = min(http.requestTimeoutSeconds, revocationRequestTimeoutSeconds)
+        let oauth = HTTPClientSettings(caFile: context.global.caFile, http: http, environment: context.environment.variables).oauthClient(context)
+        for record in records {
+            let tokens = try? store.tokens(of: record)
+            let revocation = SignInRevocation(record, tokens: tokens, oauth: oauth)
+            let place = "the sign-in at \(revocation.place) (client \(record.clientId))"
+            if tokens == nil {
+                context.warn("\(place) was not revoked: its token file cannot be read; its tokens stay valid at the server until they expire")
+            }
+            let revoked = revocation.revoked
+            if !revoked.isEmpty { context.info("revoked the \(revoked.joined(separator: " and ")) of \(place)") }
+            for failure in revocation.failures { context.warn("\(place): \(failure)") }
+        }
+    }
+
+    /// keystore.json cannot be read: the keystore goes aside whole (it holds the
+    /// old key file and any sign-ins' tokens), and a new one can be made in its place.
+    private static func moveAside(_ context: CommandContext, _ options: Options, keystore: Keystore, damage: KeystoreError) throws {
+        if !options.yes {
+            let question = "\(damage)\nMove the damaged keystore \(keystore.path) aside (sign-ins recorded in it cannot be revoked)? [y/N] "
+            guard try confirm(context, question, refusal: "the keystore is damaged (\(damage)); `reset --yes` moves it aside") else { return }
+        }
+        let stamp = Timestamp.format(secondsSinceEpoch: context.environment.clock.secondsSinceEpoch()).filter { $0 != "-" && $0 != ":" }
+        let target = try keystore.moveAside(stamp: stamp)
+        context.info("moved the damaged keystore aside to \(target) (mode 0700): it keeps the old key file and any sign-ins' tokens, which could not be revoked; delete it once nothing in it is needed. `devtrust init` makes a new key in \(keystore.path) (then register again)")
+        if context.json {
+            context.output(JSONWriter.string(.object(["movedAside": .string(target), "keystore": .string(keystore.path)])))
         }
     }
 }
