@@ -59,7 +59,8 @@ import Testing
         #expect(try cli.run(register).status == 0)
         let oldKey = try cli.run("pubkey").output
 
-        let registering = try Run(cli, register)
+        // Registering again with the same server, as it replaces the first registration.
+        let registering = try Run(cli, register + ["--replace"])
         var tokens = [Run]()
         var initializing: Run?
         for index in 0..<50 {

@@ -120,10 +120,10 @@ import Testing
         #expect(try server.devices(caFile: authority.caCertificate).count == 1)
 
         cli.extraEnvironment["DEVTRUST_CA_FILE"] = authority.caCertificate
-        let fromEnvironment = try cli.run(["register", "--server", server.url, "--non-interactive"] + RegisterTests.answers)
+        let fromEnvironment = try cli.run(["register", "--server", server.url, "--replace", "--non-interactive"] + RegisterTests.answers)
         #expect(fromEnvironment.status == 0, "\(fromEnvironment)")
 
-        let missingFile = try cli.run(["register", "--server", server.url, "--ca-file", directory.file("nope.pem"), "--non-interactive"] + RegisterTests.answers)
+        let missingFile = try cli.run(["register", "--server", server.url, "--replace", "--ca-file", directory.file("nope.pem"), "--non-interactive"] + RegisterTests.answers)
         #expect(missingFile.status == 5 && missingFile.stderr.contains("the CA file cannot be used"), "\(missingFile)")
     }
 

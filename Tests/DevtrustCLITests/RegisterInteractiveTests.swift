@@ -87,9 +87,9 @@ import Testing
         #expect(shown.upperBound <= refused.lowerBound && refused.upperBound <= registered.lowerBound)
 
         // Without a terminal: the callback's code and state come from --input.
-        let again = try setup.cli.run(["register", "--server", setup.server.url, "--non-interactive", "--input", "code=xyz", "--input", "state=reference-state-7f3a"] + RegisterTests.answers)
+        let again = try setup.cli.run(["register", "--server", setup.server.url, "--replace", "--non-interactive", "--input", "code=xyz", "--input", "state=reference-state-7f3a"] + RegisterTests.answers)
         #expect(again.status == 0, "\(again)")
-        let missing = try setup.cli.run(["register", "--server", setup.server.url, "--non-interactive"] + RegisterTests.answers)
+        let missing = try setup.cli.run(["register", "--server", setup.server.url, "--replace", "--non-interactive"] + RegisterTests.answers)
         #expect(missing.status == 2 && missing.stderr.contains("code (from the callback URL), state (from the callback URL)"), "\(missing)")
     }
 }
@@ -108,7 +108,7 @@ import Testing
         cli.extraEnvironment["DISPLAY"] = ":99"
         try cli.run("init", "-q")
         let expected = "https://idp.example/authorize?client_id=reference&state=reference-state-7f3a\n"
-        let register = ["register", "--open", "--non-interactive", "--input", "code=c", "--input", "state=reference-state-7f3a"] + RegisterTests.answers
+        let register = ["register", "--replace", "--open", "--non-interactive", "--input", "code=c", "--input", "state=reference-state-7f3a"] + RegisterTests.answers
         // devtrust does not wait for xdg-open: what it wrote is waited for (as long as a loaded machine needs).
         func opened(lines: Int) -> String {
             let deadline = Date().addingTimeInterval(60)
@@ -138,7 +138,7 @@ import Testing
 
         var headless = cli
         headless.extraEnvironment["DISPLAY"] = nil
-        let noDesktop = try headless.run(["register", "--server", server.url, "--open", "--non-interactive", "--input", "code=c", "--input", "state=reference-state-7f3a"] + RegisterTests.answers)
+        let noDesktop = try headless.run(["register", "--server", server.url, "--replace", "--open", "--non-interactive", "--input", "code=c", "--input", "state=reference-state-7f3a"] + RegisterTests.answers)
         #expect(noDesktop.status == 0 && noDesktop.stderr.contains("no desktop session here"), "\(noDesktop)")
     }
 }
