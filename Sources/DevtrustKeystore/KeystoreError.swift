@@ -24,6 +24,10 @@ public enum KeystoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .notDirectory(path):
             return "\(path) is not a directory; point --keystore at a directory."
         case let .corrupt(path, detail):
+            // The manifest: reset moves the whole keystore aside; a key file: init --force replaces it.
+            if path.hasSuffix("/" + KeystoreFormat.manifestName) {
+                return "\(path) is corrupt: \(detail). `devtrust reset --yes` moves the keystore aside (and says where); then run `devtrust init` (and register again)."
+            }
             return "\(path) is corrupt: \(detail). Move it aside and run `devtrust init` (then register again)."
         case let .unsupportedVersion(path, found, supported):
             return "\(path) has keystore version \(found), newer than this devtrust supports (\(supported)); upgrade devtrust."

@@ -166,6 +166,18 @@ import Testing
         }
     }
 
+    /// The prompt names what goes: the key, each registration's server, each sign-in (revoked first).
+    @Test func resetsPromptListsTheRegistrationsAndSignIns() throws {
+        let directory = TemporaryDirectory()
+        var cli = InProcessCLI(keystore: copyKeystoreFixture("v2/software-signed-in", into: directory))
+        cli.inputIsTerminal = true
+        let session = cli.session(["reset"], stdin: Array("n\n".utf8))
+        #expect(session.prompts.map(\.text) == [
+            "Delete the software device key, 2 registration(s) (with https://api.asgardeo.io/t/acme, https://localhost:9443) and "
+            + "1 sign-in(s) (at https://api.asgardeo.io/t/acme; revoked there first) in \(cli.keystore)? The device will have to be registered again. [y/N] "])
+        #expect(session.result.status == 0 && session.result.stderr.hasSuffix("reset cancelled: nothing deleted\n"), "\(session.result)")
+    }
+
     /// `sign-challenge` without a challenge reads stdin, unless stdin is a terminal (nothing is piped in).
     @Test func signChallengeReadsStdinUnlessItIsATerminal() throws {
         var device = try Device()
