@@ -45,10 +45,10 @@ enum ResetCommand: DevtrustCommand {
         let outcome = try store.reset()
         let registrations = outcome.previous.registrations.count
         let signIns = outcome.previous.signIns.count
-        var deleted = ["the device key"]
+        var deleted = outcome.previous.key == nil ? [] : ["the device key"]
         if registrations > 0 { deleted.append("\(registrations) registration(s)") }
         if signIns > 0 { deleted.append("\(signIns) sign-in(s)") }
-        context.info("deleted " + listed(deleted) + " from \(keystore.path)")
+        context.info("deleted " + (deleted.isEmpty ? "the keystore's records" : listed(deleted)) + " from \(keystore.path)")
         // The persistent parent the key was made under, if it had one.
         let parent = outcome.previous.key?.tpmParent.flatMap(TPMParentRecord.init(serialized:))?.handle
             ?? outcome.previous.tpmPersistentHandles.first
