@@ -507,5 +507,10 @@ import Testing
         #expect(plain.stderr.contains("within 10 minutes of now"))
         let pushed = try setup.cli.run(["authorize-url", "--par", "--server", setup.server.url] + Self.client)
         #expect(pushed.status == 0 && pushed.stderr.contains("open the URL in a browser within 90 s (the pushed request expires then)"), "\(pushed)")
+        // --json: {"url"} alone on stdout, the advice still on stderr.
+        let json = try setup.cli.run(["authorize-url", "--json", "--server", setup.server.url] + Self.client)
+        #expect(json.status == 0 && json.stdout.hasSuffix("}\n") && json.stderr.contains("within 5 minutes"), "\(json)")
+        let document = try #require(try JSONParser.parse(json.output).objectValue)
+        #expect(document.keys == ["url"] && document["url"]?.stringValue?.hasPrefix(setup.server.url + "/oauth2/authorize?") == true, "\(document)")
     }
 }
