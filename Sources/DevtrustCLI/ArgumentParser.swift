@@ -280,6 +280,27 @@ struct ArgumentParser {
         return parsed
     }
 
+    /// Whether `--json` is among the arguments (not as an option's value, not after `--`),
+    /// for a command line that `parse` refused: its error is then reported as JSON too.
+    func asksForJSON(_ arguments: [String]) -> Bool {
+        var command: CommandSpec?
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if argument == "--" { return false }
+            if argument == "--json" { return true }
+            if argument.hasPrefix("-") {
+                let name = argument.hasPrefix("--") ? String(argument.dropFirst(2)) : nil
+                let spec = (globalOptions + (command?.options ?? [])).first { name != nil ? $0.long == name : "-" + String($0.short ?? " ") == argument }
+                if spec?.value != nil { index += 1 }
+            } else if command == nil {
+                command = commands.first { $0.name == argument }
+            }
+        }
+        return false
+    }
+
     private func lookUp(_ argument: String, command: CommandSpec?) throws(UsageError) -> (OptionSpec, String?) {
         let candidates = globalOptions + (command?.options ?? [])
         if argument.hasPrefix("--") {

@@ -1,3 +1,5 @@
+import DevtrustEncoding
+
 /// Entry point of the `devtrust` command: parse, dispatch, report.
 public enum DevtrustCommandLine {
     public static func run(_ arguments: [String], environment: CommandEnvironment) -> Int32 {
@@ -5,7 +7,7 @@ public enum DevtrustCommandLine {
         do {
             parsed = try CommandSpecs.parser.parse(arguments)
         } catch {
-            return report(error, terminal: environment.terminal, verbose: false)
+            return report(error, terminal: environment.terminal, verbose: false, json: CommandSpecs.parser.asksForJSON(arguments))
         }
         // Bare `devtrust` shows the commands, on stderr as a usage error, as the CLI
         // contract says: no artifact was asked for, and a script that ran it
@@ -15,20 +17,27 @@ public enum DevtrustCommandLine {
             return ExitCode.usage.rawValue
         }
         let context = CommandContext(global: GlobalOptions(OptionValues(parsed)), environment: environment)
-        defer {
-            for notice in context.tpmNotices.drain() { context.warn(notice) }
-        }
         do {
             try dispatch(context, parsed)
-            return ExitCode.success.rawValue
         } catch {
-            return report(error, terminal: environment.terminal, verbose: context.verbose)
+            // Under --json the error object is the last line of stderr, for a script to find.
+            if context.json { warnTPMNotices(context) }
+            let status = report(error, terminal: environment.terminal, verbose: context.verbose, json: context.json)
+            warnTPMNotices(context)
+            return status
         }
+        warnTPMNotices(context)
+        return ExitCode.success.rawValue
+    }
+
+    /// What the TPM backend did on its own during the command, said after it.
+    private static func warnTPMNotices(_ context: CommandContext) {
+        for notice in context.tpmNotices.drain() { context.warn(notice) }
     }
 
     private static func dispatch(_ context: CommandContext, _ parsed: ParsedArguments) throws {
         if context.global.version {
-            context.output("devtrust \(CommandSpecs.version)")
+            context.output(context.json ? JSONWriter.string(.object(["version": .string(CommandSpecs.version)])) : "devtrust \(CommandSpecs.version)")
             return
         }
         if context.global.help && parsed.command != HelpCommand.spec.name {
@@ -40,8 +49,13 @@ public enum DevtrustCommandLine {
         try command.run(context, parsed: parsed)
     }
 
-    private static func report(_ error: any Error, terminal: any Terminal, verbose: Bool) -> Int32 {
+    /// The error on stderr: a line for people, or with --json one JSON object on one line.
+    private static func report(_ error: any Error, terminal: any Terminal, verbose: Bool, json: Bool) -> Int32 {
         let report = ErrorReport.from(error)
+        if json {
+            terminal.writeError(JSONWriter.string(report.json(verbose: verbose)) + "\n")
+            return report.exitCode.rawValue
+        }
         terminal.writeError("devtrust: error: \(TerminalText.printable(report.message))\n")
         if verbose, let detail = report.detail, !detail.isEmpty {
             terminal.writeError("devtrust: detail: \(TerminalText.printable(detail))\n")

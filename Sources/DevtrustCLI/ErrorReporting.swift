@@ -1,5 +1,6 @@
 import DevtrustConfig
 import DevtrustDevice
+import DevtrustEncoding
 import DevtrustFlow
 import DevtrustHTTP
 import DevtrustSignIn
@@ -10,46 +11,81 @@ import DevtrustKeystore
 /// The one place that turns any error into what the user reads and the exit code.
 struct ErrorReport {
     let exitCode: ExitCode
+    /// The whole text the user reads: what failed, then (when there is one) the hint.
     let message: String
+    /// What failed: `message` without the hint (`--json` prints the two apart).
+    let summary: String
+    /// What to do next, where the error sets it apart from what failed; `message` ends with it
+    /// (but for the closing parenthesis of a usage error's pointer to help).
+    let hint: String?
     /// Shown with --verbose: OpenSSL's error queue and the like.
     let detail: String?
 
     init(_ exitCode: ExitCode, _ message: String, detail: String? = nil) {
+        self.init(exitCode, summary: message, hint: nil, joinedBy: "", detail: detail)
+    }
+
+    /// `summary`, `joiner`, `hint` and `closing` make the message.
+    init(_ exitCode: ExitCode, summary: String, hint: String?, joinedBy joiner: String, closing: String = "", detail: String? = nil) {
         self.exitCode = exitCode
-        self.message = message
+        self.summary = summary
+        self.hint = hint
+        self.message = hint.map { summary + joiner + $0 + closing } ?? summary
         self.detail = detail
+    }
+
+    /// A message whose last part, after the last `separator`, says what to do next
+    /// (the error types word their messages so); no hint without the separator.
+    static func splitting(_ exitCode: ExitCode, _ message: String, at separator: String) -> ErrorReport {
+        let bytes = Array(message.utf8), marker = Array(separator.utf8)
+        // The separators are ASCII: a match starts and ends on a character boundary.
+        guard bytes.count > marker.count,
+              let start = (0..<(bytes.count - marker.count)).reversed().first(where: { bytes[$0..<($0 + marker.count)].elementsEqual(marker) }) else {
+            return ErrorReport(exitCode, message)
+        }
+        return ErrorReport(exitCode, summary: String(decoding: bytes[..<start], as: UTF8.self),
+                           hint: String(decoding: bytes[(start + marker.count)...], as: UTF8.self), joinedBy: separator)
+    }
+
+    /// The object `--json` prints on stderr: `{"error":{"message","exitCode","hint"}}`,
+    /// `hint` null when the error sets none apart; `detail` only with --verbose.
+    func json(verbose: Bool) -> JSONValue {
+        var error: JSONObject = ["message": .string(summary), "exitCode": .integer(Int64(exitCode.rawValue)), "hint": hint.map { .string($0) } ?? .null]
+        if verbose, let detail, !detail.isEmpty { error["detail"] = .string(detail) }
+        return .object(["error": .object(error)])
     }
 
     static func from(_ error: any Error) -> ErrorReport {
         switch error {
         case let error as UsageError:
-            let hint = error.command.map { " (see `devtrust help \($0)`)" } ?? ""
-            return ErrorReport(.usage, error.message + hint)
+            return ErrorReport(.usage, summary: error.message, hint: error.command.map { "see `devtrust help \($0)`" }, joinedBy: " (", closing: ")")
         case let error as ConfigError:
             return ErrorReport(.usage, error.description)
         case let error as KeystoreError:
-            return ErrorReport(.keystore, error.description)
-        case let error as DeviceError:
             switch error {
-            case .keyChangedDuringRegistration:
-                return ErrorReport(.failure, error.description)
-            case .notSignedIn:
-                return ErrorReport(.noKeyOrNotRegistered, error.description)
-            case .ambiguousSignIn:
-                return ErrorReport(.usage, error.description)
-            case .refreshRefused:
-                return ErrorReport(.serverRefused, error.description)
-            case let .refreshFailed(_, _, mayPass):
-                return ErrorReport(mayPass ? .network : .serverRefused, error.description)
-            case .noDeviceKey, .notRegistered, .registrationForOtherKey:
-                return ErrorReport(.noKeyOrNotRegistered, error.description)
-            case .ambiguousRegistration:
-                return ErrorReport(.usage, error.description)
-            case .keyExistsWithOtherBackend:
-                return ErrorReport(.failure, error.description)
-            case .importedKeyBackend:
-                return ErrorReport(.usage, error.description)
+            case .unsafePermissions, .wrongOwner, .notRegularFile, .corrupt:
+                return .splitting(.keystore, error.description, at: ". ")
+            case .notDirectory, .unsupportedVersion, .locked, .keyFileMissing:
+                return .splitting(.keystore, error.description, at: "; ")
+            case .io:
+                return ErrorReport(.keystore, error.description)
             }
+        case let error as DeviceError:
+            // Each message is "what failed; what to do".
+            let exitCode: ExitCode
+            switch error {
+            case .keyChangedDuringRegistration, .keyExistsWithOtherBackend:
+                exitCode = .failure
+            case .notSignedIn, .noDeviceKey, .notRegistered, .registrationForOtherKey:
+                exitCode = .noKeyOrNotRegistered
+            case .ambiguousSignIn, .ambiguousRegistration, .importedKeyBackend:
+                exitCode = .usage
+            case .refreshRefused:
+                exitCode = .serverRefused
+            case let .refreshFailed(_, _, mayPass):
+                exitCode = mayPass ? .network : .serverRefused
+            }
+            return .splitting(exitCode, error.description, at: "; ")
         case let error as HTTPError:
             switch error {
             case .invalidURL, .insecureURL: return ErrorReport(.usage, error.description)
@@ -76,6 +112,9 @@ struct ErrorReport {
         case let error as LoopbackListenerError:
             return ErrorReport(.network, error.description)
         case let error as TPMError:
+            if case let .unreachable(tcti, reason, hint?) = error {
+                return ErrorReport(.tpm, summary: "no TPM at \(tcti) (\(reason))", hint: hint, joinedBy: ": ")
+            }
             return ErrorReport(.tpm, error.description)
         case let error as KeySelfTestFailure:
             return ErrorReport(error.backend == .tpm ? .tpm : .keystore, error.description)

@@ -172,6 +172,10 @@ import Testing
         let events = GlewlwydDeviceCodeTests.events(lines)
         #expect(DeviceCodeRun.names(events).suffix(2) == ["access_denied", "failure"], "\(events)")
         #expect(DeviceCodeRun.finalEvent(events)?["error"] == .string("access_denied"))
+        // The events stay on stdout; stderr ends with the error object, as for every command under --json.
+        let lastLine = try #require(stderr.split(separator: "\n").last.map(String.init))
+        let error = try #require(try JSONParser.parse(lastLine).objectValue?["error"]?.objectValue, "\(stderr)")
+        #expect(error["exitCode"] == .integer(4) && error["message"] == DeviceCodeRun.finalEvent(events)?["description"], "\(error)")
     }
 
     @Test func theTerminalShowsTheCodeLargeAndAQRCode() throws {

@@ -62,7 +62,11 @@ import Testing
         #expect(invalid.status == 1, "\(invalid)")
         let refusal = try #require(try JSONParser.parse(invalid.output).objectValue)
         #expect(refusal["valid"] == .bool(false) && refusal["reason"]?.stringValue?.isEmpty == false, "\(refusal)")
-        #expect(invalid.stderr == "devtrust: error: invalid: \(refusal["reason"]!.stringValue!)\n")
+        // Under --json the error is an object too (JSONOutputTests); without, the reason in words.
+        let error: JSONValue = .object(["message": .string("invalid: " + refusal["reason"]!.stringValue!), "exitCode": .integer(1), "hint": .null])
+        #expect(invalid.stderr == JSONWriter.string(.object(["error": error])) + "\n", "\(invalid.stderr)")
+        let text = try device.cli.run("verify", "--public-key", spki, "--jwt", token.dropLast(2) + "AA")
+        #expect(text.status == 1 && text.stdout.isEmpty && text.stderr == "devtrust: error: invalid: \(refusal["reason"]!.stringValue!)\n", "\(text)")
     }
 
     /// A fixed clock and fixed randomness make the token's claims known in advance; the

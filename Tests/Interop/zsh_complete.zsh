@@ -20,10 +20,13 @@ zpty -w capture "print DEVTRUST-READY"
 zpty -r capture output '*DEVTRUST-READY*DEVTRUST-READY*' || exit 4
 zpty -n -w capture "$line"$'\t'
 zpty -w capture $'\C-u'"print DEVTRUST-DONE"
+# Read until the marker comes back (the command line echoed, then its output),
+# however long a loaded machine takes to complete; give up after 120 s.
 output=""
-while zpty -r -t capture chunk 2>/dev/null || { sleep 0.05; zpty -r -t capture chunk 2>/dev/null }; do
-    output+=$chunk
-    [[ $output == *DEVTRUST-DONE*DEVTRUST-DONE* ]] && break
+integer deadline=$(( SECONDS + 120 ))
+while [[ $output != *DEVTRUST-DONE*DEVTRUST-DONE* ]] && (( SECONDS < deadline )); do
+    if zpty -r -t capture chunk 2>/dev/null; then output+=$chunk; else sleep 0.05; fi
 done
+[[ $output == *DEVTRUST-DONE*DEVTRUST-DONE* ]] || { print -u2 "zsh_complete: no answer within 120 s"; exit 5 }
 zpty -d capture
 print -rl -- ${(M)${(f)output//$'\r'/}:#MATCH:*} | sed 's/^MATCH://' | sort -u

@@ -1,4 +1,5 @@
 import DevtrustDevice
+import DevtrustEncoding
 import DevtrustHTTP
 import DevtrustKeystore
 import DevtrustSignIn
@@ -44,7 +45,20 @@ enum AccessTokenCommand: DevtrustCommand {
             return try refreshOutcome { try oauth.refresh(current, clientID: record.clientId) }
         }
         if let note = tokens.idTokenNote { context.warn(note) }
-        context.output(tokens.accessToken)
+        context.output(context.json ? JSONWriter.string(.object(document(tokens))) : tokens.accessToken)
+    }
+
+    /// `--json`: what a script needs to use the access token and to know when to ask again;
+    /// never the refresh token or the ID token. `expiresAt` is null when no expiry is known;
+    /// `expiryAssumed` says it is devtrust's guess (the server gave no `expires_in`).
+    static func document(_ tokens: TokenSet) -> JSONObject {
+        [
+            "accessToken": .string(tokens.accessToken),
+            "tokenType": .string(tokens.tokenType),
+            "expiresAt": tokens.expiresAt.map { .string(Timestamp.format(secondsSinceEpoch: $0)) } ?? .null,
+            "expiryAssumed": .bool(tokens.expiryAssumed),
+            "scope": tokens.scope.map { .string($0) } ?? .null,
+        ]
     }
 
     /// What a refresh's answer means for the stored sign-in. Only a dead grant

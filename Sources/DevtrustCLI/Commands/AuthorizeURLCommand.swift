@@ -1,4 +1,5 @@
 import DevtrustDevice
+import DevtrustEncoding
 import DevtrustSignIn
 
 /// `authorize-url`: a browser sign-in URL carrying a fresh `device_token`,
@@ -41,7 +42,7 @@ enum AuthorizeURLCommand: DevtrustCommand {
             createdAt: context.environment.clock.secondsSinceEpoch(), nonce: request.nonce, issuer: server.issuer, jwks: server.jwks)
         pending.deleteTokenGrant = settings.deleteTokenGrant
         try PendingAuthorizations(store.keystore).add(pending, state: request.state)
-        context.output(request.url)
+        context.output(context.json ? JSONWriter.string(.object(["url": .string(request.url)])) : request.url)
         let finish = "then `devtrust login --callback URL` with the address it is sent back to, within \(BrowserAuthorizationRequest.duration(PendingAuthorizations.lifetime)) of now"
         if let within = request.openWithinText {
             context.info("open the URL in a browser \(within); \(finish)")

@@ -1,5 +1,6 @@
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustKeys
 
 enum PubkeyCommand: DevtrustCommand {
     enum Format: String, CaseIterable {
@@ -21,11 +22,29 @@ enum PubkeyCommand: DevtrustCommand {
         let format = try Options.format.choice(options.format) ?? .spki
         let device = try context.deviceStore().loadKey()
         let publicKey = device.key.publicKey
+        if context.json {
+            context.output(JSONWriter.string(.object(document(publicKey, format: format))))
+            return
+        }
         switch format {
         case .pem: context.output(publicKey.pem)
         case .jwk: context.output(JSONWriter.string(.object(publicKey.jwk)))
         case .thumbprint: context.output(publicKey.thumbprint)
         case .spki: context.output(publicKey.spkiBase64)
         }
+    }
+
+    /// `--json`: the key in the chosen format as `publicKey` (the JWK as an object),
+    /// and its fingerprint (the RFC 7638 thumbprint), which is all `--format thumbprint` gives.
+    static func document(_ publicKey: P256PublicKey, format: Format) -> JSONObject {
+        var document = JSONObject()
+        switch format {
+        case .spki: document["publicKey"] = .string(publicKey.spkiBase64)
+        case .pem: document["publicKey"] = .string(publicKey.pem)
+        case .jwk: document["publicKey"] = .object(publicKey.jwk)
+        case .thumbprint: break
+        }
+        document["fingerprint"] = .string(publicKey.thumbprint)
+        return document
     }
 }

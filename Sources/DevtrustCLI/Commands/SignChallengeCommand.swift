@@ -33,6 +33,7 @@ enum SignChallengeCommand: DevtrustCommand {
         }
         let device = try context.deviceStore().loadKey()
         let signature = try device.key.sign(message: bytes)
-        context.output(Base64.encode(signature.der))
+        let encoded = Base64.encode(signature.der)
+        context.output(context.json ? JSONWriter.string(.object(["signature": .string(encoded)])) : encoded)
     }
 }

@@ -1,4 +1,5 @@
 import DevtrustDevice
+import DevtrustEncoding
 import DevtrustJOSE
 
 /// `device-data`: a deviceData JWT (ES256) with a fresh jti and iat.
@@ -21,8 +22,9 @@ enum DeviceDataCommand: DevtrustCommand {
         let device = try store.loadKey()
         let attributes = DeviceAttributesForKey(configuration: configuration, addedClaims: claims)
             .attributes(context, backend: device.record.backend)
-        context.output(try DeviceTokenMinter(key: device.key, clock: context.environment.clock, random: context.environment.random)
-            .deviceData(attributes: attributes))
+        let deviceData = try DeviceTokenMinter(key: device.key, clock: context.environment.clock, random: context.environment.random)
+            .deviceData(attributes: attributes)
+        context.output(context.json ? JSONWriter.string(.object(["deviceData": .string(deviceData)])) : deviceData)
     }
 }
 
@@ -83,7 +85,8 @@ enum TokenCommand: DevtrustCommand {
         if context.verbose {
             context.detail("signing: an ES256 device token with header deviceId, a new jti and the current iat (printed on stdout)")
         }
-        context.output(try DeviceTokenMinter(key: device.key, clock: clock, random: context.environment.random)
-            .deviceToken(deviceId: deviceID, attributes: attributes))
+        let token = try DeviceTokenMinter(key: device.key, clock: clock, random: context.environment.random)
+            .deviceToken(deviceId: deviceID, attributes: attributes)
+        context.output(context.json ? JSONWriter.string(.object(["token": .string(token)])) : token)
     }
 }
