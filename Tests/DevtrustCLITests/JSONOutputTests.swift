@@ -219,7 +219,7 @@ import Testing
         #expect(!line.contains("\n") && !line.contains("\u{1B}"))
         let error = try #require(try JSONParser.parse(line).objectValue?["error"]?.objectValue)
         #expect(error["message"] == .string("/ks/keystore.json is corrupt: line 1\nline 2\u{1B}[2J"))
-        #expect(error["hint"] == .string("Move it aside and run `devtrust init` (then register again)."))
+        #expect(error["hint"] == .string("`devtrust reset --yes` moves the keystore aside (and says where); then run `devtrust init` (and register again)."))
         let openSSL = ErrorReport.from(OpenSSLError(operation: "EVP_DigestSign", detail: "error:1C800066"))
         #expect(try JSONParser.parse(JSONWriter.string(openSSL.json(verbose: true))).objectValue?["error"]?.objectValue?["detail"] == .string("error:1C800066"))
         #expect(try JSONParser.parse(JSONWriter.string(openSSL.json(verbose: false))).objectValue?["error"]?.objectValue?["detail"] == nil)
