@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "DevtrustConfig", dependencies: ["DevtrustEncoding", "DevtrustSystem"]),
 
         // HTTPS (and http to loopback) over libcurl: the one HTTP layer of every client.
-        .target(name: "DevtrustHTTP", dependencies: ["CCurl"]),
+        .target(name: "DevtrustHTTP", dependencies: ["CCurl", "DevtrustEncoding"]),
 
         // The Flow Execution API client: registration flows and the Device Registration step.
         .target(name: "DevtrustFlow", dependencies: ["DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding"]),

@@ -12,14 +12,19 @@ struct CommandContext {
     var tpmNotices = TPMNotices()
     /// The servers' clocks, as their answers tell them.
     let clocks: ClockMonitor
+    /// The cache directory (posture results, clock measurements), kept out of the keystore:
+    /// resolved once per command (its overlap with the keystore takes a few `realpath` calls).
+    let cacheDirectory: CacheDirectory?
 
     init(global: GlobalOptions, environment: CommandEnvironment, tpmNotices: TPMNotices = TPMNotices(), clocks: ClockMonitor? = nil) {
         self.global = global
         self.environment = environment
         self.tpmNotices = tpmNotices
         let terminal = environment.terminal
+        let cacheDirectory = Self.cacheDirectory(global, environment)
+        self.cacheDirectory = cacheDirectory
         self.clocks = clocks ?? ClockMonitor(
-            store: Self.cacheDirectory(global, environment).map(ClockSkewStore.init),
+            store: cacheDirectory.map(ClockSkewStore.init),
             reading: environment.bootClock, warn: { Self.warning($0, to: terminal) })
     }
 
@@ -66,9 +71,6 @@ struct CommandContext {
         }
         return Keystore(path: path, ownerID: environment.effectiveUserID)
     }
-
-    /// The cache directory (posture results, clock measurements), kept out of the keystore.
-    var cacheDirectory: CacheDirectory? { Self.cacheDirectory(global, environment) }
 
     static func cacheDirectory(_ global: GlobalOptions, _ environment: CommandEnvironment) -> CacheDirectory? {
         let keystore = KeystoreLocation.resolve(explicit: global.keystore, environment: environment.variables,

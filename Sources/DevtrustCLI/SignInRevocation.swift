@@ -9,11 +9,14 @@ struct SignInRevocation {
     let outcomes: [(what: String, outcome: OAuthClient.Revocation)]
     /// Where the sign-in is (its server, or its discovery URL).
     let place: String
+    /// Its token file is missing or unreadable: nothing could be revoked.
+    let tokensUnreadable: Bool
 
     /// Revokes the refresh token, then the access token. `tokens` nil (its file
     /// is missing or unreadable): nothing is tried.
     init(_ record: SignInRecord, tokens: TokenSet?, oauth: OAuthClient) {
         place = record.server ?? record.discovery ?? "?"
+        tokensUnreadable = tokens == nil
         var outcomes = [(what: String, outcome: OAuthClient.Revocation)]()
         if let tokens {
             if let refresh = tokens.refreshToken {
@@ -35,7 +38,8 @@ struct SignInRevocation {
     /// One line for each token that was not revoked: what stays valid at the
     /// server, and why, in words that tell a refusal from a network failure.
     var failures: [String] {
-        outcomes.compactMap { what, outcome in
+        let unread = tokensUnreadable ? ["nothing was revoked: its token file cannot be read; its tokens stay valid at the server until they expire"] : []
+        return unread + outcomes.compactMap { what, outcome in
             switch outcome {
             case .revoked: nil
             case .notOffered: "the \(what) was not revoked: the server offers no revocation endpoint; it stays valid there until it expires"

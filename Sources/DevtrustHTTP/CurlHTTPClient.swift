@@ -1,4 +1,5 @@
 import CCurl
+import DevtrustEncoding
 
 /// HTTP over libcurl (loaded on first use). Every request's URL is checked as
 /// curl parses it (`TransportPolicy`: https, or http to loopback only), and
@@ -164,16 +165,9 @@ public struct CurlHTTPClient: HTTPClient {
         return host.value
     }
 
-    /// Substring search on UTF-8 bytes (String's own needs the regex library, which devtrust does not link).
-    private static func text(_ text: String, includes part: String) -> Bool {
-        let bytes = Array(text.utf8), needle = Array(part.utf8)
-        guard !needle.isEmpty, bytes.count >= needle.count else { return needle.isEmpty }
-        return (0...(bytes.count - needle.count)).contains { bytes[$0..<($0 + needle.count)].elementsEqual(needle) }
-    }
-
     private static func failure(_ code: CURLcode, detail: String) -> HTTPError.Failure {
         // OpenSSL's words when the first bytes back are "HTTP/1.1 400 ...", not a TLS record.
-        if code == CURLE_SSL_CONNECT_ERROR && ["wrong version number", "packet length too long", "record layer failure"].contains(where: { Self.text(detail, includes: $0) }) {
+        if code == CURLE_SSL_CONNECT_ERROR && ["wrong version number", "packet length too long", "record layer failure"].contains(where: { detail.includes($0) }) {
             return .plainHTTPAnswer
         }
         switch code {

@@ -17,11 +17,15 @@ public struct CacheDirectory: Sendable {
     public let ownerID: UInt32
     /// The keystore, which the cache must stay out of.
     public let keystorePath: String?
+    /// Whether the cache is the keystore or inside it: worked out once (a few
+    /// `realpath` calls), not on every read and write of a command.
+    let overlapsKeystore: Bool
 
     public init(path: String, ownerID: UInt32, keystorePath: String? = nil) {
         self.path = path
         self.ownerID = ownerID
         self.keystorePath = keystorePath
+        self.overlapsKeystore = Self.overlaps(cache: path, keystore: keystorePath)
     }
 
     /// `$XDG_CACHE_HOME/devtrust` when it is set (and absolute), then `/var/cache/devtrust`
@@ -38,15 +42,17 @@ public struct CacheDirectory: Sendable {
     }
 
     /// Whether the cache is the keystore or inside it, once symlinks above it are resolved.
-    var overlapsKeystore: Bool {
-        guard let keystorePath, let keystore = Self.canonical(keystorePath) else { return false }
+    static func overlaps(cache path: String, keystore keystorePath: String?) -> Bool {
+        guard let keystorePath, let keystore = canonical(keystorePath) else { return false }
         var components = [String]()
         var existing = path
-        while Self.canonical(existing) == nil, let slash = existing.lastIndex(of: "/"), slash != existing.startIndex {
+        var base = canonical(existing)
+        while base == nil, let slash = existing.lastIndex(of: "/"), slash != existing.startIndex {
             components.insert(String(existing[existing.index(after: slash)...]), at: 0)
             existing = String(existing[..<slash])
+            base = canonical(existing)
         }
-        guard let base = Self.canonical(existing) else { return false }
+        guard let base else { return false }
         let cache = ([base] + components).joined(separator: "/")
         return cache == keystore || cache.hasPrefix(keystore + "/")
     }

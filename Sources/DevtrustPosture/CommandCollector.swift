@@ -25,7 +25,7 @@ enum CommandCollector {
         var attributes = [Attribute]()
         var skipped = [String]()
         for member in object.members {
-            guard case let .string(value) = member.value, !ClaimName.reserved.contains(member.key), !member.key.isEmpty else {
+            guard case let .string(value) = member.value, ClaimName.problem(with: member.key) == nil else {
                 skipped.append(member.key)
                 continue
             }

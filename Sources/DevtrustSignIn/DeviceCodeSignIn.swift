@@ -37,7 +37,7 @@ public struct Interrupted: Error, Equatable, Sendable, CustomStringConvertible {
 
     /// "SIGINT", "SIGTERM", "SIGHUP", or "signal N".
     public static func name(of signal: Int32) -> String {
-        [2: "SIGINT", 15: "SIGTERM", 1: "SIGHUP"][signal] ?? "signal \(signal)"
+        [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP"][signal] ?? "signal \(signal)"
     }
 }
 

@@ -174,9 +174,8 @@ import Testing
         let noTPM = try fresh.run("init", "--json", "--backend", "tpm", "--tcti", "device:/nonexistent/tpmrm0")
         let tpmError = try Self.errorObject(noTPM)
         #expect(tpmError["exitCode"] == .integer(6), "\(tpmError)")
-        if tpmError["message"] == .string("no TPM at device:/nonexistent/tpmrm0 (no such device)") {
-            #expect(tpmError["hint"] == .string("this machine has no TPM, or it is disabled in the firmware settings"), "\(tpmError)")
-        }
+        #expect(tpmError["message"] == .string("no TPM at device:/nonexistent/tpmrm0 (no such device)"), "\(tpmError)")
+        #expect(tpmError["hint"] == .string("this machine has no TPM, or it is disabled in the firmware settings"), "\(tpmError)")
 
         // 7: a keystore others can read; any warnings come before the object.
         chmod(keystore, 0o750)

@@ -285,6 +285,23 @@ import Testing
         #expect(down.directory.entries("ks").filter { $0.hasPrefix("signin-") }.isEmpty)
     }
 
+    /// A sign-in whose token file is gone cannot be revoked: logout and reset both say
+    /// so, once, with what stays valid, and delete the record all the same.
+    @Test(arguments: [["logout"], ["reset", "--yes"]])
+    func aSignInWithoutItsTokenFileSaysNothingWasRevoked(_ command: [String]) throws {
+        let setup = try Setup()
+        #expect(try setup.login().status == 0)
+        let tokenFile = try #require(setup.directory.entries("ks").first { $0.hasPrefix("signin-") })
+        unlink(setup.directory.file("ks/" + tokenFile))
+        let result = try setup.cli.run(command)
+        #expect(result.status == 0, "\(result)")
+        let lines = result.stderr.split(separator: "\n").filter { $0.contains("nothing was revoked: its token file cannot be read") }
+        #expect(lines.count == 1 && lines[0].hasPrefix("devtrust: warning: ") && lines[0].hasSuffix("its tokens stay valid at the server until they expire"),
+                "\(result.stderr)")
+        #expect(try setup.stats()["revoked"] == .integer(0))
+        #expect(try setup.cli.run("access-token").status == 3)
+    }
+
     @Test func authorizeURLCarriesADeviceTokenAndPKCEAndFinishesWithTheCallback() throws {
         let setup = try Setup(register: true)
         for par in [false, true] {

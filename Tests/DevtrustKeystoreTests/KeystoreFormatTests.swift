@@ -28,17 +28,32 @@ import Testing
     /// a file or load a library of the keystore's choosing is refused, as is one on a software key.
     @Test func aRecordedTCTIIsReadBackOnlyWhenItIsSafe() throws {
         var state = Self.sample
-        state.key = KeyRecord(backend: .tpm, file: "key-abc.pem", fingerprint: "abc", createdAt: "2026-11-30T00:00:00Z",
+        // A document the schema accepts but for the TCTI (a fingerprint is 43 base64url characters).
+        state.registrations = []
+        state.key = KeyRecord(backend: .tpm, file: "key-abc.pem", fingerprint: String(repeating: "A", count: 43), createdAt: "2026-11-30T00:00:00Z",
                               tcti: "swtpm:host=127.0.0.1,port=2321")
         #expect(try KeystoreFormat.decode(KeystoreFormat.encode(state), path: "k") == state)
-        for accepted in ["device", "device:/dev/tpmrm0", "tabrmd:bus_type=session", "mssim:host=localhost,port=2321"] {
-            state.key?.tcti = accepted
-            #expect(try KeystoreFormat.decode(KeystoreFormat.encode(state), path: "k").key?.tcti == accepted)
+        // The schema (read by python3-jsonschema) draws the same line as the decoder.
+        let directory = TemporaryDirectory()
+        func schema(_ document: [UInt8], _ name: String) throws -> ProcessResult {
+            let file = directory.file(name + ".json")
+            _ = FileManager.default.createFile(atPath: file, contents: Data(document))
+            return try ExternalTool.python.run([Repository.path("Tests/Interop/validate_keystore.py"), Repository.path("keystore/schema"), file])
         }
-        for refused in ["cmd:tpm2_send", "pcap:device:/dev/tpmrm0", "/usr/lib/evil.so", "libtss2-tcti-swtpm.so.0", "device:/home/u/tpm",
-                        "device:/dev/../home/u/tpm", "swtpm:host=a\nb", "", "swtpm:" + String(repeating: "x", count: 300)] {
-            state.key?.tcti = refused
+        let accepted = ["device", "device:", "device:/dev/tpmrm0", "tabrmd:bus_type=session", "mssim:host=localhost,port=2321"]
+        for (index, tcti) in accepted.enumerated() {
+            state.key?.tcti = tcti
+            #expect(try KeystoreFormat.decode(KeystoreFormat.encode(state), path: "k").key?.tcti == tcti)
+            let checked = try schema(KeystoreFormat.encode(state), "accepted-\(index)")
+            #expect(checked.status == 0, "the schema refuses \(tcti): \(checked)")
+        }
+        let refused = ["cmd:tpm2_send", "pcap:device:/dev/tpmrm0", "/usr/lib/evil.so", "libtss2-tcti-swtpm.so.0", "device:/home/u/tpm",
+                       "device:/dev/../home/u/tpm", "device:/dev/..", "swtpm:host=a\nb", "", "swtpm:" + String(repeating: "x", count: 300)]
+        for (index, tcti) in refused.enumerated() {
+            state.key?.tcti = tcti
             #expect(throws: KeystoreError.self) { try KeystoreFormat.decode(KeystoreFormat.encode(state), path: "k") }
+            let checked = try schema(KeystoreFormat.encode(state), "refused-\(index)")
+            #expect(checked.status == 1 && checked.output.contains("tcti"), "the schema accepts \(tcti): \(checked)")
         }
         var software = Self.sample
         software.key?.tcti = "swtpm"

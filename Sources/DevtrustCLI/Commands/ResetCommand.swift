@@ -99,12 +99,8 @@ enum ResetCommand: DevtrustCommand {
         http.requestTimeoutSeconds = min(http.requestTimeoutSeconds, revocationRequestTimeoutSeconds)
         let oauth = HTTPClientSettings(caFile: context.global.caFile, http: http, environment: context.environment.variables).oauthClient(context)
         for record in records {
-            let tokens = try? store.tokens(of: record)
-            let revocation = SignInRevocation(record, tokens: tokens, oauth: oauth)
+            let revocation = SignInRevocation(record, tokens: try? store.tokens(of: record), oauth: oauth)
             let place = "the sign-in at \(revocation.place) (client \(record.clientId))"
-            if tokens == nil {
-                context.warn("\(place) was not revoked: its token file cannot be read; its tokens stay valid at the server until they expire")
-            }
             let revoked = revocation.revoked
             if !revoked.isEmpty { context.info("revoked the \(revoked.joined(separator: " and ")) of \(place)") }
             for failure in revocation.failures { context.warn("\(place): \(failure)") }
