@@ -18,18 +18,30 @@ public final class ListeningProcess: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        // No deadline: the read blocks until the line or the program's end, and a
-        // deadline checked between bytes cut the line short on a loaded machine.
+        // One deadline for the whole line (poll, then read what is there): long enough
+        // for a loaded machine, and a program that hangs before its line fails the test
+        // instead of hanging the run. (A deadline between bytes cut lines short.)
+        let descriptor = output.fileHandleForReading.fileDescriptor
+        let deadline = Date().addingTimeInterval(120)
         var line = [UInt8]()
-        while true {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte.first == 0x0A { break }
-            line.append(byte.first!)
+        reading: while true {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { break }
+            var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let polled = poll(&ready, 1, Int32(min(left, 1) * 1000))
+            if polled < 0 && errno == EINTR { continue }
+            if polled <= 0 { continue }
+            var byte: UInt8 = 0
+            let count = read(descriptor, &byte, 1)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 || byte == 0x0A { break reading }
+            line.append(byte)
         }
         firstLine = String(decoding: line, as: UTF8.self)
         guard firstLine.hasPrefix(prefix) else {
-            process.terminate()
-            throw SwtpmError("\(what) did not start: \(firstLine)")
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw FixtureError("\(what) did not start within 120 s: \(firstLine.isEmpty ? "it printed nothing" : firstLine)")
         }
         announced = String(firstLine.dropFirst(prefix.count))
     }
