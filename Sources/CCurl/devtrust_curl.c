@@ -37,7 +37,7 @@ static char load_error[256];
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
 static void load(void) {
-    void *library = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    void *library = dlopen(DEVTRUST_CURL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (library == NULL) {
         snprintf(load_error, sizeof load_error, "%s", dlerror());
         return;

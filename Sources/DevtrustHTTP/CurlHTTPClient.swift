@@ -8,6 +8,9 @@ import DevtrustEncoding
 /// answers are capped in size; loopback is never sent through a proxy, and
 /// the user's NO_PROXY entries are kept.
 public struct CurlHTTPClient: HTTPClient {
+    /// The name libcurl is loaded by (devtrust_curl.h); Debian's libcurl4 installs it.
+    public static let libraryName = DEVTRUST_CURL_LIBRARY
+
     public let options: HTTPOptions
 
     public init(options: HTTPOptions) {

@@ -14,6 +14,9 @@
    connects to. */
 #define DEVTRUST_CURL_MINIMUM_VERSION 0x073F00
 
+/* The name libcurl is loaded by (`devtrust doctor` probes the same one). */
+#define DEVTRUST_CURL_LIBRARY "libcurl.so.4"
+
 /* 0 when libcurl is loaded. Otherwise -1, with why in `error`; or -2 for a
    libcurl older than DEVTRUST_CURL_MINIMUM_VERSION, with its version in `error`. */
 int devtrust_curl_load(char *error, size_t error_size);
