@@ -97,6 +97,12 @@ CURLcode devtrust_curl_set_header_callback(CURL *handle, devtrust_curl_data_call
     return code != CURLE_OK ? code : api.curl_easy_setopt(handle, CURLOPT_HEADERDATA, context);
 }
 
+CURLcode devtrust_curl_set_progress_callback(CURL *handle, devtrust_curl_progress_callback callback, void *context) {
+    CURLcode code = api.curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
+    if (code == CURLE_OK) code = api.curl_easy_setopt(handle, CURLOPT_XFERINFODATA, context);
+    return code != CURLE_OK ? code : api.curl_easy_setopt(handle, CURLOPT_NOPROGRESS, 0L);
+}
+
 int devtrust_curl_version_is_supported(unsigned int version) {
     return version >= DEVTRUST_CURL_MINIMUM_VERSION;
 }

@@ -23,7 +23,8 @@ public final class ProcessTerminal: Terminal {
     public func writeError(_ text: String) { Self.writeAll(2, Array(text.utf8)) }
 
     public var inputIsTerminal: Bool { isatty(0) == 1 }
-    public var errorIsTerminal: Bool { isatty(2) == 1 }
+    /// Asked once: the colour of every line and the network-wait indicator depend on it.
+    public private(set) lazy var errorIsTerminal: Bool = isatty(2) == 1
 
     public func readInput(limit: Int) -> [UInt8]? {
         var contents = [UInt8]()

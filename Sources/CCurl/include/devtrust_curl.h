@@ -58,6 +58,14 @@ typedef size_t (*devtrust_curl_data_callback)(char *data, size_t size, size_t co
 CURLcode devtrust_curl_set_write_callback(CURL *handle, devtrust_curl_data_callback callback, void *context);
 CURLcode devtrust_curl_set_header_callback(CURL *handle, devtrust_curl_data_callback callback, void *context);
 
+/* CURLOPT_XFERINFOFUNCTION + CURLOPT_XFERINFODATA, and CURLOPT_NOPROGRESS off
+   so that curl calls it: repeatedly during a transfer, also while it waits
+   for the server (about once a second or more often). A non-zero return
+   aborts the transfer. */
+typedef int (*devtrust_curl_progress_callback)(void *context, curl_off_t download_total, curl_off_t download_now,
+                                               curl_off_t upload_total, curl_off_t upload_now);
+CURLcode devtrust_curl_set_progress_callback(CURL *handle, devtrust_curl_progress_callback callback, void *context);
+
 CURLcode devtrust_curl_getinfo_long(CURL *handle, CURLINFO info, long *value);
 CURLcode devtrust_curl_getinfo_string(CURL *handle, CURLINFO info, const char **value);
 
