@@ -202,6 +202,9 @@ struct NativeHost {
         } catch {
             throw Refusal(code: .notAllowed, message: "no device token for this URL: \(error)")
         }
+        if Self.carriesDeviceToken(url) {
+            throw Refusal(code: .notAllowed, message: "no device token for \(endpoint): the URL carries a device_token already, and a sign-in gets one only")
+        }
         var endpoints = BrowserEndpoints.registered(state)
         // Discovery only for a URL the registrations do not explain.
         if endpoints.entry(for: endpoint) == nil { addProfiles(to: &endpoints, configuration, state: state) }
@@ -220,6 +223,16 @@ struct NativeHost {
             return ["type": .string("token"), "token": .string(token)]
         } catch {
             throw Self.refusal(error)
+        }
+    }
+
+    /// Whether the query has a `device_token` parameter, its name percent-encoded or not.
+    static func carriesDeviceToken(_ url: String) -> Bool {
+        let parts = url.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return false }
+        return parts[1].split(separator: "&").contains { pair in
+            let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            return (FormEncoding.unescape(name) ?? String(name)) == "device_token"
         }
     }
 
