@@ -253,6 +253,17 @@ struct CheckedDeviceToken {
         #expect(ended?.status == 0 && ended?.signaled == false, "\(String(describing: ended)) \(session.stderr)")
     }
 
+    /// The host's token, like `devtrust token`, stays below HTTP: without sign-in profiles
+    /// to discover, neither libcurl nor ICU nor (for a software key) the TSS is loaded.
+    @Test func aTokenLoadsNeitherLibcurlNorICUNorTheTSS() throws {
+        let device = try RegisteredHostDevice(tenant: false)
+        let run = try device.host([Self.config, Self.token(device.rootEndpoint)], environment: ["LD_DEBUG": "libs"])
+        #expect(run.status == 0 && run.replies.last??["type"] == .string("token"), "\(run)")
+        let libraries = run.stderr.split(separator: "\n").compactMap { line in line.range(of: "calling init: ").map { String(line[$0.upperBound...]) } }
+        #expect(libraries.contains { $0.contains("libc.so") }, "the trace shows no libraries: \(run.stderr)")
+        #expect(!libraries.contains { $0.contains("curl") || $0.contains("icu") || $0.contains("Foundation") || $0.contains("tss2") }, "\(libraries)")
+    }
+
     /// Errors with the key are errors of their own kind, for the extension to log.
     @Test func withoutAKeyOrARegistrationTheTokenErrorSaysWhich() throws {
         let url = "https://idp.example/oauth2/authorize"
@@ -262,8 +273,13 @@ struct CheckedDeviceToken {
                                         input: NativeMessaging.frame(Self.token(url)))
             #expect(run.status == 0 && run.replies.first??["error"] == .string(error) && run.replies.first??["message"]?.stringValue?.isEmpty == false, "\(run)")
         }
-        // A keystore that is unsafe to use: a keystore error, not a token.
+        // A configuration that cannot be used: said to devtrust's extension, and the host goes on.
         let device = try RegisteredHostDevice(tenant: false)
+        let broken = device.fixture.directory.write("broken.json", #"{"platform":"#)
+        let unconfigured = try device.host([Self.token(device.rootEndpoint), Self.config], environment: ["DEVTRUST_CONFIG": broken])
+        #expect(unconfigured.status == 0 && unconfigured.replies.count == 2, "\(unconfigured)")
+        #expect(unconfigured.replies.allSatisfy { $0?["error"] == .string("config") && $0?["message"]?.stringValue?.contains(broken) == true }, "\(unconfigured)")
+        // A keystore that is unsafe to use: a keystore error, not a token.
         chmod(device.cli.keystore, 0o777)
         defer { chmod(device.cli.keystore, 0o700) }
         let run = try device.host([Self.token(device.rootEndpoint), Self.config])
