@@ -614,8 +614,9 @@ final class ExampleSession {
     }
 
     var environment: [String: String] {
-        // As root, devtrust's default keystore is /var/lib/devtrust: name the one a user has.
-        ["PATH": directory.file("bin") + ":/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8",
+        // As root, devtrust's default keystore is /var/lib/devtrust: name the one a user has. A TCTI
+        // that opens nothing keeps the key in software, as the guide shows, on a machine with a TPM too.
+        ["PATH": directory.file("bin") + ":/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8", "DEVTRUST_TCTI": "device:/nonexistent",
          "DEVTRUST_KEYSTORE": home + "/.local/share/devtrust", "XDG_CONFIG_HOME": home + "/.config", "XDG_CACHE_HOME": home + "/.cache",
          "XDG_DATA_HOME": home + "/.local/share", "DEVTRUST_CA_FILE": authority.caCertificate, "CURL_CA_BUNDLE": authority.caCertificate]
     }
