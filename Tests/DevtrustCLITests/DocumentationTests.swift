@@ -37,6 +37,10 @@ import Testing
         let wrongOption = roff.replacingOccurrences(of: #"[\fB\-\-flow\-type\fR \fITYPE\fR]"#, with: #"[\fB\-\-flow\fR \fITYPE\fR]"#)
         #expect(wrongOption != roff)
         #expect(DocumentationCoverage.manPageProblems(ManPage(roff: wrongOption)).contains { $0.hasPrefix("register: --flow is not an option") })
+        // In an example, on the continuation line of a command.
+        let wrongExample = roff.replacingOccurrences(of: #"    \-\-client\-id devtrust\-app"#, with: #"    \-\-client devtrust\-app"#)
+        #expect(wrongExample != roff)
+        #expect(DocumentationCoverage.manPageProblems(ManPage(roff: wrongExample)).contains { $0.hasPrefix("login: --client is not an option of login") })
 
         let guide = try Self.read(Self.guidePath)
         let withoutRefresh = guide.replacingOccurrences(of: "--refresh", with: "")
@@ -370,9 +374,12 @@ struct DevtrustInvocation: Equatable {
                     } else if bare.hasPrefix("-") && bare.count == 2, let long = shortNames[String(bare.dropFirst())] {
                         options.append(long)
                     } else if command == nil {
-                        // A word that is no command: prose ("devtrust asks"), a version, a mistake shown on purpose.
-                        if commandNames.contains(bare) { command = bare } else { isInvocation = !options.isEmpty && bare.isEmpty }
-                        if command == nil { break scanning }
+                        guard commandNames.contains(bare) else {
+                            // No command: prose ("devtrust asks"), a version ("devtrust 0.1.0"), or `devtrust --version > file`.
+                            isInvocation = bare.isEmpty && !options.isEmpty
+                            break scanning
+                        }
+                        command = bare
                     }
                 }
                 if ended { break }
@@ -445,7 +452,8 @@ enum DocumentationCoverage {
                 problems.append("COMMANDS: an entry for \"\(name)\", which is no command")
             }
         }
-        for line in page.text(of: "EXAMPLES").split(separator: "\n") {
+        // Shell lines continued with a backslash are one command.
+        for line in page.text(of: "EXAMPLES").replacingOccurrences(of: "\\\n", with: " ").split(separator: "\n") {
             problems += invocationProblems(in: String(line), allowedMistakes: [])
         }
         return problems
