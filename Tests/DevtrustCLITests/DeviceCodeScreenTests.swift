@@ -76,7 +76,7 @@ struct DeviceCodeScreenLayoutTests {
     @Test(arguments: [(50, 20), (36, 60), (120, 21), (30, 10), (80, 12)])
     func theSizeAskedForShowsTheQRCode(columns: Int, rows: Int) throws {
         let texts = try Self.layout(columns, rows).lines.map(\.text)
-        let asked = try #require(texts.joined(separator: " ").firstMatch(of: /enlarge the window to (\d+)×(\d+) to see a QR code/), "\(texts)")
+        let asked = try #require(texts.joined(separator: " ").firstMatch(of: #/enlarge the window to (\d+)×(\d+) to see a QR code/#), "\(texts)")
         let (wider, taller) = (Int(asked.1)!, Int(asked.2)!)
         #expect(!DeviceCodeScreenReading.qrRows(try Self.layout(wider, taller).lines.map(\.text)).isEmpty, "\(wider)×\(taller)")
         #expect(DeviceCodeScreenReading.qrRows(try Self.layout(wider, taller - 1).lines.map(\.text)).isEmpty, "\(wider)×\(taller - 1)")
@@ -191,7 +191,7 @@ struct DeviceCodeTerminalTests {
         var printedLines: [String] {
             let output = session.output.replacingOccurrences(of: "\r\n", with: "\n")
             let screen = output.components(separatedBy: "\r\u{1B}[K").first ?? ""
-            var lines = screen.replacing(/\x1B\[[0-9;]*m/, with: "").components(separatedBy: "\n")
+            var lines = screen.replacing(#/\x1B\[[0-9;]*m/#, with: "").components(separatedBy: "\n")
             if lines.last == "" { lines.removeLast() }
             return lines
         }
@@ -201,7 +201,7 @@ struct DeviceCodeTerminalTests {
         }
     }
 
-    static func isCountdown(_ row: String) -> Bool { row.wholeMatch(of: /(waiting for approval… )?\d+:\d\d( left)?/) != nil }
+    static func isCountdown(_ row: String) -> Bool { row.wholeMatch(of: #/(waiting for approval… )?\d+:\d\d( left)?/#) != nil }
 
     /// What every window shows: each printed line on rows of its own (only a URL wider than the
     /// window wraps), nothing scrolled away, the countdown on the next row, narrower than the
@@ -280,7 +280,7 @@ struct DeviceCodeTerminalTests {
     @Test func at28x14TheCountdownIsShortenedAndStillUpdatesInPlace() throws {
         let run = try Run(columns: 28, rows: 14)
         let screen = try Self.checkScreen(run, columns: 28, rows: 14, qrCode: false, bigLetters: false)
-        #expect(screen.contains { $0.wholeMatch(of: /\d+:\d\d left/) != nil }, "\(screen)")
+        #expect(screen.contains { $0.wholeMatch(of: #/\d+:\d\d left/#) != nil }, "\(screen)")
     }
 }
 

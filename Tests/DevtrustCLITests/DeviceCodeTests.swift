@@ -195,7 +195,7 @@ import Testing
             let report = try JSONParser.parse(run.stdout).objectValue!
             let transcript = report["transcript"]?.stringValue ?? ""
             #expect(report["exit"] == .integer(0) && transcript.contains("waiting for approval… "), "\(transcript)")
-            return transcript.replacingOccurrences(of: "\r\n", with: "\n").replacing(/\x1B\[[0-9;]*m/, with: "").components(separatedBy: "\n")
+            return transcript.replacingOccurrences(of: "\r\n", with: "\n").replacing(#/\x1B\[[0-9;]*m/#, with: "").components(separatedBy: "\n")
         }
         let sized = try screen(size: "120x40")
         #expect(!DeviceCodeScreenReading.qrRows(sized).isEmpty && DeviceCodeScreenReading.bigLetterRows(sized).count == 5, "no QR code or large code drawn: \(sized)")
