@@ -1,4 +1,4 @@
-#include "devtrust_terminal.h"
+#include "devtrust_hardening.h"
 
 #include <sys/ioctl.h>
 
