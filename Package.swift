@@ -20,7 +20,8 @@ let package = Package(
         // libcurl through dlopen, with typed wrappers for its variadic calls.
         .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
 
-        // prctl/setrlimit (variadic or macro-laden in C): no core dumps, no same-user ptrace.
+        // prctl/setrlimit (variadic or macro-laden in C): no core dumps, no same-user ptrace;
+        // ioctl (variadic): the terminal's window size.
         .target(name: "CProcessHardening"),
 
         // libqrencode through dlopen, for the device-code QR code.

@@ -1,3 +1,4 @@
+import CProcessHardening
 import Glibc
 
 /// Where a command writes and reads. The real process uses file descriptors
@@ -19,6 +20,24 @@ public protocol Terminal: AnyObject {
     func readSecret(prompt: String) -> String?
     var inputIsTerminal: Bool { get }
     var errorIsTerminal: Bool { get }
+    /// The window size of the terminal on stderr; nil when stderr is no
+    /// terminal or the terminal does not know its size (0 x 0).
+    var errorSize: TerminalSize? { get }
+}
+
+/// A terminal window's size in character cells; both at least 1.
+public struct TerminalSize: Equatable, Sendable, CustomStringConvertible {
+    public let columns: Int
+    public let rows: Int
+
+    /// Nil when either is 0 or less: a size nobody set, which says nothing.
+    public init?(columns: Int, rows: Int) {
+        guard columns > 0, rows > 0 else { return nil }
+        self.columns = columns
+        self.rows = rows
+    }
+
+    public var description: String { "\(columns)×\(rows)" }
 }
 
 /// The process's own standard streams.
@@ -32,6 +51,12 @@ public final class ProcessTerminal: Terminal {
     public var inputIsTerminal: Bool { isatty(0) == 1 }
     /// Asked once: the colour of every line and the network-wait indicator depend on it.
     public private(set) lazy var errorIsTerminal: Bool = isatty(2) == 1
+
+    public var errorSize: TerminalSize? {
+        var columns: Int32 = 0, rows: Int32 = 0
+        guard devtrust_terminal_size(2, &columns, &rows) == 0 else { return nil }
+        return TerminalSize(columns: Int(columns), rows: Int(rows))
+    }
 
     public func readInput(limit: Int) -> [UInt8]? {
         var contents = [UInt8]()

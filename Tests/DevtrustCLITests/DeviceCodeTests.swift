@@ -178,25 +178,34 @@ import Testing
         #expect(error["exitCode"] == .integer(4) && error["message"] == DeviceCodeRun.finalEvent(events)?["description"], "\(error)")
     }
 
-    @Test func theTerminalShowsTheCodeLargeAndAQRCode() throws {
+    /// On a pty (pty_session.py): the screen for its window. A pty nobody sized says 0 x 0,
+    /// which tells nothing: the conservative screen, unless COLUMNS and LINES say the size.
+    @Test func theTerminalShowsTheCodeLargeAndAQRCodeWhereTheyFit() throws {
         let server = try ReferenceServer(["--device-interval", "1", "--device-approve-after", "1"])
         let directory = TemporaryDirectory()
         let cli = DevtrustBinary(keystore: directory.file("ks"))
-        var environment = cli.environment
-        environment["TERM"] = "xterm"
-        let script = #"[{"expect":"signed in at","send":""}]"#
-        let run = try ProcessRunner.run(ExternalTool.python.rawValue, [Repository.path("Tests/Interop/pty_session.py"), script, "--", cli.path,
-                                                                       "login", "--device-code", "--server", server.url, "--client-id", "devtrust-app"],
-                                        environment: environment)
-        let report = try JSONParser.parse(run.stdout).objectValue!
-        let transcript = report["transcript"]?.stringValue ?? ""
-        #expect(report["exit"] == .integer(0), "\(transcript)")
-        #expect(transcript.contains("or scan:") && transcript.contains("▀") && transcript.contains("████"), "no QR code or large code drawn")
-        #expect(transcript.contains("waiting for approval… "))
-        let noQR = try ProcessRunner.run(ExternalTool.python.rawValue, [Repository.path("Tests/Interop/pty_session.py"), script, "--", cli.path,
-                                                                        "login", "--device-code", "--no-qr", "--server", server.url, "--client-id", "devtrust-app"],
-                                         environment: environment)
-        #expect(!(try JSONParser.parse(noQR.stdout).objectValue?["transcript"]?.stringValue ?? "").contains("or scan:"))
+        func screen(size: String?, _ options: [String] = [], variables: [String: String] = [:]) throws -> [String] {
+            var environment = cli.environment
+            environment["TERM"] = "xterm"
+            environment.merge(variables) { $1 }
+            let script = #"[{"expect":"signed in at","send":""}]"#
+            let run = try ProcessRunner.run(ExternalTool.python.rawValue, [Repository.path("Tests/Interop/pty_session.py")] + (size.map { ["--size", $0] } ?? [])
+                                            + [script, "--", cli.path, "login", "--device-code"] + options + ["--server", server.url, "--client-id", "devtrust-app"],
+                                            environment: environment)
+            let report = try JSONParser.parse(run.stdout).objectValue!
+            let transcript = report["transcript"]?.stringValue ?? ""
+            #expect(report["exit"] == .integer(0) && transcript.contains("waiting for approval… "), "\(transcript)")
+            return transcript.replacingOccurrences(of: "\r\n", with: "\n").replacing(#/\x1B\[[0-9;]*m/#, with: "").components(separatedBy: "\n")
+        }
+        let sized = try screen(size: "120x40")
+        #expect(!DeviceCodeScreenReading.qrRows(sized).isEmpty && DeviceCodeScreenReading.bigLetterRows(sized).count == 5, "no QR code or large code drawn: \(sized)")
+        let unsized = try screen(size: nil)
+        #expect(DeviceCodeScreenReading.qrRows(unsized).isEmpty && DeviceCodeScreenReading.bigLetterRows(unsized).isEmpty, "\(unsized)")
+        #expect(unsized.contains("(no QR code: the terminal does not say its size; set COLUMNS and LINES)"), "\(unsized)")
+        let told = try screen(size: nil, variables: ["COLUMNS": "120", "LINES": "40"])
+        #expect(!DeviceCodeScreenReading.qrRows(told).isEmpty && DeviceCodeScreenReading.bigLetterRows(told).count == 5, "\(told)")
+        let noQR = try screen(size: "120x40", ["--no-qr"])
+        #expect(DeviceCodeScreenReading.qrRows(noQR).isEmpty && !noQR.contains { $0.contains("QR code") }, "\(noQR)")
     }
 }
 

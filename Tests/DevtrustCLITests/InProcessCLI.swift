@@ -7,7 +7,8 @@ import Testing
 
 /// A terminal for commands run in-process: what they write to stdout and stderr is
 /// kept; stdin is given, and prompts read their answers from it line by line, as
-/// from a real stdin; whether stdin and stderr are terminals is set by the test.
+/// from a real stdin; whether stdin and stderr are terminals, and the size of
+/// stderr's window, are set by the test.
 final class CapturingTerminal: Terminal {
     /// A question a command asked: its text, and whether the answer was read without echo.
     struct Prompt: Equatable {
@@ -23,11 +24,13 @@ final class CapturingTerminal: Terminal {
     private var input: [UInt8]
     let inputIsTerminal: Bool
     let errorIsTerminal: Bool
+    let errorSize: TerminalSize?
 
-    init(stdin: [UInt8] = [], inputIsTerminal: Bool = false, errorIsTerminal: Bool = false) {
+    init(stdin: [UInt8] = [], inputIsTerminal: Bool = false, errorIsTerminal: Bool = false, errorSize: TerminalSize? = nil) {
         input = stdin
         self.inputIsTerminal = inputIsTerminal
         self.errorIsTerminal = errorIsTerminal
+        self.errorSize = errorIsTerminal ? errorSize : nil
     }
 
     func writeOutput(_ text: String) { output += text }
@@ -82,6 +85,8 @@ struct InProcessCLI: DevtrustRunner {
     var random: any RandomSource = SystemRandom()
     var inputIsTerminal = false
     var errorIsTerminal = false
+    /// The window of stderr when it is a terminal (nil: a size the terminal does not say).
+    var errorSize: TerminalSize?
 
     init(keystore: String) {
         self.keystore = keystore
@@ -113,7 +118,7 @@ struct InProcessCLI: DevtrustRunner {
             Issue.record("libcurl's debug lines go to file descriptor 2, not through the Terminal: run this test with DevtrustBinary")
         }
         let variables = environment.filter { CommandEnvironment.knownVariables.contains($0.key) }
-        let terminal = CapturingTerminal(stdin: stdin ?? [], inputIsTerminal: inputIsTerminal, errorIsTerminal: errorIsTerminal)
+        let terminal = CapturingTerminal(stdin: stdin ?? [], inputIsTerminal: inputIsTerminal, errorIsTerminal: errorIsTerminal, errorSize: errorSize)
         let status = DevtrustCommandLine.run(arguments, environment: CommandEnvironment(variables: variables, terminal: terminal, clock: clock, random: random))
         return Run(result: ProcessResult(status: status, stdout: terminal.output, stderr: terminal.errors), prompts: terminal.prompts)
     }

@@ -17,6 +17,8 @@ public enum ExternalTool: String, Sendable {
     case bash = "/bin/bash"
     case zsh = "/usr/bin/zsh"
     case fish = "/usr/bin/fish"
+    /// zbar's decoder, which reads the QR codes devtrust draws (taken off a terminal's screen).
+    case zbarimg = "/usr/bin/zbarimg"
 
     public static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 

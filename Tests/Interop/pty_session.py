@@ -1,25 +1,37 @@
 #!/usr/bin/python3
 """Runs a command on a pseudo-terminal and answers its prompts, like expect.
 
-Usage: pty_session.py STEPS_JSON -- COMMAND [ARG...]
+Usage: pty_session.py [--size COLUMNSxROWS] STEPS_JSON -- COMMAND [ARG...]
+--size sets the terminal's window size (a new pty has 0 x 0, which says nothing).
 STEPS_JSON is a list of {"expect": REGEX, "send": TEXT}: wait (60 s at most,
 time enough on a loaded machine) until REGEX appears in the output after the previous match, then type TEXT.
 Prints {"exit": CODE, "transcript": OUTPUT, "timedOut": BOOL} as JSON.
 """
+import fcntl
 import json
 import os
 import pty
 import re
 import select
+import struct
 import sys
+import termios
 import time
 
 
 def main():
-    steps = json.loads(sys.argv[1])
-    command = sys.argv[sys.argv.index("--") + 1:]
+    arguments = sys.argv[1:]
+    size = None
+    if arguments[0] == "--size":
+        size = [int(number) for number in arguments[1].split("x")]
+        arguments = arguments[2:]
+    steps = json.loads(arguments[0])
+    command = arguments[arguments.index("--") + 1:]
     pid, fd = pty.fork()
     if pid == 0:
+        if size:
+            # Set by the child on its own terminal, before the command can ask.
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
         os.execvp(command[0], command)
     transcript = b""
     position = 0

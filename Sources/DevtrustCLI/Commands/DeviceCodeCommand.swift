@@ -6,7 +6,8 @@ import DevtrustSignIn
 import Glibc
 
 /// `login --device-code`: RFC 8628 on a device without a browser. On stderr:
-/// the user code in large type, the verification URI, a QR code, a countdown.
+/// the user code and the verification URI, a QR code, the code in large type,
+/// a countdown, as the terminal's window leaves room (DeviceCodeScreen).
 /// With --json, one JSON object per status on stdout; none ever carries the
 /// device code or a token.
 enum DeviceCodeCommand {
@@ -60,8 +61,8 @@ enum DeviceCodeCommand {
             }
         }, tick: { now, deadline in
             guard countdown else { return }
-            let left = max(0, Int(deadline - now))
-            status.show("waiting for approval… \(left / 60):\(left % 60 < 10 ? "0" : "")\(left % 60) left", as: .countdown)
+            let size = DeviceCodeScreen.size(of: context.terminal, variables: context.environment.variables)
+            status.show(DeviceCodeScreen.countdown(secondsLeft: Int(deadline - now), columns: size?.columns), as: .countdown)
         })
         status.clear()
         // Saved before `success` is said: a keystore that refuses the tokens makes the run a failure.
@@ -124,29 +125,33 @@ enum DeviceCodeCommand {
         if context.json { context.output(JSONWriter.string(.object(event))) }
     }
 
+    /// On a terminal, the screen laid out for its window (DeviceCodeScreen), the user code
+    /// in bold unless NO_COLOR; elsewhere (a log, a pipe) plain lines, without big letters.
     static func present(_ context: CommandContext, _ authorization: DeviceAuthorization, qr: Bool) {
         guard !context.quiet else { return }
         let terminal = context.terminal
         let verificationURI = TerminalText.printable(authorization.verificationURI)
         let userCode = TerminalText.printable(authorization.userCode)
-        terminal.writeError("\nTo sign in, open \(verificationURI) on another device and enter the code:\n\n")
-        if terminal.errorIsTerminal {
-            for line in LargeText.render(authorization.userCode) { terminal.writeError("    " + line + "\n") }
+        let complete = authorization.verificationURIComplete.map(TerminalText.printable)
+        guard terminal.errorIsTerminal else {
+            terminal.writeError("\nTo sign in, open \(verificationURI) on another device and enter the code:\n\n")
+            terminal.writeError("\n    \(userCode)\n\n")
+            if let complete { terminal.writeError("or open \(complete)\n") }
+            terminal.writeError("\n")
+            return
         }
-        terminal.writeError("\n    \(userCode)\n\n")
-        if let complete = authorization.verificationURIComplete {
-            terminal.writeError("or open \(TerminalText.printable(complete))\n")
-            if qr {
-                switch QRCode.render(complete) {
-                case .success(let lines):
-                    terminal.writeError("or scan:\n\n")
-                    for line in lines { terminal.writeError(line + "\n") }
-                case .failure(let problem):
-                    context.detail("no QR code: " + problem.message)
-                }
+        var qrCode: [String]?
+        if qr, let uri = authorization.verificationURIComplete {
+            switch QRCode.render(uri) {
+            case .success(let lines): qrCode = lines
+            case .failure(let problem): context.detail("no QR code: " + problem.message)
             }
         }
-        terminal.writeError("\n")
+        let content = DeviceCodeScreen.Content(userCode: userCode, verificationURI: verificationURI,
+                                               verificationURIComplete: complete, qrCode: qrCode)
+        let screen = DeviceCodeScreen(content, size: DeviceCodeScreen.size(of: terminal, variables: context.environment.variables))
+        let emphasis = context.style.usesColour
+        for line in screen.lines { terminal.writeError((emphasis ? line.emphasised : line.text) + "\n") }
     }
 }
 
