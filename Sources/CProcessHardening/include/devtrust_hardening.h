@@ -1,6 +1,8 @@
 #ifndef DEVTRUST_HARDENING_H
 #define DEVTRUST_HARDENING_H
 
+#include <stddef.h>
+
 /* Makes the process undumpable: no core file (which would hold passwords,
    tokens or a software key), and no ptrace or /proc/PID/mem access by other
    processes of the same user without CAP_SYS_PTRACE. Returns 0 on success. */
@@ -17,5 +19,13 @@ void devtrust_reraise(int signal);
 /* A write to a closed pipe fails with EPIPE instead of ending the process
    (a native messaging host whose browser stopped reading). */
 void devtrust_ignore_broken_pipes(void);
+
+/* A bound on one step that may hang (a TPM that stopped answering): after
+   `seconds`, unless devtrust_disarm_watchdog comes first, `reply` (at most
+   DEVTRUST_WATCHDOG_REPLY_MAX bytes, copied) is written to stdout and the
+   process exits with status 1. Returns 0 when armed. */
+#define DEVTRUST_WATCHDOG_REPLY_MAX 4096
+int devtrust_arm_watchdog(unsigned seconds, const unsigned char *reply, size_t length);
+void devtrust_disarm_watchdog(void);
 
 #endif
