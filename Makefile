@@ -9,6 +9,7 @@ BINDIR    = $(DESTDIR)$(PREFIX)/bin
 MANDIR    = $(DESTDIR)$(PREFIX)/share/man/man1
 # The browser extension's files (browser/), where `devtrust browser install` finds them.
 BROWSERDIR = $(DESTDIR)$(PREFIX)/share/devtrust/browser
+BROWSER_SOURCE ?= browser
 
 # What building needs, and what the tests and the demo add (independent verifiers;
 # jq, groff and man for the documentation's examples and the man page).
@@ -101,11 +102,12 @@ install: build
 	install -d $(BINDIR) $(MANDIR)
 	install -m 0755 $(RELEASE_BINARY) $(BINDIR)/devtrust
 	install -m 0644 docs/devtrust.1 $(MANDIR)/devtrust.1
-	@# Each file of browser/ (when the checkout has it), readable by every user's browser.
-	@if [ -d browser ]; then \
-		(cd browser && find . -type f) | while read -r file; do \
-			install -D -m 0644 "browser/$$file" "$(BROWSERDIR)/$$file" || exit 1; \
-		done; \
+	@# browser/ (when the checkout has it), readable by every user's browser; any failed step fails the install.
+	@set -e; if [ -d "$(BROWSER_SOURCE)" ]; then \
+		install -d -m 0755 "$(BROWSERDIR)"; \
+		cp -R "$(BROWSER_SOURCE)/." "$(BROWSERDIR)/"; \
+		find "$(BROWSERDIR)" -type d -exec chmod 0755 {} +; \
+		find "$(BROWSERDIR)" -type f -exec chmod 0644 {} +; \
 		echo "installed the browser extension in $(BROWSERDIR)"; \
 	fi
 

@@ -48,14 +48,22 @@ struct BrowserEndpoints {
         return state.registrations.filter { $0.keyFingerprint == key.fingerprint }
     }
 
-    /// Whether any profile needs a discovery document fetched to know its endpoint.
-    static func profilesNeedDiscovery(_ configuration: Configuration) -> Bool {
-        configuration.signInProfiles.values.contains { $0.endpoints["authorization"] == nil && $0.discovery != nil }
+    /// The discovery documents `addProfiles` asks for: those of profiles without a configured
+    /// authorization endpoint, on the origin of a server this device is registered with.
+    static func discoveryURLs(_ configuration: Configuration, state: KeystoreState) -> [String] {
+        guard state.key != nil else { return [] }
+        let origins = Set(currentRegistrations(state).map { ClockSkew.origin(of: $0.server) })
+        return configuration.signInProfiles.keys.sorted().compactMap { name in
+            let profile = configuration.signInProfiles[name]!
+            guard profile.endpoints["authorization"] == nil, let discovery = profile.discovery, origins.contains(ClockSkew.origin(of: discovery)) else { return nil }
+            return discovery
+        }
     }
 
     /// Adds the sign-in profiles' endpoints, in the order of their names. A profile
-    /// whose endpoint cannot be known (discovery fails) or that no registration
-    /// serves is left out, with a line through `note` (the host's stderr).
+    /// whose endpoint cannot be known (discovery fails) is left out with a line
+    /// through `note` (the host's stderr); one that no registration serves is left
+    /// out, its discovery document not even fetched when it is on no registered origin.
     mutating func addProfiles(_ configuration: Configuration, state: KeystoreState,
                               discover: (String) throws -> AuthorizationServer, note: (String) -> Void) {
         guard state.key != nil else { return }
@@ -66,6 +74,9 @@ struct BrowserEndpoints {
             if let configured = profile.endpoints["authorization"] {
                 authorization = configured
             } else if let discovery = profile.discovery {
+                // No request to a server this device is not registered with: its endpoint would be left out anyway.
+                let origin = ClockSkew.origin(of: discovery)
+                guard Self.currentRegistrations(state).contains(where: { ClockSkew.origin(of: $0.server) == origin }) else { continue }
                 do {
                     let server = try discover(discovery)
                     guard let advertised = server.authorization else {

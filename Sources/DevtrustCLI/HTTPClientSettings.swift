@@ -6,7 +6,7 @@ import DevtrustSignIn
 /// else DEVTRUST_CA_FILE), the configuration's timeouts, DEVTRUST_HTTP_DEBUG,
 /// and curl's no_proxy (then NO_PROXY; the transport adds loopback to it).
 struct HTTPClientSettings {
-    let options: HTTPOptions
+    var options: HTTPOptions
 
     init(caFile explicitCAFile: String?, http: Configuration.HTTPSettings, environment: [String: String]) {
         let caFile = explicitCAFile ?? environment["DEVTRUST_CA_FILE"]

@@ -3,7 +3,9 @@ import DevtrustDevice
 import DevtrustEncoding
 import DevtrustJOSE
 import DevtrustKeystore
+import CProcessHardening
 import DevtrustSignIn
+import DevtrustSystem
 
 /// Who started the host, as the browser says on its command line: Chromium
 /// passes the extension's origin (`chrome-extension://ID/`), Firefox the host
@@ -12,17 +14,36 @@ enum NativeHostCaller: Equatable, CustomStringConvertible {
     case chromium(extensionID: String)
     case firefox(extensionID: String)
 
-    /// - Returns: nil when the arguments are not a browser's.
+    /// - Returns: nil when the arguments are not exactly what a browser passes: Chromium
+    ///   `chrome-extension://ID/` (an ID of 32 letters a to p), possibly followed by
+    ///   `--parent-window=N`; Firefox the absolute path of an existing host manifest for
+    ///   devtrust's host (`dev.devtrust.host`) and an add-on ID of Firefox's shape.
     init?(arguments: [String]) {
-        if arguments.count == 1, arguments[0].hasPrefix("chrome-extension://"), arguments[0].hasSuffix("/") {
-            let id = arguments[0].dropFirst("chrome-extension://".count).dropLast()
-            guard !id.isEmpty, !id.contains("/") else { return nil }
-            self = .chromium(extensionID: String(id))
-        } else if arguments.count == 2, arguments[0].hasPrefix("/"), arguments[0].hasSuffix(".json"), !arguments[1].isEmpty {
+        let origin = "chrome-extension://"
+        if (arguments.count == 1 || arguments.count == 2 && Self.isParentWindow(arguments[1])),
+           arguments[0].hasPrefix(origin), arguments[0].hasSuffix("/") {
+            let id = String(arguments[0].dropFirst(origin.count).dropLast())
+            guard case .chromium? = BrowserExtensionID(id) else { return nil }
+            self = .chromium(extensionID: id)
+        } else if arguments.count == 2, arguments[0].hasPrefix("/"), arguments[0].hasSuffix(".json"),
+                  case .firefox? = BrowserExtensionID(arguments[1]), Self.isDevtrustManifest(arguments[0]) {
             self = .firefox(extensionID: arguments[1])
         } else {
             return nil
         }
+    }
+
+    /// What Chromium adds on some platforms: the window that asked, as a number.
+    private static func isParentWindow(_ argument: String) -> Bool {
+        let prefix = "--parent-window="
+        let number = argument.dropFirst(prefix.count)
+        return argument.hasPrefix(prefix) && !number.isEmpty && number.utf8.allSatisfy { (0x30...0x39).contains($0) }
+    }
+
+    /// Whether `path` is a host manifest (a JSON object of at most 64 KiB) naming devtrust's host.
+    private static func isDevtrustManifest(_ path: String) -> Bool {
+        guard let bytes = try? FileReader.read(path, limit: 1 << 16), case let .object(manifest)? = try? JSONParser.parse(bytes) else { return false }
+        return manifest["name"] == .string(NativeHostManifest.hostName)
     }
 
     /// Whether the words after `devtrust` are how a browser starts a host whose
@@ -64,24 +85,36 @@ struct NativeHost {
         var endsSession = false
     }
 
-    /// How long discovering a profile's endpoint may take: the browser waits for the answer.
-    static let discoveryConnectTimeoutSeconds = 3
-    static let discoveryRequestTimeoutSeconds = 5
     /// The longest `id` echoed back.
     static let maximumIDBytes = 256
+    /// The most of a request's text (its URL) that a message repeats.
+    static let maximumEchoedCharacters = 200
+    /// The longest message an error reply carries.
+    static let maximumMessageCharacters = 1_000
+    /// How long signing a token may take before the host answers that it did not finish, and ends.
+    static let signingWatchdogSeconds: UInt32 = 10
 
     let context: CommandContext
     let caller: NativeHostCaller
     let channel: NativeMessagingChannel
 
-    /// Serves messages until the browser closes stdin; the exit status: 0 then,
-    /// 1 after input that ends the session (refused caller, bad frame, not JSON).
-    func serve() -> ExitCode {
+    /// How a session ended.
+    enum Outcome: Equatable {
+        /// The browser closed stdin.
+        case finished
+        /// After input that ends the session (refused caller, bad frame, not JSON), answered with an error.
+        case refused
+        /// Stdout was closed: the browser no longer reads.
+        case outputClosed
+    }
+
+    /// Serves messages until the browser closes stdin.
+    func serve() -> Outcome {
         while true {
             let body: [UInt8]
             switch channel.receive() {
             case .end:
-                return .success
+                return .finished
             case let .message(bytes):
                 body = bytes
             case let .truncated(received):
@@ -93,21 +126,37 @@ struct NativeHost {
             do throws(Refusal) {
                 let request = try parse(body)
                 id = try Self.id(of: request)
-                let reply = try answer(request)
-                guard channel.send(.object(Self.with(id, reply))) else { return .failure }
+                let reply = try answer(request, id: id)
+                guard send(.object(Self.with(id, reply)), id: id) else { return .outputClosed }
             } catch {
                 if error.endsSession { return end(error, id: id) }
                 log(error)
-                guard channel.send(Self.reply(error, id: id)) else { return .failure }
+                guard send(Self.reply(error, id: id), id: id) else { return .outputClosed }
             }
         }
     }
 
     /// The reply to a message after which the host stops.
-    private func end(_ refusal: Refusal, id: JSONValue?) -> ExitCode {
+    private func end(_ refusal: Refusal, id: JSONValue?) -> Outcome {
         log(refusal)
-        _ = channel.send(Self.reply(refusal, id: id))
-        return .failure
+        return send(Self.reply(refusal, id: id), id: id) ? .refused : .outputClosed
+    }
+
+    /// Sends `reply`, or an error in its place when it is larger than a browser takes (1 MiB);
+    /// false when stdout is closed.
+    private func send(_ reply: JSONValue, id: JSONValue?) -> Bool {
+        let bytes = JSONWriter.bytes(reply)
+        guard bytes.count <= NativeMessagingChannel.maximumOutgoingBytes else {
+            let refusal = Refusal(code: .failed, message: "the reply would be \(bytes.count) bytes; a browser takes at most \(NativeMessagingChannel.maximumOutgoingBytes)")
+            log(refusal)
+            return channel.send(Self.reply(refusal, id: id))
+        }
+        return channel.send(bytes: bytes)
+    }
+
+    /// At most `maximumEchoedCharacters` of text from a request (a URL), for a message.
+    static func echoed(_ text: some StringProtocol) -> String {
+        text.count <= maximumEchoedCharacters ? String(text) : text.prefix(maximumEchoedCharacters) + "… (\(text.utf8.count) bytes)"
     }
 
     private func log(_ refusal: Refusal) {
@@ -137,7 +186,7 @@ struct NativeHost {
         }
     }
 
-    private func answer(_ request: JSONObject) throws(Refusal) -> JSONObject {
+    private func answer(_ request: JSONObject, id: JSONValue?) throws(Refusal) -> JSONObject {
         // A configuration that cannot be used leaves devtrust's own extension to be answered (with the error).
         let loaded: Result<Configuration, ConfigError>
         do {
@@ -161,7 +210,7 @@ struct NativeHost {
             guard case let .string(url)? = request["url"] else {
                 throw Refusal(code: .badRequest, message: "a token request needs \"url\": the authorization URL navigated to")
             }
-            return try token(for: url, configuration: configuration)
+            return try token(for: url, configuration: configuration, id: id)
         case let .string(type)?:
             throw Refusal(code: .badRequest, message: "unknown request type \"\(TerminalText.printable(String(type.prefix(64))))\" (the host answers config and token)")
         default:
@@ -172,13 +221,13 @@ struct NativeHost {
     private func config(_ configuration: Configuration) throws(Refusal) -> JSONObject {
         let state = try keystoreState()
         var endpoints = BrowserEndpoints.registered(state)
-        addProfiles(to: &endpoints, configuration, state: state)
+        addProfiles(to: &endpoints, configuration, state: state, purpose: .config)
         return ["type": .string("config"), "version": .integer(1),
                 "authorizationEndpoints": .array(endpoints.endpoints.map { .string($0.description) }),
                 "revision": .string(endpoints.revision)]
     }
 
-    private func token(for url: String, configuration: Configuration) throws(Refusal) -> JSONObject {
+    private func token(for url: String, configuration: Configuration, id: JSONValue?) throws(Refusal) -> JSONObject {
         let store: DeviceStore
         let state: KeystoreState
         do {
@@ -197,17 +246,25 @@ struct NativeHost {
         do {
             endpoint = try AuthorizationEndpoint(navigation: url)
         } catch {
-            throw Refusal(code: .notAllowed, message: "no device token for this URL: \(error)")
+            throw Refusal(code: .notAllowed, message: "no device token for this URL: \(Self.echoed(error.description))")
         }
         if Self.carriesDeviceToken(url) {
-            throw Refusal(code: .notAllowed, message: "no device token for \(endpoint): the URL carries a device_token already, and a sign-in gets one only")
+            throw Refusal(code: .notAllowed, message: "no device token for \(Self.echoed(endpoint.description)): the URL carries a device_token already, and a sign-in gets one only")
         }
         var endpoints = BrowserEndpoints.registered(state)
         // Discovery only for a URL the registrations do not explain.
-        if endpoints.entry(for: endpoint) == nil { addProfiles(to: &endpoints, configuration, state: state) }
+        if endpoints.entry(for: endpoint) == nil { addProfiles(to: &endpoints, configuration, state: state, purpose: .token) }
         guard let entry = endpoints.entry(for: endpoint) else {
-            throw Refusal(code: .notAllowed, message: "no device token for \(endpoint): it is not the authorization endpoint of a server this device is registered with")
+            throw Refusal(code: .notAllowed, message: "no device token for \(Self.echoed(endpoint.description)): it is not the authorization endpoint of a server this device is registered with")
         }
+        // A TPM that stopped answering would hold the browser's navigation forever: after a bound,
+        // the host answers so (the extension then navigates without a token) and ends.
+        let isTPM = state.key?.backend == .tpm
+        let late = isTPM ? Refusal(code: .tpm, message: "the TPM did not answer in \(Self.signingWatchdogSeconds) s")
+            : Refusal(code: .failed, message: "signing did not finish in \(Self.signingWatchdogSeconds) s")
+        let lastWords = NativeMessagingChannel.frame(JSONWriter.bytes(Self.reply(late, id: id)))
+        _ = lastWords.withUnsafeBufferPointer { devtrust_arm_watchdog(Self.signingWatchdogSeconds, $0.baseAddress, $0.count) }
+        defer { devtrust_disarm_watchdog() }
         do {
             let device = try store.loadKey()
             guard device.record.fingerprint == entry.registration.keyFingerprint else {
@@ -241,15 +298,15 @@ struct NativeHost {
         }
     }
 
-    private func addProfiles(to endpoints: inout BrowserEndpoints, _ configuration: Configuration, state: KeystoreState) {
-        var http = configuration.http
-        http.connectTimeoutSeconds = min(http.connectTimeoutSeconds, Self.discoveryConnectTimeoutSeconds)
-        http.requestTimeoutSeconds = min(http.requestTimeoutSeconds, Self.discoveryRequestTimeoutSeconds)
-        let settings = HTTPClientSettings(caFile: context.global.caFile, http: http, environment: context.environment.variables)
+    private func addProfiles(to endpoints: inout BrowserEndpoints, _ configuration: Configuration, state: KeystoreState,
+                             purpose: NativeHostDiscovery.Purpose) {
+        var discovery = NativeHostDiscovery(context: context, configuration: configuration, purpose: purpose,
+                                            urls: BrowserEndpoints.discoveryURLs(configuration, state: state))
         let context = self.context
         endpoints.addProfiles(configuration, state: state,
-                              discover: { try AuthorizationServer.discover($0, http: settings.client(context)) },
+                              discover: { try discovery.discover($0) },
                               note: { context.warn("native-host: \($0)") })
+        discovery.save()
     }
 
     /// The error reply for what loading or using the key threw, by its exit code.
@@ -268,7 +325,8 @@ struct NativeHost {
     }
 
     static func reply(_ refusal: Refusal, id: JSONValue?) -> JSONValue {
-        .object(with(id, ["type": .string("error"), "error": .string(refusal.code.rawValue), "message": .string(refusal.message)]))
+        let message = refusal.message.count <= maximumMessageCharacters ? refusal.message : refusal.message.prefix(maximumMessageCharacters) + "…"
+        return .object(with(id, ["type": .string("error"), "error": .string(refusal.code.rawValue), "message": .string(message)]))
     }
 
     private static func with(_ id: JSONValue?, _ reply: JSONObject) -> JSONObject {

@@ -26,6 +26,11 @@ struct NativeHostManifest {
 
     var path: String { directory + "/" + Self.fileName }
 
+    /// The last component of a manifest directory (NativeMessagingHosts, native-messaging-hosts).
+    static func hostsDirectoryName(_ directory: String) -> String {
+        String(directory.split(separator: "/").last ?? "")
+    }
+
     /// The user's own directories: Chromium's below its user data directory
     /// (`$XDG_CONFIG_HOME/chromium`, or the one given), Firefox's in `~/.mozilla`.
     /// System-wide: Debian's (`/etc/chromium`, `/usr/lib/mozilla`) below `root`.

@@ -7,6 +7,8 @@ struct NativeMessagingChannel {
     /// What the host reads at most in one message: 1 MiB, as the browsers allow a host's replies
     /// (Chromium sends the host larger ones; nothing devtrust is asked needs them).
     static let maximumIncomingBytes = 1 << 20
+    /// What a browser takes at most in one reply (Chromium and Firefox: 1 MiB).
+    static let maximumOutgoingBytes = 1 << 20
 
     enum Incoming: Equatable {
         case message([UInt8])
@@ -33,9 +35,17 @@ struct NativeMessagingChannel {
 
     /// False when the browser no longer reads (stdout closed).
     func send(_ message: JSONValue) -> Bool {
-        let body = JSONWriter.bytes(message)
+        send(bytes: JSONWriter.bytes(message))
+    }
+
+    func send(bytes body: [UInt8]) -> Bool {
+        terminal.writeOutputBytes(Self.frame(body))
+    }
+
+    /// The body with its length before it, in the machine's byte order.
+    static func frame(_ body: [UInt8]) -> [UInt8] {
         var length = UInt32(body.count)
-        return terminal.writeOutputBytes(withUnsafeBytes(of: &length) { Array($0) } + body)
+        return withUnsafeBytes(of: &length) { Array($0) } + body
     }
 
     /// `count` bytes, or fewer when standard input ends first.

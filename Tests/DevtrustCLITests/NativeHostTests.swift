@@ -70,6 +70,12 @@ struct CheckedDeviceToken {
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
+    /// A host manifest for devtrust's host, as `browser install` writes it, whose path Firefox passes.
+    static func firefoxManifest(in directory: TemporaryDirectory) -> String {
+        directory.write("native-messaging-hosts/dev.devtrust.host.json",
+                        #"{"name":"dev.devtrust.host","path":"/usr/bin/devtrust","type":"stdio","allowed_extensions":["host@devtrust.dev"]}"#)
+    }
+
     @Test func configListsExactlyTheRegisteredEndpointsAndEchoesTheID() throws {
         let device = try RegisteredHostDevice()
         let run = try device.host([.object(["type": .string("config"), "id": .string("request-1")]), .object(["type": .string("config"), "id": .integer(7)])])
@@ -82,7 +88,7 @@ struct CheckedDeviceToken {
         #expect(reply["revision"] == .string(revision), "\(run)")
         #expect(run.replies[1]?["id"] == .integer(7) && run.replies[1]?["revision"] == .string(revision), "\(run)")
         // The same answer when Firefox starts the host.
-        let firefox = try device.host([Self.config], caller: NativeMessaging.firefoxCaller())
+        let firefox = try device.host([Self.config], caller: NativeMessaging.firefoxCaller(manifest: Self.firefoxManifest(in: device.fixture.directory)))
         #expect(firefox.status == 0 && firefox.replies.first??["authorizationEndpoints"] == reply["authorizationEndpoints"], "\(firefox)")
     }
 
@@ -200,21 +206,22 @@ struct CheckedDeviceToken {
     @Test func onlyTheAllowedExtensionsAreServed() throws {
         let device = try RegisteredHostDevice(tenant: false)
         let request = [Self.token(device.rootEndpoint), Self.config]
-        for caller in [["chrome-extension://abcdefghijklmnopabcdefghijklmnop/"], ["/usr/lib/mozilla/native-messaging-hosts/dev.devtrust.host.json", "evil@example.org"],
-                       ["/usr/lib/mozilla/native-messaging-hosts/dev.devtrust.host.json", "gmoaoppoddchekmljfbfbbcndbaiflmf"],
-                       ["chrome-extension://host@devtrust.dev/"]] {
+        let manifest = Self.firefoxManifest(in: device.fixture.directory)
+        for caller in [["chrome-extension://abcdefghijklmnopabcdefghijklmnop/"], [manifest, "evil@example.org"],
+                       [manifest, "{01234567-89ab-cdef-0123-456789abcdef}"], ["chrome-extension://abcdefghijklmnopabcdefghijklmnop/", "--parent-window=0"]] {
             let run = try device.host(request, caller: caller)
             #expect(run.status == 1 && !run.signaled && run.replies.count == 1, "\(caller): \(run)")
             #expect(run.replies.first??["error"] == .string("not_allowed") && run.stderr.contains("not_allowed"), "\(caller): \(run)")
         }
         // Not a browser's arguments at all: a usage error, before any input is read.
-        for caller in [[], ["chrome-extension://gmoaoppoddchekmljfbfbbcndbaiflmf"], ["https://example.org/"]] {
+        for caller in [[], ["chrome-extension://gmoaoppoddchekmljfbfbbcndbaiflmf"], ["https://example.org/"], ["chrome-extension://host@devtrust.dev/"],
+                       [manifest, "gmoaoppoddchekmljfbfbbcndbaiflmf"], ["/usr/lib/mozilla/native-messaging-hosts/absent.json", "host@devtrust.dev"]] {
             let run = try NativeHostRun(device.cli.path, ["native-host"] + caller, environment: device.cli.environment, input: NativeMessaging.frame(Self.config))
             #expect(run.status == 2 && run.replies.isEmpty && run.stderr.contains("started by a browser"), "\(caller): \(run)")
         }
         // The configuration's extension IDs are served too.
         let config = device.fixture.directory.write("config.json", #"{"browser":{"extensionIds":["abcdefghijklmnopabcdefghijklmnop","sso@acme.example"]}}"#)
-        for caller in [["chrome-extension://abcdefghijklmnopabcdefghijklmnop/"], ["/home/u/.mozilla/native-messaging-hosts/dev.devtrust.host.json", "sso@acme.example"]] {
+        for caller in [["chrome-extension://abcdefghijklmnopabcdefghijklmnop/"], [manifest, "sso@acme.example"]] {
             let run = try device.host(request, caller: caller, environment: ["DEVTRUST_CONFIG": config])
             #expect(run.status == 0 && run.replies.first??["type"] == .string("token") && run.replies.last??["type"] == .string("config"), "\(caller): \(run)")
         }
@@ -449,6 +456,188 @@ struct CheckedDeviceToken {
         #expect(run.replies.first??["authorizationEndpoints"] == .array([.string(server + "/custom/authorize"), .string(device.rootEndpoint)]), "\(run)")
         let token = try #require(run.replies.last??["token"]?.stringValue, "\(run)")
         #expect(try device.fixture.deviceCheck(token)["deviceId"] == .string(try device.registrationIDs().root))
-        #expect(run.stderr.contains("sign-in profile unreachable"), "\(run.stderr)")
+        // A discovery document on an origin this device is not registered with is not even fetched.
+        #expect(!run.stderr.contains("sign-in profile unreachable"), "\(run.stderr)")
+    }
+
+    /// A profile of a registered server whose configured endpoint is on another origin gets no token
+    /// there (the device is registered with the server, not with wherever its configuration points).
+    @Test func aProfilesEndpointOnAnotherOriginIsLeftOut() throws {
+        let device = try RegisteredHostDevice(tenant: false)
+        let config = device.fixture.directory.write("config.json", """
+        {"signIn":{"profiles":{"evil":{"server":"\(device.server)","clientId":"web","endpoints":{"authorization":"https://evil.example/authorize"}},
+          "own":{"server":"\(device.server)","clientId":"web","endpoints":{"authorization":"\(device.server)/own/authorize"}}}}}
+        """)
+        let run = try device.host([Self.config, Self.token("https://evil.example/authorize?client_id=web"), Self.token(device.server + "/own/authorize")],
+                                  environment: ["DEVTRUST_CONFIG": config])
+        #expect(run.status == 0 && run.replies.count == 3, "\(run)")
+        #expect(run.replies[0]?["authorizationEndpoints"] == .array([.string(device.rootEndpoint), .string(device.server + "/own/authorize")]), "\(run)")
+        #expect(run.replies[1]?["error"] == .string("not_allowed") && run.replies[1]?["token"] == nil, "\(run)")
+        #expect(run.replies[2]?["type"] == .string("token"), "\(run)")
+    }
+
+    /// Discovery documents of a registered server that does not answer: one reply spends at most
+    /// the host's budget (5 s) on all of them together, each a share, so a server that answers still
+    /// gets its turn; what was learnt is cached (a failure for a minute), and a token takes the cache's
+    /// answer without a request (no libcurl loaded).
+    @Test func discoveryIsBoundedPerReplyAndCached() throws {
+        let device = try RegisteredHostDevice(tenant: false)
+        // A second server the device is registered with, then gone, its port held by a listener that never answers.
+        let gone = try ReferenceServer()
+        let registered = try device.cli.run(["register", "--server", gone.url, "--non-interactive", "-q"] + ReferenceServer.registrationAnswers)
+        try #require(registered.status == 0, "\(registered)")
+        let port = try #require(UInt16(gone.url.split(separator: ":").last ?? ""))
+        gone.stop()
+        let silent = try SilentListener(port: port)
+        let dead = (0..<4).map { "\"dead\($0)\":{\"discovery\":\"\(gone.url)/p\($0)/.well-known/openid-configuration\",\"clientId\":\"web\"}" }
+        let config = device.fixture.directory.write("config.json", """
+        {"signIn":{"profiles":{\(dead.joined(separator: ",")),
+          "live":{"discovery":"\(device.server)/oauth2/token/.well-known/openid-configuration","clientId":"web"}}}}
+        """)
+        let environment = ["DEVTRUST_CONFIG": config]
+        let goneEndpoint = gone.url + "/oauth2/authorize"
+        let elsewhere = Self.token(device.server + "/elsewhere/authorize")
+
+        var started = Date()
+        let first = try device.host([Self.config], environment: environment)
+        let firstSeconds = Date().timeIntervalSince(started)
+        #expect(first.status == 0 && first.replies.first??["authorizationEndpoints"] == .array([goneEndpoint, device.rootEndpoint].sorted().map(JSONValue.string)), "\(first)")
+        #expect(firstSeconds < 8, "the config reply took \(firstSeconds) s: \(first.stderr)")
+        #expect((0..<4).allSatisfy { first.stderr.contains("sign-in profile dead\($0):") } && !first.stderr.contains("sign-in profile live"), "\(first.stderr)")
+        #expect(silent.connections() >= 1)
+
+        // Cached: neither the failures nor the live document are fetched again.
+        started = Date()
+        let second = try device.host([Self.config, elsewhere], environment: environment.merging(["LD_DEBUG": "libs"]) { $1 })
+        let secondSeconds = Date().timeIntervalSince(started)
+        #expect(second.status == 0 && second.replies.last??["error"] == .string("not_allowed"), "\(second)")
+        #expect(secondSeconds < 3, "the cached replies took \(secondSeconds) s")
+        let libraries = second.stderr.split(separator: "\n").compactMap { line in line.range(of: "calling init: ").map { String(line[$0.upperBound...]) } }
+        #expect(libraries.contains { $0.contains("libc.so") } && !libraries.contains { $0.contains("curl") }, "\(libraries)")
+
+        // A token for a URL nothing explains, with nothing cached: bounded by the same budget.
+        try FileManager.default.removeItem(atPath: device.cli.environment["XDG_CACHE_HOME"]! + "/devtrust/browser-discovery.json")
+        started = Date()
+        let token = try device.host([elsewhere], environment: environment)
+        let tokenSeconds = Date().timeIntervalSince(started)
+        #expect(token.status == 0 && token.replies.first??["error"] == .string("not_allowed") && tokenSeconds < 8, "\(tokenSeconds) s: \(token)")
+    }
+
+    /// A request of the largest size the host reads, whose URL fills it: the reply repeats a bounded part
+    /// of it (a browser refuses a reply over 1 MiB), and the host goes on.
+    @Test func aMaximalRequestGetsABoundedReply() throws {
+        let device = try RegisteredHostDevice(tenant: false)
+        let head = #"{"type":"token","id":1,"url":""# + device.server + "/"
+        let tail = #""}"#
+        let path = String(repeating: "a", count: NativeMessagingChannel.maximumIncomingBytes - head.utf8.count - tail.utf8.count)
+        let request = Array((head + path + tail).utf8)
+        try #require(request.count == NativeMessagingChannel.maximumIncomingBytes)
+        let run = try device.host(bytes: NativeMessaging.frame(bytes: request) + NativeMessaging.frame(Self.config))
+        #expect(run.status == 0 && run.replies.count == 2 && run.rest.isEmpty, "\(run.description.prefix(2000))")
+        let message = try #require(run.replies.first??["message"]?.stringValue)
+        #expect(run.replies.first??["error"] == .string("not_allowed") && run.replies.first??["id"] == .integer(1))
+        #expect(message.count <= NativeHost.maximumMessageCharacters + 1 && message.contains("bytes)"), "\(message.prefix(2000))")
+        #expect(run.stderr.utf8.count < 10_000, "\(run.stderr.prefix(2000))")
+        #expect(run.replies.last??["type"] == .string("config"))
+    }
+
+    /// The limit on a request: 1 MiB is read (badInputEndsWithAnErrorReplyNeverACrash), 1 MiB and a byte
+    /// is refused, by its length, whole body given or not.
+    @Test func aMessageOverOneMiBIsRefusedByItsLength() throws {
+        let device = try RegisteredHostDevice(tenant: false)
+        let maximum = NativeMessagingChannel.maximumIncomingBytes
+        let body = Array(#"{"type":"config","pad":""#.utf8) + [UInt8](repeating: UInt8(ascii: "a"), count: maximum + 1 - 26) + Array(#""}"#.utf8)
+        try #require(body.count == maximum + 1)
+        for input in [NativeMessaging.frame(bytes: body), NativeMessaging.frame(bytes: body) + NativeMessaging.frame(Self.config)] {
+            let run = try device.host(bytes: input)
+            #expect(run.status == 1 && run.replies.count == 1 && run.replies.first??["error"] == .string("bad_request"), "\(run.description.prefix(2000))")
+            #expect(run.replies.first??["message"] == .string("a message of \(maximum + 1) bytes; the host reads at most \(maximum)"), "\(run.description.prefix(2000))")
+        }
+    }
+
+    /// A closed standard output (the browser gone) is said as that, not as an error answered.
+    @Test func aClosedOutputIsSaidAsSuch() throws {
+        let device = try RegisteredHostDevice(tenant: false)
+        let input = device.fixture.directory.write("frames", String(decoding: NativeMessaging.frame(Self.config), as: UTF8.self))
+        let run = try ProcessRunner.run("/bin/sh", ["-c", #"exec "$0" "$1" <"$2" >&-"#, device.cli.path, NativeMessaging.chromiumCaller, input],
+                                        environment: device.cli.environment)
+        #expect(run.status == 1 && run.stderr.contains("standard output is closed") && !run.stderr.contains("said above"), "\(run)")
+    }
+
+    /// Command lines that are not a browser's are devtrust's, whatever their shape: a .json path and a word is no Firefox launch
+    /// unless the file is devtrust's host manifest and the word an add-on ID.
+    @Test func onlyABrowsersExactArgumentsStartTheHost() throws {
+        let device = try RegisteredHostDevice(tenant: false)
+        let other = device.fixture.directory.write("other.json", #"{"name":"org.example.other"}"#)
+        let manifest = Self.firefoxManifest(in: device.fixture.directory)
+        for arguments in [["/tmp/whatever.json", "status"], [other, "host@devtrust.dev"], [manifest, "status"], ["chrome-extension://host@devtrust.dev/"],
+                          [NativeMessaging.chromiumCaller, "--parent-window=x"], [NativeMessaging.chromiumCaller, "status"]] {
+            for input in [[UInt8](), NativeMessaging.frame(Self.config)] {
+                let run = try NativeHostRun(device.cli.path, arguments, environment: device.cli.environment, input: input, seconds: 20)
+                #expect(run.status == 2 && !run.timedOut && run.replies.isEmpty && run.stderr.contains("unknown command"), "\(arguments): \(run)")
+            }
+        }
+        for arguments in [[manifest, "host@devtrust.dev"], [NativeMessaging.chromiumCaller, "--parent-window=0"]] {
+            let run = try NativeHostRun(device.cli.path, arguments, environment: device.cli.environment, input: NativeMessaging.frame(Self.config))
+            #expect(run.status == 0 && run.replies.first??["type"] == .string("config"), "\(arguments): \(run)")
+        }
+    }
+
+    /// A TPM that stops answering (swtpm stopped by SIGSTOP): the token request is answered with a
+    /// tpm error after the host's bound, and the host ends, instead of holding the navigation forever.
+    @Test(.enabled(if: Swtpm.shouldRun && ReferenceServer.shouldRun)) func aTPMThatStopsAnsweringIsAnsweredInBoundedTime() throws {
+        let setup = try SwtpmDeviceFixture()
+        let server = try ReferenceServer()
+        #expect(try setup.cli.run("init", "--backend", "tpm", "-q").status == 0)
+        let registered = try setup.cli.run(["register", "--server", server.url, "--non-interactive", "-q"] + ReferenceServer.registrationAnswers)
+        try #require(registered.status == 0, "\(registered)")
+        setup.tpm.signal(SIGSTOP)
+        defer { setup.tpm.signal(SIGCONT) }
+        let started = Date()
+        let run = try NativeHostRun(setup.cli.path, [NativeMessaging.chromiumCaller], environment: setup.cli.environment,
+                                    input: [Self.token(server.url + "/oauth2/authorize", id: 3), Self.config].flatMap(NativeMessaging.frame), seconds: 40)
+        let seconds = Date().timeIntervalSince(started)
+        #expect(!run.timedOut && run.status == 1 && run.replies.count == 1 && run.rest.isEmpty, "\(run)")
+        #expect(run.replies.first??["error"] == .string("tpm") && run.replies.first??["id"] == .integer(3)
+                && run.replies.first??["message"] == .string("the TPM did not answer in \(NativeHost.signingWatchdogSeconds) s"), "\(run)")
+        #expect(seconds >= Double(NativeHost.signingWatchdogSeconds) - 1 && seconds < Double(NativeHost.signingWatchdogSeconds) + 10, "\(seconds) s")
+    }
+}
+
+/// A TCP port on 127.0.0.1 whose connections the kernel accepts (the backlog) and nobody answers.
+final class SilentListener {
+    private let descriptor: Int32
+
+    init(port: UInt16) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard bound == 0, listen(descriptor, 64) == 0 else {
+            close(descriptor)
+            throw FixtureError("cannot listen on 127.0.0.1:\(port): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    deinit {
+        held.forEach { close($0) }
+        close(descriptor)
+    }
+
+    /// How many connections wait in the backlog (accepted here, then held open until the listener goes).
+    private var held = [Int32]()
+    func connections() -> Int {
+        let flags = fcntl(descriptor, F_GETFL)
+        _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
+        while true {
+            let connection = accept(descriptor, nil, nil)
+            if connection < 0 { break }
+            held.append(connection)
+        }
+        return held.count
     }
 }

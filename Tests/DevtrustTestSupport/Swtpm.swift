@@ -55,6 +55,12 @@ public final class Swtpm: @unchecked Sendable {
         kill()
     }
 
+    /// Sends swtpm a signal: SIGSTOP for a TPM that stops answering, SIGCONT to resume it.
+    public func signal(_ number: Int32) {
+        guard let process, process.isRunning else { return }
+        Foundation.kill(process.processIdentifier, number)
+    }
+
     /// Kills swtpm at once (a TPM that goes away).
     public func kill() {
         guard let process, process.isRunning else { return }

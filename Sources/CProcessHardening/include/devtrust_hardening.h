@@ -1,6 +1,8 @@
 #ifndef DEVTRUST_HARDENING_H
 #define DEVTRUST_HARDENING_H
 
+#include <stddef.h>
+
 /* Makes the process undumpable: no core file (which would hold passwords,
    tokens or a software key), and no ptrace or /proc/PID/mem access by other
    processes of the same user without CAP_SYS_PTRACE. Returns 0 on success. */
@@ -23,5 +25,13 @@ void devtrust_ignore_broken_pipes(void);
    -1 when `fd` is no terminal. A terminal may report 0 x 0 (a pty whose size
    nobody set): the caller treats that as unknown. (devtrust_terminal.c) */
 int devtrust_terminal_size(int fd, int *columns, int *rows);
+
+/* A bound on one step that may hang (a TPM that stopped answering): after
+   `seconds`, unless devtrust_disarm_watchdog comes first, `reply` (at most
+   DEVTRUST_WATCHDOG_REPLY_MAX bytes, copied) is written to stdout and the
+   process exits with status 1. Returns 0 when armed. */
+#define DEVTRUST_WATCHDOG_REPLY_MAX 4096
+int devtrust_arm_watchdog(unsigned seconds, const unsigned char *reply, size_t length);
+void devtrust_disarm_watchdog(void);
 
 #endif

@@ -73,6 +73,15 @@ enum BrowserCommand: DevtrustCommand {
                                             configHome: variables["XDG_CONFIG_HOME"], chromiumDirectory: options.chromiumDirectory,
                                             root: options.root.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } ?? "")
         }
+        let checks = BrowserInstallChecks.current
+        // Root writing a user's manifests would leave root's directories in that user's home,
+        // which the user's browsers and programs then cannot use, nor the user remove.
+        for manifest in manifests where manifest.scope == .user {
+            if let (path, owner) = checks.foreignOwner(of: manifest.directory) {
+                throw CLIError.failure("\(path) belongs to uid \(owner), not root: as root, devtrust browser \(name) would leave root's files "
+                                       + "in another user's directories; run it as that user, or use --system to \(name) for every user")
+            }
+        }
         switch action {
         case .install: try install(context, manifests, system: options.system)
         case .uninstall: try uninstall(context, manifests, system: options.system)
@@ -82,6 +91,13 @@ enum BrowserCommand: DevtrustCommand {
     private static func install(_ context: CommandContext, _ manifests: [NativeHostManifest], system: Bool) throws {
         guard let hostPath = context.environment.executablePath(), hostPath.hasPrefix("/") else {
             throw CLIError.failure("cannot tell where this devtrust binary is (/proc/self/exe), which the manifests must name")
+        }
+        if let problem = BrowserInstallChecks.current.hostProblem(hostPath, scope: system ? .system : .user) {
+            throw CLIError.failure("the manifests would name \(hostPath), which the browsers run "
+                                   + (system ? "as every user" : "as you") + ", but \(problem); nothing was installed: "
+                                   + (system ? "install devtrust where only root can change it (`sudo make install`, or a package) and run that copy: "
+                                       + "sudo /usr/local/bin/devtrust browser install --system"
+                                       : "run a devtrust that only you or root can change (`make install`, or a package)"))
         }
         let extensions = BrowserExtensionID.devtrust + (try context.configuration().browserExtensionIDs)
         // Every manifest is checked before any is written: a file of someone else's stops the whole install.
@@ -96,9 +112,11 @@ enum BrowserCommand: DevtrustCommand {
             }
         }
         for (manifest, contents, outcome) in planned where outcome != .unchanged {
-            do {
-                try FileWriter.makeDirectories(manifest.directory, mode: system ? 0o755 : 0o700)
-                try FileWriter.writeAtomically(manifest.path, contents, mode: 0o644)
+            do throws(FileWriteError) {
+                guard let directory = try FileWriter.openDirectory(manifest.directory, creatingWith: system ? 0o755 : 0o700) else {
+                    throw FileWriteError(path: manifest.directory, operation: "create the directory", code: ENOENT)
+                }
+                try FileWriter.writeAtomically(NativeHostManifest.fileName, in: directory, contents, mode: 0o644)
             } catch {
                 throw failure(error, system: system, action: .install)
             }
@@ -134,15 +152,16 @@ enum BrowserCommand: DevtrustCommand {
             }
         }
         for (manifest, outcome) in planned where outcome == .removed {
-            do {
-                try FileWriter.remove(manifest.path)
+            do throws(FileWriteError) {
+                let parent = try FileWriter.openDirectory(Self.parent(of: manifest.directory), creatingWith: nil)
+                if let parent, let directory = try FileWriter.openDirectory(manifest.directory, creatingWith: nil) {
+                    try FileWriter.remove(NativeHostManifest.fileName, in: directory)
+                    // The hosts directory, once empty, serves nothing: removed, whoever made it. Nothing
+                    // above it is: the browser's own directory, a user's --chromium-dir, ~/.mozilla.
+                    FileWriter.removeIfEmpty(NativeHostManifest.hostsDirectoryName(manifest.directory), in: parent)
+                }
             } catch {
                 throw failure(error, system: system, action: .uninstall)
-            }
-            // What install may have created, when nothing else is in it: the hosts directory and, for
-            // the user, the browser's own (system-wide, that belongs to the browser's package).
-            if FileWriter.removeIfEmpty(directory: manifest.directory) && manifest.scope == .user {
-                FileWriter.removeIfEmpty(directory: parent(of: manifest.directory))
             }
         }
         for (manifest, outcome) in planned {

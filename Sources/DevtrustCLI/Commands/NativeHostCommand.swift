@@ -28,9 +28,13 @@ enum NativeHostCommand: DevtrustCommand {
         }
         // The browser may stop reading at any time: a reply to nobody is not a reason to die of SIGPIPE.
         devtrust_ignore_broken_pipes()
-        let status = NativeHost(context: context, caller: caller, channel: NativeMessagingChannel(terminal: context.terminal)).serve()
-        if status != .success {
+        switch NativeHost(context: context, caller: caller, channel: NativeMessagingChannel(terminal: context.terminal)).serve() {
+        case .finished:
+            break
+        case .refused:
             throw CLIError.failure("native-host stopped after a message it could not serve (answered with an error, and said above)")
+        case .outputClosed:
+            throw CLIError.failure("native-host stopped: its standard output is closed, so the browser no longer reads its replies")
         }
     }
 }
