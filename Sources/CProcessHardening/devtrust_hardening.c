@@ -53,3 +53,11 @@ void devtrust_reraise(int signal) {
     sigprocmask(SIG_UNBLOCK, &only, NULL);
     raise(signal);
 }
+
+void devtrust_ignore_broken_pipes(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = SIG_IGN;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGPIPE, &action, NULL);
+}

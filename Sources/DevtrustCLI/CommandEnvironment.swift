@@ -12,6 +12,8 @@ public struct CommandEnvironment {
     public var effectiveUserID: UInt32
     /// The wall clock, the boot clock and the boot id (for clock-skew corrections).
     public var bootClock: @Sendable () -> BootClockReading = { BootClockReading.system() }
+    /// The running devtrust binary's absolute path (what a browser's host manifest names), read when asked.
+    public var executablePath: @Sendable () -> String? = { CommandEnvironment.runningExecutable() }
 
     public init(variables: [String: String], terminal: any Terminal, clock: any Clock = SystemClock(),
                 random: any RandomSource = SystemRandom(), effectiveUserID: UInt32 = geteuid()) {
@@ -28,6 +30,14 @@ public struct CommandEnvironment {
         "no_proxy", "NO_PROXY",
         "HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "NO_COLOR", "DISPLAY", "WAYLAND_DISPLAY",
     ]
+
+    /// Where /proc/self/exe leads, or nil.
+    public static func runningExecutable() -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 
     /// The running process's environment and standard streams.
     public static func process() -> CommandEnvironment {

@@ -3,6 +3,9 @@ import DevtrustEncoding
 /// Entry point of the `devtrust` command: parse, dispatch, report.
 public enum DevtrustCommandLine {
     public static func run(_ arguments: [String], environment: CommandEnvironment) -> Int32 {
+        // A host manifest names the devtrust binary itself (`browser install`): the browser runs it
+        // with its own arguments, which then mean `native-host` (after `--`: an ID may start with "-").
+        let arguments = NativeHostCaller.isBrowserLaunch(arguments) ? [NativeHostCommand.spec.name, "--"] + arguments : arguments
         let parsed: ParsedArguments
         do {
             parsed = try CommandSpecs.parser.parse(arguments)

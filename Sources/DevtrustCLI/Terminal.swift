@@ -7,6 +7,12 @@ public protocol Terminal: AnyObject {
     func writeError(_ text: String)
     /// All of standard input (up to `limit` bytes), or nil past the limit.
     func readInput(limit: Int) -> [UInt8]?
+    /// What standard input has next, 1 to `count` bytes, as soon as some arrive
+    /// (a binary protocol's frames); empty at its end.
+    func readInputBytes(upTo count: Int) -> [UInt8]
+    /// Bytes on stdout exactly as given (a binary protocol's frames); false when
+    /// stdout is closed.
+    func writeOutputBytes(_ bytes: [UInt8]) -> Bool
     /// One line from the user, or nil at end of input.
     func readLine(prompt: String) -> String?
     /// One line read without echo (passwords, codes), or nil at end of input.
@@ -19,8 +25,9 @@ public protocol Terminal: AnyObject {
 public final class ProcessTerminal: Terminal {
     public init() {}
 
-    public func writeOutput(_ text: String) { Self.writeAll(1, Array(text.utf8)) }
-    public func writeError(_ text: String) { Self.writeAll(2, Array(text.utf8)) }
+    public func writeOutput(_ text: String) { _ = Self.writeAll(1, Array(text.utf8)) }
+    public func writeError(_ text: String) { _ = Self.writeAll(2, Array(text.utf8)) }
+    public func writeOutputBytes(_ bytes: [UInt8]) -> Bool { Self.writeAll(1, bytes) }
 
     public var inputIsTerminal: Bool { isatty(0) == 1 }
     public var errorIsTerminal: Bool { isatty(2) == 1 }
@@ -36,6 +43,15 @@ public final class ProcessTerminal: Terminal {
             if contents.count > limit { return nil }
         }
         return contents
+    }
+
+    public func readInputBytes(upTo count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        while true {
+            let received = bytes.withUnsafeMutableBytes { read(0, $0.baseAddress, count) }
+            if received < 0 && errno == EINTR { continue }
+            return Array(bytes.prefix(max(received, 0)))
+        }
     }
 
     public func readSecret(prompt: String) -> String? {
@@ -64,15 +80,17 @@ public final class ProcessTerminal: Terminal {
         }
     }
 
-    private static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
+    /// False when the stream is closed or fails.
+    private static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
         var written = 0
         while written < bytes.count {
             let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
             if count < 0 {
                 if errno == EINTR { continue }
-                return
+                return false
             }
             written += count
         }
+        return true
     }
 }

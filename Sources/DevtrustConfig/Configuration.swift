@@ -17,6 +17,10 @@ public struct Configuration: Equatable, Sendable {
     public var postureCacheSeconds = 300
     /// Named sign-in setups (`signIn.profiles`).
     public var signInProfiles: [String: SignInProfile] = [:]
+    /// Browser extensions besides devtrust's own that may ask the native
+    /// messaging host for device tokens (`browser.extensionIds`): an
+    /// organisation's repackaging of the extension under its own key.
+    public var browserExtensionIDs: [BrowserExtensionID] = []
     /// The file this came from, nil for built-in defaults.
     public var source: String?
 
@@ -27,7 +31,7 @@ public struct Configuration: Equatable, Sendable {
         public init() {}
     }
 
-    public static let knownFields = ["platform", "claims", "http", "inventory", "collector", "collectorTimeoutSeconds", "postureCacheSeconds", "signIn"]
+    public static let knownFields = ["platform", "claims", "http", "inventory", "collector", "collectorTimeoutSeconds", "postureCacheSeconds", "signIn", "browser"]
 
     public init(platform: String = "linux", claims: [(name: String, value: String)] = [], source: String? = nil) {
         self.platform = platform
@@ -39,6 +43,7 @@ public struct Configuration: Equatable, Sendable {
         lhs.platform == rhs.platform && lhs.source == rhs.source && lhs.http == rhs.http && lhs.inventory == rhs.inventory
             && lhs.collector == rhs.collector && lhs.collectorTimeoutSeconds == rhs.collectorTimeoutSeconds
             && lhs.postureCacheSeconds == rhs.postureCacheSeconds && lhs.signInProfiles == rhs.signInProfiles
+            && lhs.browserExtensionIDs == rhs.browserExtensionIDs
             && lhs.claims.map(\.name) == rhs.claims.map(\.name) && lhs.claims.map(\.value) == rhs.claims.map(\.value)
     }
 
@@ -95,6 +100,21 @@ public struct Configuration: Equatable, Sendable {
                 if let profiles = try signIn.optionalObject("profiles") {
                     for member in profiles.object.members {
                         configuration.signInProfiles[member.key] = try SignInProfile.parse(try JSONObjectReader(member.value, path: profiles.fieldPath(member.key)))
+                    }
+                }
+            }
+            if let browser = try reader.optionalObject("browser") {
+                try browser.rejectUnknownFields(known: ["extensionIds"])
+                if browser.object["extensionIds"] != nil {
+                    for (index, value) in try browser.array("extensionIds").enumerated() {
+                        let path = browser.fieldPath("extensionIds") + "[\(index)]"
+                        guard case let .string(text) = value else {
+                            throw JSONFieldError(path: path, kind: .invalidType(expected: "a string", found: value.kindDescription))
+                        }
+                        guard let id = BrowserExtensionID(text) else {
+                            throw JSONFieldError(path: path, kind: .invalidValue(BrowserExtensionID.expectedForm))
+                        }
+                        configuration.browserExtensionIDs.append(id)
                     }
                 }
             }

@@ -16,6 +16,8 @@ final class CapturingTerminal: Terminal {
     }
 
     private(set) var output = ""
+    /// What was written as bytes (a binary protocol's frames).
+    private(set) var outputBytes = [UInt8]()
     private(set) var errors = ""
     private(set) var prompts = [Prompt]()
     private var input: [UInt8]
@@ -34,6 +36,17 @@ final class CapturingTerminal: Terminal {
     func readInput(limit: Int) -> [UInt8]? {
         defer { input = [] }
         return input.count > limit ? nil : input
+    }
+
+    func readInputBytes(upTo count: Int) -> [UInt8] {
+        let taken = Array(input.prefix(count))
+        input.removeFirst(taken.count)
+        return taken
+    }
+
+    func writeOutputBytes(_ bytes: [UInt8]) -> Bool {
+        outputBytes += bytes
+        return true
     }
 
     func readLine(prompt: String) -> String? {

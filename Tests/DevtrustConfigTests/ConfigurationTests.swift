@@ -17,7 +17,7 @@ import Testing
         (#"{"claims":["a"]}"#, "configuration file /c.json: field \"claims\" must be an object, found an array; see docs/configuration.md"),
         (#"{"platform":7}"#, "configuration file /c.json: field \"platform\" must be a string, found a number (7); see docs/configuration.md"),
         (#"{"platform":""}"#, "configuration file /c.json: field \"platform\": must not be empty; see docs/configuration.md"),
-        (#"{"claimz":{}}"#, "configuration file /c.json: unknown field \"claimz\" (known fields: platform, claims, http, inventory, collector, collectorTimeoutSeconds, postureCacheSeconds, signIn); see docs/configuration.md"),
+        (#"{"claimz":{}}"#, "configuration file /c.json: unknown field \"claimz\" (known fields: platform, claims, http, inventory, collector, collectorTimeoutSeconds, postureCacheSeconds, signIn, browser); see docs/configuration.md"),
         (#"{"claims":{"jti":"x"}}"#, "configuration file /c.json: field \"claims.jti\": jti is set by devtrust on every token and cannot be overridden; see docs/configuration.md"),
         (#"{"claims":{"attestationToken":"x"}}"#, "attestationToken is for Play Integrity"),
         ("[]", "configuration file /c.json: field \"(top level)\" must be an object, found an array; see docs/configuration.md"),
@@ -27,6 +27,11 @@ import Testing
         (#"{"http":{"requestTimeoutSeconds":0}}"#, "field \"http.requestTimeoutSeconds\": must be 1 to 600 seconds"),
         (#"{"http":{"requestTimeoutSeconds":"30"}}"#, "field \"http.requestTimeoutSeconds\" must be an integer, found a string"),
         (#"{"platform":"linux",}"#, "configuration file /c.json is not valid JSON: expected a string key at byte 20"),
+        (#"{"browser":{"extensionIds":["gmoaoppoddchekmljfbfbbcndbaiflmq"]}}"#,
+         "field \"browser.extensionIds[0]\": must be a Chromium extension ID (32 letters a to p) or a Firefox add-on ID (name@domain, or {GUID})"),
+        (#"{"browser":{"extensionIds":["chrome-extension://gmoaoppoddchekmljfbfbbcndbaiflmf/"]}}"#, "field \"browser.extensionIds[0]\": must be a Chromium"),
+        (#"{"browser":{"extensionIds":[7]}}"#, "field \"browser.extensionIds[0]\" must be a string, found a number"),
+        (#"{"browser":{"extensionIDs":[]}}"#, "unknown field \"browser.extensionIDs\""),
     ])
     func typedErrorsNameTheFieldAndFile(text: String, message: String) {
         do {
@@ -34,6 +39,20 @@ import Testing
             Issue.record("accepted \(text): \(configuration)")
         } catch {
             #expect(error.description.contains(message), "\(error.description)")
+        }
+    }
+
+    /// An organisation's own builds of the extension: Chromium IDs (the key's hash, letters a to p)
+    /// and Firefox add-on IDs, told apart by their form.
+    @Test func browserExtensionIDsParseByTheirForm() throws {
+        let text = #"{"browser":{"extensionIds":["abcdefghijklmnopabcdefghijklmnop","sso@acme.example","{12345678-9abc-def0-1234-56789abcdef0}"]}}"#
+        let configuration = try Configuration.parse(Array(text.utf8), file: "f")
+        #expect(configuration.browserExtensionIDs == [.chromium("abcdefghijklmnopabcdefghijklmnop"), .firefox("sso@acme.example"),
+                                                      .firefox("{12345678-9abc-def0-1234-56789abcdef0}")])
+        #expect(try Configuration.parse(Array("{}".utf8), file: "f").browserExtensionIDs.isEmpty)
+        for refused in ["abcdefghijklmnopabcdefghijklmno", "ABCDEFGHIJKLMNOPABCDEFGHIJKLMNOP", "sso@", "a b@c", "{12345678-9abc-def0-1234-56789abcdef0",
+                        "{1234567z-9abc-def0-1234-56789abcdef0}", String(repeating: "a", count: 70) + "@example.org", ""] {
+            #expect(BrowserExtensionID(refused) == nil, "\(refused)")
         }
     }
 

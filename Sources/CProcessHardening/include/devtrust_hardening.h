@@ -14,5 +14,8 @@ void devtrust_watch_interrupts(void);
 int devtrust_interrupt_signal(void);
 /* Ends the process by `signal`, with its default action. */
 void devtrust_reraise(int signal);
+/* A write to a closed pipe fails with EPIPE instead of ending the process
+   (a native messaging host whose browser stopped reading). */
+void devtrust_ignore_broken_pipes(void);
 
 #endif

@@ -1,0 +1,111 @@
+import DevtrustConfig
+import DevtrustDevice
+import DevtrustEncoding
+import DevtrustKeys
+import DevtrustKeystore
+import DevtrustSignIn
+
+/// The authorization endpoints a browser navigation may carry a device token
+/// to, each with the registration whose device id the token names: for every
+/// registration of the current key, its server's WSO2 path
+/// (`{base}/oauth2/authorize`, a tenant's base included); for every sign-in
+/// profile of the configuration whose server this device is registered with,
+/// its configured authorization endpoint, or its discovery document's.
+struct BrowserEndpoints {
+    struct Entry: Equatable {
+        let endpoint: AuthorizationEndpoint
+        let registration: RegistrationRecord
+    }
+
+    /// By endpoint, in order; an endpoint listed twice keeps its first registration.
+    private(set) var entries: [Entry] = []
+
+    var endpoints: [AuthorizationEndpoint] { entries.map(\.endpoint).sorted() }
+
+    /// `config`'s `revision`: SHA-256 of the sorted endpoints, one a line, in hex.
+    var revision: String {
+        Hex.encode(SHA256.hash(Array(endpoints.map(\.description).joined(separator: "\n").utf8)).bytes)
+    }
+
+    func entry(for endpoint: AuthorizationEndpoint) -> Entry? {
+        entries.first { $0.endpoint == endpoint }
+    }
+
+    /// The registrations' endpoints (no network).
+    static func registered(_ state: KeystoreState) -> BrowserEndpoints {
+        var endpoints = BrowserEndpoints()
+        for registration in currentRegistrations(state) {
+            if let endpoint = try? AuthorizationEndpoint(endpoint: registration.server + "/oauth2/authorize") {
+                endpoints.add(Entry(endpoint: endpoint, registration: registration))
+            }
+        }
+        return endpoints
+    }
+
+    /// The registrations made with the current key.
+    static func currentRegistrations(_ state: KeystoreState) -> [RegistrationRecord] {
+        guard let key = state.key else { return [] }
+        return state.registrations.filter { $0.keyFingerprint == key.fingerprint }
+    }
+
+    /// Whether any profile needs a discovery document fetched to know its endpoint.
+    static func profilesNeedDiscovery(_ configuration: Configuration) -> Bool {
+        configuration.signInProfiles.values.contains { $0.endpoints["authorization"] == nil && $0.discovery != nil }
+    }
+
+    /// Adds the sign-in profiles' endpoints, in the order of their names. A profile
+    /// whose endpoint cannot be known (discovery fails) or that no registration
+    /// serves is left out, with a line through `note` (the host's stderr).
+    mutating func addProfiles(_ configuration: Configuration, state: KeystoreState,
+                              discover: (String) throws -> AuthorizationServer, note: (String) -> Void) {
+        guard state.key != nil else { return }
+        for name in configuration.signInProfiles.keys.sorted() {
+            let profile = configuration.signInProfiles[name]!
+            var issuer: String?
+            let authorization: String
+            if let configured = profile.endpoints["authorization"] {
+                authorization = configured
+            } else if let discovery = profile.discovery {
+                do {
+                    let server = try discover(discovery)
+                    guard let advertised = server.authorization else {
+                        note("sign-in profile \(name): \(discovery) advertises no authorization_endpoint; left out")
+                        continue
+                    }
+                    authorization = advertised
+                    issuer = server.issuer
+                } catch {
+                    note("sign-in profile \(name): \(ErrorReport.from(error).summary); left out")
+                    continue
+                }
+            } else if let server = profile.server {
+                authorization = server + "/oauth2/authorize"
+            } else {
+                continue
+            }
+            guard let endpoint = try? AuthorizationEndpoint(endpoint: authorization) else {
+                note("sign-in profile \(name): \(authorization) is not an https URL without query or fragment; left out")
+                continue
+            }
+            // As `login` picks the registration for a sign-in's device token: the token goes only to
+            // the server (origin and tenant) the device is registered with.
+            let registration: RegistrationRecord
+            do {
+                if let server = profile.server, profile.discovery == nil {
+                    registration = try RegistrationSelector.select(from: state, server: server)
+                    guard ClockSkew.origin(of: registration.server) == ClockSkew.origin(of: authorization) else { continue }
+                } else {
+                    registration = try RegistrationSelector.select(from: state, destination: authorization, providerURLs: [issuer].compactMap { $0 })
+                }
+            } catch {
+                continue
+            }
+            guard Self.currentRegistrations(state).contains(registration) else { continue }
+            add(Entry(endpoint: endpoint, registration: registration))
+        }
+    }
+
+    private mutating func add(_ entry: Entry) {
+        if !entries.contains(where: { $0.endpoint == entry.endpoint }) { entries.append(entry) }
+    }
+}

@@ -1,0 +1,36 @@
+import CProcessHardening
+
+/// `native-host ORIGIN | MANIFEST EXTENSION_ID`: the native messaging host that
+/// Chromium and Firefox start for devtrust's extension (`devtrust browser
+/// install` registers it). It speaks the browsers' protocol on stdin and stdout
+/// (NativeHost), never prompts, and ends when the browser closes stdin.
+enum NativeHostCommand: DevtrustCommand {
+    struct Options: CommandOptions {
+        static let spec = CommandSpec(name: "native-host", summary: "the native messaging host that browsers start for devtrust's extension",
+                                      positionalUsage: "ORIGIN | MANIFEST EXTENSION_ID", maximumPositionals: 2, options: [])
+
+        /// What the browser passed: Chromium the extension's origin, Firefox the manifest's path and the add-on's ID.
+        var callerArguments: [String]
+
+        init(_ values: OptionValues<Self>) {
+            callerArguments = values.positionals
+        }
+    }
+
+    static func run(_ context: CommandContext, _ options: Options) throws {
+        guard let caller = NativeHostCaller(arguments: options.callerArguments) else {
+            throw UsageError("native-host is started by a browser, with the extension's origin (chrome-extension://ID/) or, from Firefox, "
+                             + "the host manifest's path and the add-on's ID; `devtrust browser install` sets that up", command: Options.spec.name)
+        }
+        guard !context.terminal.inputIsTerminal else {
+            throw UsageError("native-host reads the browsers' native messaging protocol on stdin, not a terminal; "
+                             + "a browser starts it (`devtrust browser install` sets that up)", command: Options.spec.name)
+        }
+        // The browser may stop reading at any time: a reply to nobody is not a reason to die of SIGPIPE.
+        devtrust_ignore_broken_pipes()
+        let status = NativeHost(context: context, caller: caller, channel: NativeMessagingChannel(terminal: context.terminal)).serve()
+        if status != .success {
+            throw CLIError.failure("native-host stopped after a message it could not serve (answered with an error, and said above)")
+        }
+    }
+}

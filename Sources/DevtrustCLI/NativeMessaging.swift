@@ -1,0 +1,52 @@
+import DevtrustEncoding
+
+/// The browsers' native messaging protocol on the host's side: each message is
+/// a 4-byte length in the machine's byte order, then that many bytes of UTF-8
+/// JSON, on stdin from the browser and on stdout to it.
+struct NativeMessagingChannel {
+    /// What the host reads at most in one message: 1 MiB, as the browsers allow a host's replies
+    /// (Chromium sends the host larger ones; nothing devtrust is asked needs them).
+    static let maximumIncomingBytes = 1 << 20
+
+    enum Incoming: Equatable {
+        case message([UInt8])
+        /// Standard input ended between messages: the browser is done.
+        case end
+        /// Standard input ended inside a message (after `received` of its bytes, length prefix included).
+        case truncated(received: Int)
+        /// A length past `maximumIncomingBytes`; the message is not read.
+        case tooLarge(length: UInt32)
+    }
+
+    let terminal: any Terminal
+
+    func receive() -> Incoming {
+        let prefix = read(4)
+        if prefix.isEmpty { return .end }
+        guard prefix.count == 4 else { return .truncated(received: prefix.count) }
+        let length = prefix.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }
+        guard length <= Self.maximumIncomingBytes else { return .tooLarge(length: length) }
+        let body = read(Int(length))
+        guard body.count == Int(length) else { return .truncated(received: 4 + body.count) }
+        return .message(body)
+    }
+
+    /// False when the browser no longer reads (stdout closed).
+    func send(_ message: JSONValue) -> Bool {
+        let body = JSONWriter.bytes(message)
+        var length = UInt32(body.count)
+        return terminal.writeOutputBytes(withUnsafeBytes(of: &length) { Array($0) } + body)
+    }
+
+    /// `count` bytes, or fewer when standard input ends first.
+    private func read(_ count: Int) -> [UInt8] {
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(count)
+        while bytes.count < count {
+            let chunk = terminal.readInputBytes(upTo: min(count - bytes.count, 65_536))
+            if chunk.isEmpty { break }
+            bytes += chunk
+        }
+        return bytes
+    }
+}
