@@ -7,10 +7,13 @@ DESTDIR  ?=
 SWIFT    ?= swift
 BINDIR    = $(DESTDIR)$(PREFIX)/bin
 MANDIR    = $(DESTDIR)$(PREFIX)/share/man/man1
+# The browser extension (docs/browser.md), as Chromium loads it unpacked and Firefox as an add-on.
+BROWSERDIR = $(DESTDIR)$(PREFIX)/share/devtrust/browser
+BROWSER_FILES = $(wildcard browser/*.json browser/*.js browser/*.html)
 
 # What building needs, and what the tests and the demo add (independent verifiers).
 BUILD_PACKAGES = libssl-dev libtss2-dev libcurl4-openssl-dev libqrencode4 pkg-config
-CHECK_PACKAGES = chromium curl dconf-cli gcc libqrencode4 openssl python3 python3-cryptography python3-jsonschema python3-json5 python3-rfc3986 python3-jwcrypto python3-jwt jose swtpm swtpm-tools tpm2-tools tpm2-openssl valgrind nghttp2-proxy zsh fish
+CHECK_PACKAGES = chromium firefox-esr curl dconf-cli gcc libqrencode4 openssl python3 python3-cryptography python3-jsonschema python3-json5 python3-rfc3986 python3-jwcrypto python3-jwt jose swtpm swtpm-tools tpm2-tools tpm2-openssl valgrind nghttp2-proxy zsh fish
 BENCH_PACKAGES = time
 RELEASE_BINARY = .build/release/devtrust
 
@@ -95,9 +98,10 @@ link-order: deps-bench build
 	scripts/update-link-order.py $(RELEASE_BINARY)
 
 install: build
-	install -d $(BINDIR) $(MANDIR)
+	install -d $(BINDIR) $(MANDIR) $(BROWSERDIR)
 	install -m 0755 $(RELEASE_BINARY) $(BINDIR)/devtrust
 	install -m 0644 docs/devtrust.1 $(MANDIR)/devtrust.1
+	install -m 0644 $(BROWSER_FILES) $(BROWSERDIR)
 
 clean:
 	$(SWIFT) package clean

@@ -149,11 +149,18 @@ async function applyRedirectRules(list) {
   await api.declarativeNetRequest.updateDynamicRules({ removeRuleIds: existing.map((rule) => rule.id), addRules: rules });
 }
 
+// The continue page's URLs: with use_dynamic_url, redirects go to a per-session
+// origin (runtime.getURL's), while the page's messages name the extension's own.
+function isContinuePage(text) {
+  const pages = [api.runtime.getURL(CONTINUE_PAGE), new URL("/" + CONTINUE_PAGE, globalThis.location.origin).href];
+  return typeof text === "string" && pages.some((page) => text === page || text.startsWith(page + "#") || text.startsWith(page + "?"));
+}
+
 // The proof that a continue page was opened by this extension's own redirect:
 // the browser reports the redirect of that tab's navigation to it.
 function onBeforeRedirect(details) {
   if (details.type !== "main_frame" || details.tabId < 0) return;
-  if (!details.redirectUrl.startsWith(api.runtime.getURL(CONTINUE_PAGE))) return;
+  if (!isContinuePage(details.redirectUrl)) return;
   pendingByTab.set(details.tabId, { url: details.url, at: Date.now() });
 }
 
@@ -174,7 +181,7 @@ async function continueNavigation(sender) {
   const tabId = sender.tab?.id;
   const pending = tabId === undefined ? undefined : pendingByTab.get(tabId);
   if (tabId !== undefined) pendingByTab.delete(tabId);
-  if (!sender.url?.startsWith(api.runtime.getURL(CONTINUE_PAGE)) || !pending || Date.now() - pending.at > PENDING_MILLISECONDS) {
+  if (!isContinuePage(sender.url) || !pending || Date.now() - pending.at > PENDING_MILLISECONDS) {
     warn("a continue page asked for a token without a navigation this extension redirected; refused");
     return { refused: true };
   }

@@ -10,7 +10,7 @@ The start page, GET /test/start?..., served by the registered server:
   open=URL     then opens each URL in a window of its own, in order (repeatable)
   attack=ID    then tries to reach extension ID as a web page can: runtime
                messages, its continue page opened with a crafted URL
-  target=URL   the crafted URL (an unregistered origin's authorization URL)
+  target=URL   a crafted URL to hand that page (repeatable)
   frame=URL    also loads URL in an iframe, and
   xhr=URL      fetches URL (a registered endpoint: neither is a top-level navigation)
 and reports each step to GET /test/report?what=..., the last one "done".
@@ -64,7 +64,7 @@ async function gate(url) {
   }
   return 0;
 }
-async function attack(id, target) {
+async function attack(id, targets) {
   const runtime = globalThis.chrome && globalThis.chrome.runtime;
   if (!runtime || typeof runtime.sendMessage !== "function") {
     await report("attack: the page has no runtime.sendMessage");
@@ -84,9 +84,11 @@ async function attack(id, target) {
   const page = "chrome-extension://" + id + "/continue.html";
   try { await fetch(page); await report("attack: fetch of the continue page succeeded"); }
   catch (error) { await report("attack: fetch of the continue page failed"); }
-  window.open(page + "#" + target, "devtrust-attack-1");
-  window.open(page + "?url=" + encodeURIComponent(target), "devtrust-attack-2");
-  await sleep(2000);
+  targets.forEach((target, index) => {
+    window.open(page + "#" + target, "devtrust-attack-fragment-" + index);
+    window.open(page + "?url=" + encodeURIComponent(target), "devtrust-attack-query-" + index);
+  });
+  await sleep(3000);
   await report("attack: opened the continue page with crafted URLs");
 }
 async function subresources() {
@@ -113,7 +115,7 @@ async function subresources() {
     await sleep(300);
   }
   await subresources();
-  if (params.has("attack")) await attack(params.get("attack"), params.get("target") || "");
+  if (params.has("attack")) await attack(params.get("attack"), params.getAll("target"));
   await report("done");
 })();
 </script>
