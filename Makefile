@@ -7,9 +7,8 @@ DESTDIR  ?=
 SWIFT    ?= swift
 BINDIR    = $(DESTDIR)$(PREFIX)/bin
 MANDIR    = $(DESTDIR)$(PREFIX)/share/man/man1
-# The browser extension (docs/browser.md), as Chromium loads it unpacked and Firefox as an add-on.
+# The browser extension's files (browser/), where `devtrust browser install` finds them.
 BROWSERDIR = $(DESTDIR)$(PREFIX)/share/devtrust/browser
-BROWSER_FILES = $(wildcard browser/*.json browser/*.js browser/*.html)
 
 # What building needs, and what the tests and the demo add (independent verifiers).
 BUILD_PACKAGES = libssl-dev libtss2-dev libcurl4-openssl-dev libqrencode4 pkg-config
@@ -35,7 +34,7 @@ FUZZ_RUNS    ?= 0
 FUZZ_BUILD   ?= .build/fuzz
 FUZZ_TARGETS  = FlowResponse AppNativeResponse DERSignature CompactJWS TSS2KeyFile Configuration Keystore PrivateKeyFile LoopbackRequest
 
-.PHONY: all build test check-layers demo install clean deps-build deps-check deps-bench static-libs bench link-order fuzz
+.PHONY: all build test check-layers demo install uninstall clean deps-build deps-check deps-bench static-libs bench link-order fuzz
 
 all: build
 
@@ -98,10 +97,22 @@ link-order: deps-bench build
 	scripts/update-link-order.py $(RELEASE_BINARY)
 
 install: build
-	install -d $(BINDIR) $(MANDIR) $(BROWSERDIR)
+	install -d $(BINDIR) $(MANDIR)
 	install -m 0755 $(RELEASE_BINARY) $(BINDIR)/devtrust
 	install -m 0644 docs/devtrust.1 $(MANDIR)/devtrust.1
-	install -m 0644 $(BROWSER_FILES) $(BROWSERDIR)
+	@# Each file of browser/ (when the checkout has it), readable by every user's browser.
+	@if [ -d browser ]; then \
+		(cd browser && find . -type f) | while read -r file; do \
+			install -D -m 0644 "browser/$$file" "$(BROWSERDIR)/$$file" || exit 1; \
+		done; \
+		echo "installed the browser extension in $(BROWSERDIR)"; \
+	fi
+
+# What install put in place; the browsers' host manifests are `devtrust browser uninstall`'s.
+uninstall:
+	rm -f $(BINDIR)/devtrust $(MANDIR)/devtrust.1
+	rm -rf $(BROWSERDIR)
+	-rmdir $(DESTDIR)$(PREFIX)/share/devtrust 2>/dev/null
 
 clean:
 	$(SWIFT) package clean

@@ -28,7 +28,7 @@ struct AuthorizationEndpoint: Hashable, Comparable, Sendable, CustomStringConver
     /// The endpoint a navigation to `url` goes to: its scheme, host, port and
     /// path (the query is the request's, and may be anything). Refused: anything
     /// but https (and http to a loopback address), a user name or password, a
-    /// fragment, a port that is not a plain number, dot segments, and characters
+    /// fragment, a port not written as a browser writes it, dot segments, and characters
     /// a browser would have percent-encoded.
     init(navigation url: String) throws(Refusal) {
         guard url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
@@ -83,9 +83,10 @@ struct AuthorizationEndpoint: Hashable, Comparable, Sendable, CustomStringConver
         }
         var port: Int?
         if let portText {
-            guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }),
+            // As a browser writes it: digits, no leading zero.
+            guard !portText.isEmpty, portText.count <= 5, !portText.hasPrefix("0"), portText.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
                   let number = Int(portText), (1...65535).contains(number) else {
-                throw Refusal(description: "the URL's port is not a number from 1 to 65535")
+                throw Refusal(description: "the URL's port is not written as a number from 1 to 65535")
             }
             port = number == (scheme == "https" ? 443 : 80) ? nil : number
         }

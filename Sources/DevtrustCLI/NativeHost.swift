@@ -138,11 +138,22 @@ struct NativeHost {
     }
 
     private func answer(_ request: JSONObject) throws(Refusal) -> JSONObject {
-        let configuration = try loadConfiguration()
-        guard caller.isAllowed(BrowserExtensionID.devtrust + (configuration?.browserExtensionIDs ?? [])) else {
+        // A configuration that cannot be used leaves devtrust's own extension to be answered (with the error).
+        let loaded: Result<Configuration, ConfigError>
+        do {
+            loaded = .success(try context.configuration())
+        } catch {
+            loaded = .failure(error)
+        }
+        let extraIDs = (try? loaded.get())?.browserExtensionIDs ?? []
+        guard caller.isAllowed(BrowserExtensionID.devtrust + extraIDs) else {
             throw Refusal(code: .notAllowed, message: "this host answers only devtrust's browser extension and the extension IDs of the configuration (browser.extensionIds), not \(caller)", endsSession: true)
         }
-        guard let configuration else { throw configurationRefusal() }
+        let configuration: Configuration
+        switch loaded {
+        case let .success(loaded): configuration = loaded
+        case let .failure(error): throw Refusal(code: .config, message: error.description)
+        }
         switch request["type"] {
         case .string("config")?:
             return try config(configuration)
@@ -155,20 +166,6 @@ struct NativeHost {
             throw Refusal(code: .badRequest, message: "unknown request type \"\(TerminalText.printable(String(type.prefix(64))))\" (the host answers config and token)")
         default:
             throw Refusal(code: .badRequest, message: "a request needs \"type\": \"config\" or \"token\"")
-        }
-    }
-
-    /// The configuration, or nil when it cannot be used (then only devtrust's own extension gets an answer: the error).
-    private func loadConfiguration() throws(Refusal) -> Configuration? {
-        try? context.configuration()
-    }
-
-    private func configurationRefusal() -> Refusal {
-        do {
-            _ = try context.configuration()
-            return Refusal(code: .config, message: "the configuration cannot be read")
-        } catch {
-            return Refusal(code: .config, message: error.description)
         }
     }
 
@@ -194,13 +191,16 @@ struct NativeHost {
             throw Self.refusal(DeviceError.noDeviceKey(keystore: store.keystore.path))
         }
         guard !BrowserEndpoints.currentRegistrations(state).isEmpty else {
-            throw Self.refusal(DeviceError.notRegistered(server: nil))
+            throw Refusal(code: .notRegistered, message: "this device is not registered with any server; run `devtrust register --server URL`")
         }
         let endpoint: AuthorizationEndpoint
         do {
             endpoint = try AuthorizationEndpoint(navigation: url)
         } catch {
             throw Refusal(code: .notAllowed, message: "no device token for this URL: \(error)")
+        }
+        if Self.carriesDeviceToken(url) {
+            throw Refusal(code: .notAllowed, message: "no device token for \(endpoint): the URL carries a device_token already, and a sign-in gets one only")
         }
         var endpoints = BrowserEndpoints.registered(state)
         // Discovery only for a URL the registrations do not explain.
@@ -220,6 +220,16 @@ struct NativeHost {
             return ["type": .string("token"), "token": .string(token)]
         } catch {
             throw Self.refusal(error)
+        }
+    }
+
+    /// Whether the query has a `device_token` parameter, its name percent-encoded or not.
+    static func carriesDeviceToken(_ url: String) -> Bool {
+        let parts = url.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return false }
+        return parts[1].split(separator: "&").contains { pair in
+            let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            return (FormEncoding.unescape(name) ?? String(name)) == "device_token"
         }
     }
 

@@ -1,0 +1,447 @@
+@testable import DevtrustCLI
+import DevtrustEncoding
+import DevtrustKeys
+import DevtrustTestSupport
+import Foundation
+import Testing
+
+/// A device with a software key registered with a reference server, at its root
+/// and in its tenant acme, and `devtrust native-host` run over framed messages
+/// as a browser runs it (the binary, with the caller's arguments only).
+struct RegisteredHostDevice {
+    let fixture: ReferenceServerFixture<DevtrustBinary>
+    var cli: DevtrustBinary { fixture.cli }
+    var server: String { fixture.server.url }
+    var rootEndpoint: String { server + "/oauth2/authorize" }
+    var tenantEndpoint: String { server + "/t/acme/oauth2/authorize" }
+
+    init(tenant: Bool = true, serverArguments: [String] = []) throws {
+        fixture = try ReferenceServerFixture(serverArguments, register: true)
+        if tenant {
+            let registered = try cli.run(["register", "--server", server + "/t/acme", "--non-interactive", "-q"] + ReferenceServer.registrationAnswers)
+            guard registered.status == 0 else { throw FixtureError("register in tenant acme failed: \(registered)") }
+        }
+    }
+
+    /// The registration ids: at the root, in acme.
+    func registrationIDs() throws -> (root: String, tenant: String?) {
+        let records = try fixture.registrations().compactMap(\.objectValue)
+        let id = { (server: String) in records.first { $0["server"]?.stringValue == server }?["registrationId"]?.stringValue }
+        guard let root = id(server) else { throw FixtureError("no registration with \(server)") }
+        return (root, id(server + "/t/acme"))
+    }
+
+    /// The host with `messages` on stdin, then end of input.
+    func host(_ messages: [JSONValue], caller: [String] = [NativeMessaging.chromiumCaller], environment extra: [String: String] = [:]) throws -> NativeHostRun {
+        try NativeHostRun(cli.path, caller, environment: cli.environment.merging(extra) { $1 }, input: messages.flatMap(NativeMessaging.frame))
+    }
+
+    /// The host with these bytes on stdin.
+    func host(bytes: [UInt8], caller: [String] = [NativeMessaging.chromiumCaller]) throws -> NativeHostRun {
+        try NativeHostRun(cli.path, caller, environment: cli.environment, input: bytes)
+    }
+}
+
+/// What PyJWT makes of device tokens, against the device's public key.
+struct CheckedDeviceToken {
+    let header: JSONObject
+    let claims: JSONObject
+
+    static func check(_ tokens: [String], publicKey: String) throws -> [CheckedDeviceToken?] {
+        let request = JSONValue.object(["spki": .string(publicKey), "tokens": .array(tokens.map(JSONValue.string))])
+        let result = try ExternalTool.python.run([Repository.path("Tests/Interop/check_device_tokens.py")], stdin: JSONWriter.bytes(request))
+        guard result.status == 0, let list = try JSONParser.parse(result.stdout).arrayValue else { throw FixtureError("check_device_tokens.py: \(result)") }
+        return list.map { item in
+            guard let item = item.objectValue, item["valid"] == .bool(true), let header = item["header"]?.objectValue,
+                  let claims = item["claims"]?.objectValue else { return nil }
+            return CheckedDeviceToken(header: header, claims: claims)
+        }
+    }
+}
+
+@Suite(.enabled(if: ReferenceServer.shouldRun)) struct NativeHostTests {
+    static let config: JSONValue = .object(["type": .string("config")])
+
+    static func token(_ url: String, id: Int? = nil) -> JSONValue {
+        var request: JSONObject = ["type": .string("token"), "url": .string(url)]
+        if let id { request["id"] = .integer(id) }
+        return .object(request)
+    }
+
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+    @Test func configListsExactlyTheRegisteredEndpointsAndEchoesTheID() throws {
+        let device = try RegisteredHostDevice()
+        let run = try device.host([.object(["type": .string("config"), "id": .string("request-1")]), .object(["type": .string("config"), "id": .integer(7)])])
+        #expect(run.status == 0 && !run.signaled && run.rest.isEmpty && run.replies.count == 2, "\(run)")
+        let endpoints = [device.rootEndpoint, device.tenantEndpoint].sorted()
+        let reply = try #require(run.replies.first ?? nil)
+        #expect(reply["type"] == .string("config") && reply["version"] == .integer(1) && reply["id"] == .string("request-1"), "\(run)")
+        #expect(reply["authorizationEndpoints"] == .array(endpoints.map(JSONValue.string)), "\(run)")
+        let revision = Hex.encode(SHA256.hash(Array(endpoints.joined(separator: "\n").utf8)).bytes)
+        #expect(reply["revision"] == .string(revision), "\(run)")
+        #expect(run.replies[1]?["id"] == .integer(7) && run.replies[1]?["revision"] == .string(revision), "\(run)")
+        // The same answer when Firefox starts the host.
+        let firefox = try device.host([Self.config], caller: NativeMessaging.firefoxCaller())
+        #expect(firefox.status == 0 && firefox.replies.first??["authorizationEndpoints"] == reply["authorizationEndpoints"], "\(firefox)")
+    }
+
+    /// No key, or a key that is not registered: an empty list (and a revision of it), not an error.
+    @Test func configIsEmptyForADeviceThatIsNotRegistered() throws {
+        let emptyRevision = Hex.encode(SHA256.hash([UInt8]()).bytes)
+        for softwareKey in [false, true] {
+            let device = try DeviceFixture<DevtrustBinary>(softwareKey: softwareKey)
+            let run = try NativeHostRun(device.cli.path, [NativeMessaging.chromiumCaller], environment: device.cli.environment,
+                                        input: NativeMessaging.frame(Self.config))
+            #expect(run.status == 0 && run.replies.count == 1, "\(run)")
+            #expect(run.replies.first??["authorizationEndpoints"] == .array([]) && run.replies.first??["revision"] == .string(emptyRevision), "\(run)")
+        }
+    }
+
+    /// Tokens for the registered endpoints, checked by PyJWT against the device's key and by the
+    /// server that registered it: ES256, the registration's deviceId, a new jti and the current iat each time.
+    @Test func tokensForARegisteredEndpointAreFreshAndVerifyIndependently() throws {
+        let device = try RegisteredHostDevice()
+        let ids = try device.registrationIDs()
+        let urls = [device.rootEndpoint + "?client_id=web&response_type=code&state=s1", device.rootEndpoint + "?client_id=web&state=s2",
+                    device.tenantEndpoint + "?client_id=web", device.rootEndpoint]
+        let before = Self.now()
+        let run = try device.host(urls.enumerated().map { Self.token($1, id: $0) })
+        let after = Self.now()
+        #expect(run.status == 0 && run.replies.count == urls.count, "\(run)")
+        let tokens = run.replies.compactMap { $0?["token"]?.stringValue }
+        try #require(tokens.count == urls.count, "\(run)")
+        for (index, reply) in run.replies.enumerated() {
+            #expect(reply?["type"] == .string("token") && reply?["id"] == .integer(index), "\(run)")
+        }
+        let checked = try CheckedDeviceToken.check(tokens, publicKey: try device.cli.run("pubkey").output)
+        let expectedIDs = [ids.root, ids.root, ids.tenant, ids.root]
+        for (token, expectedID) in zip(checked, expectedIDs) {
+            let token = try #require(token, "PyJWT refused a token: \(tokens)")
+            #expect(token.header["alg"] == .string("ES256") && token.header["deviceId"] == expectedID.map(JSONValue.string), "\(token.header)")
+            let iat = try #require(token.claims["iat"]?.int64Value)
+            #expect(iat >= before - 1 && iat <= after + 1, "iat \(iat), run between \(before) and \(after)")
+            #expect(token.claims["keyProtection"] == .string("software") && token.claims["platform"] == .string("linux"), "\(token.claims)")
+        }
+        let jtis = checked.compactMap { $0?.claims["jti"]?.stringValue }
+        #expect(jtis.count == tokens.count && Set(jtis).count == jtis.count, "\(jtis)")
+        // The server that registered the device accepts each, for its device (each jti once).
+        for (token, expectedID) in zip(tokens, expectedIDs) {
+            let check = try device.fixture.deviceCheck(token)
+            #expect(check["accepted"] == .bool(true) && check["strict"] == .bool(true) && check["deviceId"] == expectedID.map(JSONValue.string), "\(check)")
+        }
+        // Another run, another jti.
+        let again = try device.host([Self.token(device.rootEndpoint)])
+        let nextToken = try #require(again.replies.first??["token"]?.stringValue, "\(again)")
+        let next = try #require(try CheckedDeviceToken.check([nextToken], publicKey: try device.cli.run("pubkey").output).first ?? nil)
+        #expect(next.claims["jti"].flatMap(\.stringValue).map { !jtis.contains($0) } == true)
+    }
+
+    /// Exactly the endpoint: scheme, host, port and path. What browsers normalise anyway (the
+    /// scheme's and host's case, a default port) is the same endpoint; anything else is another.
+    @Test func tokensAreRefusedForAnyOtherURL() throws {
+        let device = try RegisteredHostDevice(tenant: false)
+        let server = device.server
+        let port = String(server.split(separator: ":").last!)
+        let hostPort = "127.0.0.1:" + port
+        let refused = [
+            "http://127.0.0.1:1/oauth2/authorize",                              // another origin: port
+            "http://127.0.0.2:\(port)/oauth2/authorize",                        // another origin: host
+            "http://localhost:\(port)/oauth2/authorize",                        // the same machine by another name
+            "https://\(hostPort)/oauth2/authorize",                             // another scheme
+            "ftp://\(hostPort)/oauth2/authorize",
+            "chrome-extension://gmoaoppoddchekmljfbfbbcndbaiflmf/oauth2/authorize",
+            "http://\(hostPort)/oauth2/authorize/",                             // other paths
+            "http://\(hostPort)/oauth2/authorizex",
+            "http://\(hostPort)/OAuth2/authorize",
+            "http://\(hostPort)/oauth2/token",
+            "http://\(hostPort)/t/acme/oauth2/authorize",                       // a tenant this device is not registered in
+            "http://\(hostPort)/x/../oauth2/authorize",
+            "http://\(hostPort)/oauth2/./authorize",
+            "http://\(hostPort)/oauth2/%2e/authorize",
+            "http://\(hostPort)//oauth2/authorize",
+            "http://\(hostPort)/oauth2%2Fauthorize",
+            "http://alice@\(hostPort)/oauth2/authorize",                         // userinfo
+            "http://alice:secret@\(hostPort)/oauth2/authorize",
+            "http://\(hostPort)@127.0.0.2:\(port)/oauth2/authorize",
+            "http://127.0.0.1:0\(port)0/oauth2/authorize",                      // port twists
+            "http://127.0.0.1:0\(port)/oauth2/authorize",
+            "http://127.0.0.1:+\(port)/oauth2/authorize",
+            "http://127.0.0.1:\(port):\(port)/oauth2/authorize",
+            "http://127.0.0.1:/oauth2/authorize",
+            "http://127.0.0.1/oauth2/authorize",
+            "http://\(hostPort)/oauth2/authorize#fragment",                      // a fragment
+            "http://\(hostPort)/oauth2/authorize?x=1#https://\(hostPort)/oauth2/authorize",
+            "http://\(hostPort)\\@evil.example/oauth2/authorize",
+            "http://\(hostPort)/oauth2/authorize extra",
+            "http://\(hostPort)/oauth2/authorize?client_id=a&device_token=eyJ",    // a token already: never a second
+            "http://\(hostPort)/oauth2/authorize?device%5Ftoken",
+            " http://\(hostPort)/oauth2/authorize",
+            "http://\(hostPort)",
+            "//\(hostPort)/oauth2/authorize",
+            "/oauth2/authorize",
+            "",
+        ]
+        let accepted = ["HTTP://\(hostPort)/oauth2/authorize?client_id=a", "http://127.0.0.1:\(port)/oauth2/authorize?", "http://127.0.0.1:\(port)/oauth2/authorize?client_id=a&device_tokens=x"]
+        let run = try device.host((refused + accepted).map { Self.token($0) } + [.object(["type": .string("token"), "url": .integer(1)])])
+        #expect(run.status == 0 && run.replies.count == refused.count + accepted.count + 1, "\(run)")
+        for (url, reply) in zip(refused, run.replies) {
+            #expect(reply?["type"] == .string("error") && reply?["error"] == .string("not_allowed") && reply?["token"] == nil, "\(url): \(String(describing: reply))")
+        }
+        for (url, reply) in zip(accepted, run.replies.dropFirst(refused.count)) {
+            #expect(reply?["type"] == .string("token"), "\(url): \(String(describing: reply))")
+        }
+        #expect(run.replies.last??["error"] == .string("bad_request"), "\(run)")
+        // Each refusal is said in the host's log (the browser's), without the query.
+        #expect(run.stderr.contains("not_allowed") && !run.stderr.contains("x=1"), "\(run.stderr)")
+    }
+
+    /// The caller is the extension the browser names: devtrust's, or one the configuration adds.
+    @Test func onlyTheAllowedExtensionsAreServed() throws {
+        let device = try RegisteredHostDevice(tenant: false)
+        let request = [Self.token(device.rootEndpoint), Self.config]
+        for caller in [["chrome-extension://abcdefghijklmnopabcdefghijklmnop/"], ["/usr/lib/mozilla/native-messaging-hosts/dev.devtrust.host.json", "evil@example.org"],
+                       ["/usr/lib/mozilla/native-messaging-hosts/dev.devtrust.host.json", "gmoaoppoddchekmljfbfbbcndbaiflmf"],
+                       ["chrome-extension://host@devtrust.dev/"]] {
+            let run = try device.host(request, caller: caller)
+            #expect(run.status == 1 && !run.signaled && run.replies.count == 1, "\(caller): \(run)")
+            #expect(run.replies.first??["error"] == .string("not_allowed") && run.stderr.contains("not_allowed"), "\(caller): \(run)")
+        }
+        // Not a browser's arguments at all: a usage error, before any input is read.
+        for caller in [[], ["chrome-extension://gmoaoppoddchekmljfbfbbcndbaiflmf"], ["https://example.org/"]] {
+            let run = try NativeHostRun(device.cli.path, ["native-host"] + caller, environment: device.cli.environment, input: NativeMessaging.frame(Self.config))
+            #expect(run.status == 2 && run.replies.isEmpty && run.stderr.contains("started by a browser"), "\(caller): \(run)")
+        }
+        // The configuration's extension IDs are served too.
+        let config = device.fixture.directory.write("config.json", #"{"browser":{"extensionIds":["abcdefghijklmnopabcdefghijklmnop","sso@acme.example"]}}"#)
+        for caller in [["chrome-extension://abcdefghijklmnopabcdefghijklmnop/"], ["/home/u/.mozilla/native-messaging-hosts/dev.devtrust.host.json", "sso@acme.example"]] {
+            let run = try device.host(request, caller: caller, environment: ["DEVTRUST_CONFIG": config])
+            #expect(run.status == 0 && run.replies.first??["type"] == .string("token") && run.replies.last??["type"] == .string("config"), "\(caller): \(run)")
+        }
+        // `devtrust native-host ORIGIN` is the same host as the browser's launch of the binary.
+        let explicit = try NativeHostRun(device.cli.path, ["native-host", NativeMessaging.chromiumCaller], environment: device.cli.environment,
+                                         input: NativeMessaging.frame(Self.token(device.rootEndpoint)))
+        #expect(explicit.status == 0 && explicit.replies.first??["type"] == .string("token"), "\(explicit)")
+    }
+
+    /// connectNative: requests and replies on one connection, each reply before the next request
+    /// is sent, and the host gone once the browser closes its stdin.
+    @Test func aSessionAnswersEachRequestAndEndsWhenStdinCloses() throws {
+        let device = try RegisteredHostDevice(tenant: false)
+        let session = try NativeHostSession(device.cli.path, [NativeMessaging.chromiumCaller], environment: device.cli.environment)
+        session.send(NativeMessaging.frame(Self.config))
+        let config = session.receive()
+        #expect(config?["authorizationEndpoints"] == .array([.string(device.rootEndpoint)]), "\(String(describing: config)) \(session.stderr)")
+        var jtis = Set<String>()
+        for index in 0..<3 {
+            session.send(NativeMessaging.frame(Self.token(device.rootEndpoint, id: index)))
+            let reply = session.receive()
+            #expect(reply?["id"] == .integer(index), "\(String(describing: reply))")
+            if let token = reply?["token"]?.stringValue, let payload = token.split(separator: ".").dropFirst().first,
+               let claims = (try? Base64URL.decode(payload)).flatMap({ try? JSONParser.parse($0).objectValue }) {
+                jtis.insert(claims["jti"]?.stringValue ?? "")
+            }
+        }
+        #expect(jtis.count == 3 && !jtis.contains(""), "\(jtis)")
+        // A registration made while the connection is open is in the next config (the extension's refresh).
+        let registered = try device.cli.run(["register", "--server", device.server + "/t/acme", "--non-interactive", "-q"] + ReferenceServer.registrationAnswers)
+        #expect(registered.status == 0, "\(registered)")
+        session.send(NativeMessaging.frame(Self.config))
+        #expect(session.receive()?["authorizationEndpoints"] == .array([.string(device.rootEndpoint), .string(device.tenantEndpoint)]))
+        session.closeInput()
+        let ended = session.finish()
+        #expect(ended?.status == 0 && ended?.signaled == false, "\(String(describing: ended)) \(session.stderr)")
+    }
+
+    /// The host's token, like `devtrust token`, stays below HTTP: without sign-in profiles
+    /// to discover, neither libcurl nor ICU nor (for a software key) the TSS is loaded.
+    @Test func aTokenLoadsNeitherLibcurlNorICUNorTheTSS() throws {
+        let device = try RegisteredHostDevice(tenant: false)
+        let run = try device.host([Self.config, Self.token(device.rootEndpoint)], environment: ["LD_DEBUG": "libs"])
+        #expect(run.status == 0 && run.replies.last??["type"] == .string("token"), "\(run)")
+        let libraries = run.stderr.split(separator: "\n").compactMap { line in line.range(of: "calling init: ").map { String(line[$0.upperBound...]) } }
+        #expect(libraries.contains { $0.contains("libc.so") }, "the trace shows no libraries: \(run.stderr)")
+        #expect(!libraries.contains { $0.contains("curl") || $0.contains("icu") || $0.contains("Foundation") || $0.contains("tss2") }, "\(libraries)")
+    }
+
+    /// Errors with the key are errors of their own kind, for the extension to log.
+    @Test func withoutAKeyOrARegistrationTheTokenErrorSaysWhich() throws {
+        let url = "https://idp.example/oauth2/authorize"
+        for (softwareKey, error) in [(false, "no_key"), (true, "not_registered")] {
+            let device = try DeviceFixture<DevtrustBinary>(softwareKey: softwareKey)
+            let run = try NativeHostRun(device.cli.path, [NativeMessaging.chromiumCaller], environment: device.cli.environment,
+                                        input: NativeMessaging.frame(Self.token(url)))
+            #expect(run.status == 0 && run.replies.first??["error"] == .string(error) && run.replies.first??["message"]?.stringValue?.isEmpty == false, "\(run)")
+        }
+        // A configuration that cannot be used: said to devtrust's extension, and the host goes on.
+        let device = try RegisteredHostDevice(tenant: false)
+        let broken = device.fixture.directory.write("broken.json", #"{"platform":"#)
+        let unconfigured = try device.host([Self.token(device.rootEndpoint), Self.config], environment: ["DEVTRUST_CONFIG": broken])
+        #expect(unconfigured.status == 0 && unconfigured.replies.count == 2, "\(unconfigured)")
+        #expect(unconfigured.replies.allSatisfy { $0?["error"] == .string("config") && $0?["message"]?.stringValue?.contains(broken) == true }, "\(unconfigured)")
+        // A keystore that is unsafe to use: a keystore error, not a token.
+        chmod(device.cli.keystore, 0o777)
+        defer { chmod(device.cli.keystore, 0o700) }
+        let run = try device.host([Self.token(device.rootEndpoint), Self.config])
+        #expect(run.replies.allSatisfy { $0?["error"] == .string("keystore") }, "\(run)")
+    }
+
+    /// Frames a browser would never send, and input that stops anywhere: an error reply (where
+    /// the host can still write one) and an exit of its own, never a crash or a hang.
+    @Test func badInputEndsWithAnErrorReplyNeverACrash() throws {
+        let device = try RegisteredHostDevice(tenant: false)
+        let config = NativeMessaging.frame(Self.config)
+        let maximum = NativeMessagingChannel.maximumIncomingBytes
+        let largest = Array(#"{"type":"config","pad":""#.utf8) + [UInt8](repeating: UInt8(ascii: "a"), count: maximum - 26) + Array(#""}"#.utf8)
+        // (input, replies before the last, the last reply's error or nil for none, exit status)
+        let cases: [(String, [UInt8], Int, String?, Int32)] = [
+            ("nothing", [], 0, nil, 0),
+            ("end inside the length", [7, 0], 0, "bad_request", 1),
+            ("end after a message, inside the next length", config + [7], 1, "bad_request", 1),
+            ("end inside the message", NativeMessaging.length(100) + Array(#"{"type":"#.utf8), 0, "bad_request", 1),
+            ("length 2^32 - 1", NativeMessaging.length(UInt32.max) + [0x7B], 0, "bad_request", 1),
+            ("1 MiB and a byte", NativeMessaging.length(UInt32(maximum + 1)) + [UInt8](repeating: 0x20, count: 16), 0, "bad_request", 1),
+            ("empty message", NativeMessaging.length(0), 0, "bad_request", 1),
+            ("invalid UTF-8", NativeMessaging.frame(bytes: [0x7B, 0x22, 0xC3, 0x28, 0x22, 0x3A, 0x31, 0x7D]), 0, "bad_request", 1),
+            ("a lone surrogate", NativeMessaging.frame(#"{"type":"\ud800"}"#), 0, "bad_request", 1),
+            ("an array", NativeMessaging.frame("[]"), 0, "bad_request", 1),
+            ("a string", NativeMessaging.frame(#""config""#), 0, "bad_request", 1),
+            ("null", NativeMessaging.frame("null"), 0, "bad_request", 1),
+            ("trailing data", NativeMessaging.frame(#"{"type":"config"} {}"#), 0, "bad_request", 1),
+            ("deep nesting", NativeMessaging.frame(String(repeating: "[", count: 100_000)), 0, "bad_request", 1),
+            ("deep nesting in an object", NativeMessaging.frame(#"{"type":"config","x":"# + String(repeating: "{\"a\":", count: 5_000) + "1" + String(repeating: "}", count: 5_000) + "}"), 0, "bad_request", 1),
+            ("a duplicate key", NativeMessaging.frame(#"{"type":"config","type":"token"}"#), 0, "bad_request", 1),
+            ("a 1 MiB message is read", NativeMessaging.frame(bytes: largest) + config, 2, nil, 0),
+            // Well-formed JSON with the wrong contents: an error reply, and the host goes on.
+            ("no type", NativeMessaging.frame("{}") + config, 2, nil, 0),
+            ("unknown type", NativeMessaging.frame(#"{"type":"sign","data":"x"}"#) + config, 2, nil, 0),
+            ("type not a string", NativeMessaging.frame(#"{"type":["config"]}"#) + config, 2, nil, 0),
+            ("token without url", NativeMessaging.frame(#"{"type":"token"}"#) + config, 2, nil, 0),
+            ("an id too long to echo", NativeMessaging.frame(#"{"type":"config","id":""# + String(repeating: "i", count: 300) + #""}"#) + config, 2, nil, 0),
+            ("an id that is an object", NativeMessaging.frame(#"{"type":"config","id":{}}"#) + config, 2, nil, 0),
+        ]
+        for (name, input, before, lastError, status) in cases {
+            let run = try device.host(bytes: input)
+            #expect(!run.signaled && !run.timedOut && run.status == status && run.rest.isEmpty, "\(name): \(run)")
+            #expect(run.replies.allSatisfy { $0 != nil }, "\(name): \(run)")
+            #expect(run.replies.count == before + (lastError == nil ? 0 : 1), "\(name): \(run)")
+            if let lastError {
+                #expect(run.replies.last??["type"] == .string("error") && run.replies.last??["error"] == .string(lastError), "\(name): \(run)")
+            }
+            if status == 0 && before > 1 {
+                #expect(run.replies.last??["type"] == .string("config"), "\(name): \(run)")
+            }
+            if name.hasPrefix("no type") || name.hasPrefix("unknown") || name.hasPrefix("type not") || name.hasPrefix("token without") || name.hasPrefix("an id") {
+                #expect(run.replies.first??["error"] == .string("bad_request") && run.replies.last??["type"] == .string("config"), "\(name): \(run)")
+            }
+        }
+    }
+
+    /// Random frames from a seeded generator (the seed is printed on failure): whatever the
+    /// input, every reply is a whole message holding a JSON object, and the host ends by itself.
+    @Test func randomFramesNeverCrashTheHost() throws {
+        let device = try RegisteredHostDevice(tenant: false)
+        let seed = UInt64.random(in: 0...UInt64.max)
+        var random = SplitMix64(seed: seed)
+        let pieces: [[UInt8]] = [
+            NativeMessaging.frame(Self.config), NativeMessaging.frame(Self.token(device.rootEndpoint)), NativeMessaging.frame(Self.token("https://x/")),
+            NativeMessaging.frame("{}"), NativeMessaging.frame("[[[[[[[["), NativeMessaging.frame(bytes: [0xFF, 0xFE]), NativeMessaging.length(UInt32.max),
+            NativeMessaging.length(3), [0x7B], Array(#""type":"config"}"#.utf8), [0, 0], NativeMessaging.frame(#"{"type":"token","url":"\u0000"}"#),
+        ]
+        for round in 0..<24 {
+            var input = [UInt8]()
+            for _ in 0..<(1 + random.next() % 5) {
+                if random.next() % 4 == 0 {
+                    input += (0..<(random.next() % 40)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+                } else {
+                    input += pieces[Int(random.next() % UInt64(pieces.count))]
+                }
+            }
+            let run = try device.host(bytes: input)
+            #expect(!run.signaled && !run.timedOut && (run.status == 0 || run.status == 1), "seed \(seed), round \(round), input \(input): \(run)")
+            #expect(run.rest.isEmpty && run.replies.allSatisfy { $0?["type"] != nil }, "seed \(seed), round \(round), input \(input): \(run)")
+        }
+    }
+
+    /// Many more random inputs, in-process (the same command line, with a capturing terminal):
+    /// the framing and the request checks, against a device with a key and no registration.
+    @Test func randomInputInProcessAlwaysGetsWholeReplies() throws {
+        let device = try DeviceFixture<InProcessCLI>()
+        let variables = device.cli.environment.filter { CommandEnvironment.knownVariables.contains($0.key) }
+        let seed = UInt64.random(in: 0...UInt64.max)
+        var random = SplitMix64(seed: seed)
+        let words: [[UInt8]] = [Array(#"{"type":"#.utf8), Array(#""config""#.utf8), Array(#""token""#.utf8), Array(#","url":"#.utf8),
+                                Array(#""https://idp/oauth2/authorize""#.utf8), Array(#","id":"#.utf8), Array("}".utf8), Array("[".utf8),
+                                Array("\"\\ud800\"".utf8), [0xC0, 0x80], [0]]
+        var seen = [String: Int]()
+        for round in 0..<400 {
+            var input = [UInt8]()
+            for _ in 0..<(1 + random.next() % 4) {
+                var body = [UInt8]()
+                switch random.next() % 4 {
+                case 0: body = Array(#"{"type":"config","id":\#(random.next() % 100)}"#.utf8)
+                case 1: body = Array(#"{"type":"token","url":"https://idp\#(random.next() % 2 == 0 ? "" : "\\u0000")/oauth2/authorize"}"#.utf8)
+                default: for _ in 0..<(random.next() % 8) { body += words[Int(random.next() % UInt64(words.count))] }
+                }
+                switch random.next() % 5 {
+                case 0: input += NativeMessaging.length(UInt32(truncatingIfNeeded: random.next())) + body
+                case 1: input += NativeMessaging.frame(bytes: body).prefix(Int(random.next() % UInt64(body.count + 5)))
+                default: input += NativeMessaging.frame(bytes: body)
+                }
+            }
+            let terminal = CapturingTerminal(stdin: input)
+            let status = DevtrustCommandLine.run([NativeMessaging.chromiumCaller], environment: CommandEnvironment(variables: variables, terminal: terminal))
+            let (replies, rest) = NativeMessaging.messages(in: terminal.outputBytes)
+            let context = "seed \(seed), round \(round), input \(input)"
+            #expect(status == 0 || status == 1, "\(context): exit \(status), \(terminal.errors)")
+            #expect(rest.isEmpty && terminal.output.isEmpty, "\(context)")
+            for reply in replies {
+                let object = try? JSONParser.parse(reply).objectValue
+                #expect(object?["type"] == .string("error") || object?["type"] == .string("config"), "\(context): \(String(decoding: reply, as: UTF8.self))")
+                seen[object?["error"]?.stringValue ?? object?["type"]?.stringValue ?? "?", default: 0] += 1
+            }
+        }
+        // The rounds reach past the framing: requests answered, refused and ended.
+        #expect(["config", "bad_request", "not_registered"].allSatisfy { seen[$0, default: 0] > 0 }, "seed \(seed): \(seen)")
+    }
+
+    /// The TPM backend, once: the host signs with the key in the TPM whose TCTI was recorded with it.
+    @Test(.enabled(if: Swtpm.shouldRun)) func aTPMKeySignsTheHostsTokens() throws {
+        let setup = try SwtpmDeviceFixture()
+        let server = try ReferenceServer()
+        // The TCTI recorded with the key, not one in the browser's environment.
+        #expect(try setup.cli.run("init", "--backend", "tpm", "--tcti", setup.tpm.tcti, "-q").status == 0)
+        var cli = setup.cli
+        cli.extraEnvironment["DEVTRUST_TCTI"] = nil
+        let registered = try cli.run(["register", "--server", server.url, "--non-interactive", "-q"] + ReferenceServer.registrationAnswers)
+        #expect(registered.status == 0, "\(registered)")
+        let run = try NativeHostRun(cli.path, [NativeMessaging.chromiumCaller], environment: cli.environment,
+                                    input: [Self.token(server.url + "/oauth2/authorize"), Self.token(server.url + "/oauth2/authorize")].flatMap(NativeMessaging.frame))
+        let tokens = run.replies.compactMap { $0?["token"]?.stringValue }
+        #expect(run.status == 0 && tokens.count == 2, "\(run)")
+        let checked = try CheckedDeviceToken.check(tokens, publicKey: try cli.run("pubkey").output)
+        #expect(checked.allSatisfy { $0?.claims["keyProtection"] == .string("tpm") }, "\(checked.map { $0?.claims })")
+        #expect(Set(checked.compactMap { $0?.claims["jti"]?.stringValue }).count == 2)
+    }
+
+    /// Sign-in profiles add their authorization endpoints: a configured one, or the discovery
+    /// document's, when the device is registered with that server; others are left out, and a
+    /// discovery that fails costs only that profile.
+    @Test func signInProfilesAddTheirEndpoints() throws {
+        let device = try RegisteredHostDevice(tenant: false)
+        let server = device.server
+        let config = device.fixture.directory.write("config.json", """
+        {"signIn":{"profiles":{
+          "custom":{"discovery":"\(server)/oauth2/token/.well-known/openid-configuration","clientId":"web","endpoints":{"authorization":"\(server)/custom/authorize"}},
+          "discovered":{"discovery":"\(server)/oauth2/token/.well-known/openid-configuration","clientId":"web"},
+          "elsewhere":{"server":"https://idp.example","clientId":"web"},
+          "unreachable":{"discovery":"http://127.0.0.1:1/.well-known/openid-configuration","clientId":"web"}}}}
+        """)
+        let run = try device.host([Self.config, Self.token(server + "/custom/authorize?client_id=web")], environment: ["DEVTRUST_CONFIG": config])
+        #expect(run.status == 0 && run.replies.count == 2, "\(run)")
+        #expect(run.replies.first??["authorizationEndpoints"] == .array([.string(server + "/custom/authorize"), .string(device.rootEndpoint)]), "\(run)")
+        let token = try #require(run.replies.last??["token"]?.stringValue, "\(run)")
+        #expect(try device.fixture.deviceCheck(token)["deviceId"] == .string(try device.registrationIDs().root))
+        #expect(run.stderr.contains("sign-in profile unreachable"), "\(run.stderr)")
+    }
+}
