@@ -70,16 +70,77 @@ function withToken(text, token) {
   return text + separator + PARAMETER + "=" + encodeURIComponent(token);
 }
 
-async function askHost(message) {
-  const reply = await api.runtime.sendNativeMessage(HOST_NAME, message);
-  if (!reply || typeof reply !== "object") throw new Error("the native host answered nothing");
-  if (reply.type === "error") {
-    const error = new Error((reply.error || "error") + (reply.message ? " (" + reply.message + ")" : ""));
-    error.code = reply.error;
-    throw error;
-  }
-  if (reply.type !== message.type) throw new Error("the native host answered " + JSON.stringify(reply.type) + " to " + message.type);
-  return reply;
+// One connection to the host, kept while the browser runs: a token then costs a
+// message, not a process start (docs/performance.md). A host that ends or is
+// missing fails what is waiting; the next request connects again.
+const HOST_TIMEOUT_MILLISECONDS = 10_000;
+let hostPort = null;
+let nextRequestId = 1;
+const waitingReplies = new Map();
+
+function hostConnection() {
+  if (hostPort) return hostPort;
+  const port = api.runtime.connectNative(HOST_NAME);
+  port.onMessage.addListener((reply) => {
+    const waiting = reply && waitingReplies.get(reply.id);
+    if (!waiting) return;
+    waitingReplies.delete(reply.id);
+    waiting.settle(reply);
+  });
+  port.onDisconnect.addListener((disconnected) => {
+    if (hostPort === port) hostPort = null;
+    const reason = (disconnected && disconnected.error) || api.runtime.lastError;
+    const error = new Error(reason && reason.message ? reason.message : "the native host ended");
+    for (const [id, waiting] of waitingReplies) {
+      if (waiting.port === port) {
+        waitingReplies.delete(id);
+        waiting.settle(null, error);
+      }
+    }
+  });
+  hostPort = port;
+  return port;
+}
+
+function askHost(message) {
+  return new Promise((resolve, reject) => {
+    const id = nextRequestId++;
+    let port;
+    try {
+      port = hostConnection();
+    } catch (error) {
+      reject(error);
+      return;
+    }
+    const timer = setTimeout(() => {
+      waitingReplies.delete(id);
+      if (hostPort === port) hostPort = null;
+      port.disconnect();
+      reject(new Error("the native host did not answer within " + HOST_TIMEOUT_MILLISECONDS / 1000 + " s"));
+    }, HOST_TIMEOUT_MILLISECONDS);
+    waitingReplies.set(id, {
+      port,
+      settle(reply, error) {
+        clearTimeout(timer);
+        if (error) return reject(error);
+        if (!reply || typeof reply !== "object") return reject(new Error("the native host answered nothing"));
+        if (reply.type === "error") {
+          const failure = new Error((reply.error || "error") + (reply.message ? " (" + reply.message + ")" : ""));
+          failure.code = reply.error;
+          return reject(failure);
+        }
+        if (reply.type !== message.type) return reject(new Error("the native host answered " + JSON.stringify(reply.type) + " to " + message.type));
+        resolve(reply);
+      },
+    });
+    try {
+      port.postMessage({ ...message, id });
+    } catch (error) {
+      waitingReplies.delete(id);
+      clearTimeout(timer);
+      reject(error);
+    }
+  });
 }
 
 // ---- configuration
@@ -156,12 +217,37 @@ function isContinuePage(text) {
   return typeof text === "string" && pages.some((page) => text === page || text.startsWith(page + "#") || text.startsWith(page + "?"));
 }
 
-// The proof that a continue page was opened by this extension's own redirect:
-// the browser reports the redirect of that tab's navigation to it.
+// A navigation this extension redirected to the continue page: the browser reports
+// the redirect of that tab's navigation to it (webRequest.onBeforeRedirect). The
+// token is asked for at once, while the continue page loads; whichever comes
+// first, the token or the page, takes the tab on to the URL (once).
 function onBeforeRedirect(details) {
   if (details.type !== "main_frame" || details.tabId < 0) return;
   if (!isContinuePage(details.redirectUrl)) return;
-  pendingByTab.set(details.tabId, { url: details.url, at: Date.now() });
+  const tabId = details.tabId;
+  for (const [tab, old] of pendingByTab) if (Date.now() - old.at > PENDING_MILLISECONDS) pendingByTab.delete(tab);
+  const pending = { url: details.url, at: Date.now(), taken: false };
+  pending.target = destination(tabId, details.url);
+  pendingByTab.set(tabId, pending);
+  pending.target.then((url) => {
+    if (pending.taken || pendingByTab.get(tabId) !== pending) return;
+    pending.taken = true;
+    // Before the continue page is shown: that page then never enters the history.
+    api.tabs.update(tabId, { url }).catch((error) => warn("could not take the tab on to the sign-in", error));
+  });
+}
+
+// Where a redirected navigation goes on to: its URL with a fresh token, or, when the
+// host gives none, the same URL through a tab-scoped pass (no redirect again).
+async function destination(tabId, url) {
+  try {
+    const target = await tokenURL(url);
+    if (target !== null) return target;
+  } catch (error) {
+    warn("no device token for " + new URL(url).origin + "; the sign-in goes on without one", error);
+  }
+  await allowOnce(tabId);
+  return url;
 }
 
 // A tab-scoped pass for one navigation that goes on without a token.
@@ -174,25 +260,21 @@ async function allowOnce(tabId) {
   setTimeout(() => api.declarativeNetRequest.updateSessionRules({ removeRuleIds: [id] }).catch(() => {}), BYPASS_MILLISECONDS);
 }
 
-// The continue page asks where to go. It gets the URL of the navigation this
-// extension redirected in its tab, with a fresh token when the host gives one,
-// or without one; a page that was not opened by that redirect gets nothing.
+// The continue page, shown before the token came, asks where to go. It gets the
+// URL of the navigation this extension redirected in its tab (with the token, or
+// without one when the host gives none); a page that was not opened by that
+// redirect gets nothing. When the tab was already taken on, the page waits.
 async function continueNavigation(sender) {
   const tabId = sender.tab?.id;
   const pending = tabId === undefined ? undefined : pendingByTab.get(tabId);
-  if (tabId !== undefined) pendingByTab.delete(tabId);
+  if (pending) pendingByTab.delete(tabId);
   if (!isContinuePage(sender.url) || !pending || Date.now() - pending.at > PENDING_MILLISECONDS) {
     warn("a continue page asked for a token without a navigation this extension redirected; refused");
     return { refused: true };
   }
-  try {
-    const url = await tokenURL(pending.url);
-    if (url !== null) return { url };
-  } catch (error) {
-    warn("no device token for " + new URL(pending.url).origin + "; the sign-in goes on without one", error);
-  }
-  await allowOnce(tabId);
-  return { url: pending.url };
+  if (pending.taken) return { waiting: true };
+  pending.taken = true;
+  return { url: await pending.target };
 }
 
 // ---- both browsers

@@ -175,21 +175,26 @@ import Testing
                 "the extension did not say why: \(browser.output.suffix(3000))")
     }
 
-    /// The host removed while the browser runs (the extension still has its endpoints):
-    /// the navigation goes on without a token, and the extension says why.
-    @Test(arguments: kinds) func aHostGoneMidSessionLetsTheNavigationGoOn(kind: HeadlessBrowser.Kind) throws {
+    /// The device reset while the browser runs (the extension still has its endpoints, and
+    /// its connection to the host): the host gives no token, the navigation goes on
+    /// without one, the extension says why, and it drops the endpoints (config is empty).
+    @Test(arguments: kinds) func aResetMidSessionLetsTheNavigationGoOn(kind: HeadlessBrowser.Kind) throws {
         let setup = try Setup()
         let browser = try setup.browser(kind, [("gate", setup.endpoint + "?client_id=gate"), ("wait", "5000"),
-                                               ("open", setup.endpoint + "?" + Self.query("host-gone"))])
+                                               ("open", setup.endpoint + "?" + Self.query("after-reset")),
+                                               ("open", setup.endpoint + "?" + Self.query("after-refresh"))])
         defer { browser.stop() }
         let deadline = Date().addingTimeInterval(120)
         while try !setup.server.browserReports().contains(where: { $0.hasPrefix("gate: ") }) && Date() < deadline { usleep(100_000) }
         let reports = try setup.server.browserReports()
         #expect(reports.contains { $0.hasPrefix("gate: passed") }, "\(reports)")
-        try setup.uninstall()
-        try setup.waitFor(["host-gone"], browser)
-        let record = try #require(try setup.record("host-gone"))
-        #expect(record["query"]?.stringValue == Self.query("host-gone"), "\(record)")
+        let reset = try setup.cli.run("reset", "--yes")
+        #expect(reset.status == 0, "\(reset)")
+        try setup.waitFor(["after-reset", "after-refresh"], browser)
+        for state in ["after-reset", "after-refresh"] {
+            let record = try #require(try setup.record(state))
+            #expect(record["query"]?.stringValue == Self.query(state), "\(record)")
+        }
         #expect(browser.waitForOutput(seconds: 30) { $0.contains("devtrust: no device token for \(setup.server.url); the sign-in goes on without one") },
                 "the extension did not say why: \(browser.output.suffix(3000))")
     }
