@@ -28,7 +28,8 @@ const FIRST_BYPASS_RULE_ID = 1_000_000;
 let endpoints = new Set();
 let revision = null;
 let configLoaded = null;
-// Redirects to the continue page this extension made, by tab: { url, at }.
+// Navigations this extension redirected to the continue page, by tab:
+// { url, at, target (the promise of where it goes on), taken }.
 const pendingByTab = new Map();
 
 function warn(message, error) {
