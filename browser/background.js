@@ -11,7 +11,8 @@ const CONTINUE_PAGE = "continue.html";
 const PENDING_MILLISECONDS = 30_000;
 const BYPASS_MILLISECONDS = 10_000;
 const REFRESH_ALARM = "devtrust-refresh-config";
-const REFRESH_MINUTES = 5;
+// A new registration reaches the rules within this long (docs/browser.md).
+const REFRESH_MINUTES = 1;
 
 const api = globalThis.browser ?? globalThis.chrome;
 // Firefox keeps blocking webRequest listeners that may answer later (a Promise):

@@ -175,24 +175,40 @@ import Testing
                 "the extension did not say why: \(browser.output.suffix(3000))")
     }
 
-    /// The device reset while the browser runs (the extension still has its endpoints, and
-    /// its connection to the host): the host gives no token, the navigation goes on
-    /// without one, the extension says why, and it drops the endpoints (config is empty).
-    @Test(arguments: kinds) func aResetMidSessionLetsTheNavigationGoOn(kind: HeadlessBrowser.Kind) throws {
+    /// Waits until the start page reported on gate `index` ("gate I: ..."); what it said.
+    func gateReport(_ setup: Setup, _ index: Int) throws -> String? {
+        let deadline = Date().addingTimeInterval(200)
+        while Date() < deadline {
+            if let line = try setup.server.browserReports().first(where: { $0.hasPrefix("gate \(index): ") }) { return line }
+            usleep(100_000)
+        }
+        return nil
+    }
+
+    /// While the browser runs: a new registration reaches the extension's rules (its periodic
+    /// config check) and its endpoint starts getting tokens; after a reset the host gives no
+    /// token, the navigation goes on without one, the extension says why, and drops the endpoints.
+    @Test(arguments: kinds) func aNewRegistrationAndAResetReachTheRulesWhileTheBrowserRuns(kind: HeadlessBrowser.Kind) throws {
         let setup = try Setup()
-        let browser = try setup.browser(kind, [("gate", setup.endpoint + "?client_id=gate"), ("wait", "5000"),
+        let second = setup.other.url + "/oauth2/authorize"
+        let browser = try setup.browser(kind, [("gate", setup.endpoint + "?client_id=gate"), ("gate", second + "?client_id=gate"),
+                                               ("wait", "5000"),
                                                ("open", setup.endpoint + "?" + Self.query("after-reset")),
+                                               ("open", second + "?" + Self.query("after-reset-elsewhere")),
                                                ("open", setup.endpoint + "?" + Self.query("after-refresh"))])
         defer { browser.stop() }
-        let deadline = Date().addingTimeInterval(120)
-        while try !setup.server.browserReports().contains(where: { $0.hasPrefix("gate: ") }) && Date() < deadline { usleep(100_000) }
-        let reports = try setup.server.browserReports()
-        #expect(reports.contains { $0.hasPrefix("gate: passed") }, "\(reports)")
+        let first = try gateReport(setup, 1)
+        #expect(first?.hasPrefix("gate 1: passed") == true, "\(String(describing: first))")
+        let registered = try setup.cli.run(["register", "--server", setup.other.url, "--non-interactive", "-q"] + ReferenceServer.registrationAnswers)
+        #expect(registered.status == 0, "\(registered)")
+        let later = try gateReport(setup, 2)
+        #expect(later?.hasPrefix("gate 2: passed") == true, "the new registration's endpoint got no token: \(String(describing: later))")
         let reset = try setup.cli.run("reset", "--yes")
         #expect(reset.status == 0, "\(reset)")
         try setup.waitFor(["after-reset", "after-refresh"], browser)
-        for state in ["after-reset", "after-refresh"] {
-            let record = try #require(try setup.record(state))
+        try setup.waitFor(["after-reset-elsewhere"], at: setup.other, browser)
+        for (state, server) in [("after-reset", setup.server), ("after-refresh", setup.server), ("after-reset-elsewhere", setup.other)] {
+            let record = try #require(try setup.record(state, at: server))
             #expect(record["query"]?.stringValue == Self.query(state), "\(record)")
         }
         #expect(browser.waitForOutput(seconds: 30) { $0.contains("devtrust: no device token for \(setup.server.url); the sign-in goes on without one") },
@@ -226,7 +242,7 @@ import Testing
         defer { browser.stop() }
         try setup.waitFor([], browser)
         let reports = try setup.server.browserReports()
-        #expect(reports.contains { $0.hasPrefix("gate: passed") }, "\(reports)")
+        #expect(reports.contains { $0.hasPrefix("gate 1: passed") }, "\(reports)")
         #expect(reports.contains("attack: the page has no runtime.sendMessage"), "\(reports)")
         #expect(!reports.contains("attack: fetch of the continue page succeeded"), "\(reports)")
         let elsewhere = try setup.other.authorizeRecords()

@@ -4,8 +4,10 @@ authorization navigation, and the start page that drives a headless browser.
 
 The start page, GET /test/start?..., served by the registered server:
   gate=URL     first opens URL&state=gate-N in one window, again every second,
-               until this server has recorded gate-N with a device_token (the
-               extension has its configuration); gives up after 60 s
+               until URL's server has recorded gate-N with a device_token (the
+               extension has its configuration; its /api/authorize-records
+               allows any origin); gives up after 150 s; repeatable, in order,
+               each reported as "gate I: passed at N" or "gate I: no token"
   wait=MS      or first waits MS milliseconds (a browser without the host)
   open=URL     then opens each URL in a window of its own, in order (repeatable)
   attack=ID    then tries to reach extension ID as a web page can: runtime
@@ -47,18 +49,18 @@ function report(what) {
 function withState(url, state) {
   return url + (url.includes("?") ? "&" : "?") + "state=" + state;
 }
-async function recorded(state) {
-  const records = await (await fetch("/api/authorize-records")).json();
+async function recorded(origin, state) {
+  const records = await (await fetch(origin + "/api/authorize-records")).json();
   return records.find((record) => record.state === state);
 }
-async function gate(url) {
-  const deadline = Date.now() + 60000;
+async function gate(url, index) {
+  const deadline = Date.now() + 150000;
   for (let n = 1; Date.now() < deadline; n++) {
-    const state = "gate-" + n;
+    const state = "gate" + index + "-" + n;
     window.open(withState(url, state), "devtrust-gate");
     for (let i = 0; i < 10; i++) {
       await sleep(100);
-      const record = await recorded(state).catch(() => undefined);
+      const record = await recorded(new URL(url).origin, state).catch(() => undefined);
       if (record && record.deviceToken) return n;
     }
   }
@@ -104,9 +106,10 @@ async function subresources() {
   }
 }
 (async () => {
-  if (params.has("gate")) {
-    const passes = await gate(params.get("gate"));
-    await report(passes ? "gate: passed at " + passes : "gate: no token within 60 s");
+  const gates = params.getAll("gate");
+  for (let index = 1; index <= gates.length; index++) {
+    const passes = await gate(gates[index - 1], index);
+    await report(passes ? "gate " + index + ": passed at " + passes : "gate " + index + ": no token");
   }
   if (params.has("wait")) await sleep(Number(params.get("wait")));
   for (const url of params.getAll("open")) {
