@@ -102,6 +102,11 @@ import Testing
         #expect(options.claims == ["a=1", "b=2"] && options.deviceID == "id-1" && options.server == "https://idp")
         let login = LoginCommand.Options(OptionValues(try CommandSpecs.parser.parse(["login", "--browser", "--par", "--inputs", "-", "--input", "x=y"])))
         #expect(login.browser && !login.deviceCode && login.signIn.par && login.scriptedInputs.file == "-" && login.scriptedInputs.inputs == ["x=y"])
+        let browser = BrowserCommand.Options(OptionValues(try CommandSpecs.parser.parse(["browser", "uninstall", "--system", "--root=/stage", "--firefox"])))
+        #expect(browser.action == "uninstall" && browser.system && browser.firefox && !browser.chromium && browser.root == "/stage" && browser.chromiumDirectory == nil)
+        // A browser's arguments reach the host as operands, even one that looks like an option.
+        let host = NativeHostCommand.Options(OptionValues(try CommandSpecs.parser.parse(["native-host", "--", "/m.json", "-x@example.org"])))
+        #expect(host.callerArguments == ["/m.json", "-x@example.org"])
     }
 
     @Test func aChoiceIsCheckedAgainstTheChoicesHelpShows() throws {

@@ -105,6 +105,7 @@ import Testing
         #expect(Set(try setup.complete(shell, "devtrust pubkey --format=j")).contains { $0.hasSuffix("jwk") })
         #expect(Set(try setup.complete(shell, "devtrust help re")) == ["register", "reset"])
         #expect(Set(try setup.complete(shell, "devtrust completion ")) == ["bash", "zsh", "fish"])
+        #expect(Set(try setup.complete(shell, "devtrust browser ")) == ["install", "uninstall"])
         // Files for file options, directories for directory options.
         let config = try setup.complete(shell, "devtrust --config \(files)/con")
         #expect(config.count == 1 && config[0].hasSuffix("config.json"), "\(shell): \(config)")

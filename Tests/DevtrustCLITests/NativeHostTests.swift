@@ -224,6 +224,13 @@ struct CheckedDeviceToken {
         #expect(explicit.status == 0 && explicit.replies.first??["type"] == .string("token"), "\(explicit)")
     }
 
+    /// Started from a terminal by mistake, the host says what it is for instead of waiting for frames.
+    @Test func fromATerminalTheHostRefusesInsteadOfWaiting() throws {
+        let device = try DeviceFixture<DevtrustBinary>(softwareKey: false)
+        let session = try PseudoTerminal.run(device.cli, [NativeMessaging.chromiumCaller], steps: [])
+        #expect(!session.timedOut && session.exit == 2 && session.transcript.contains("not a terminal"), "\(session.transcript)")
+    }
+
     /// connectNative: requests and replies on one connection, each reply before the next request
     /// is sent, and the host gone once the browser closes its stdin.
     @Test func aSessionAnswersEachRequestAndEndsWhenStdinCloses() throws {
