@@ -6,12 +6,27 @@
 // from its own URL.
 "use strict";
 
-chrome.runtime.sendMessage({ type: "continue" }).then((answer) => {
-  if (answer && typeof answer.url === "string") {
-    location.replace(answer.url);
-  } else if (!(answer && answer.waiting)) {
-    document.getElementById("status").textContent = "devtrust: there is no sign-in to continue here.";
-  }
-}, (error) => {
-  console.warn("devtrust: the extension did not answer: " + error.message);
+// Shown and taken on at once, it can still be left in the history; come back to
+// later, it has nothing to continue: it steps over itself.
+function isRevisit() {
+  const entry = performance.getEntriesByType("navigation")[0];
+  return entry !== undefined && entry.type === "back_forward";
+}
+
+window.addEventListener("pageshow", (event) => {
+  if (event.persisted) history.back();
 });
+
+if (isRevisit()) {
+  history.back();
+} else {
+  chrome.runtime.sendMessage({ type: "continue" }).then((answer) => {
+    if (answer && typeof answer.url === "string") {
+      location.replace(answer.url);
+    } else if (!(answer && answer.waiting)) {
+      document.getElementById("status").textContent = "devtrust: there is no sign-in to continue here.";
+    }
+  }, (error) => {
+    console.warn("devtrust: the extension did not answer: " + error.message);
+  });
+}

@@ -114,7 +114,7 @@ import Testing
     /// A navigation to the registered server's authorization endpoint arrives with a fresh token of
     /// this device (appended, the rest of the query as it was); a second one with another jti; an
     /// unregistered origin's /oauth2/authorize, a URL that already has device_token, a frame and a
-    /// fetch of the endpoint arrive as they were sent.
+    /// fetch of the endpoint arrive as they were sent; a sign-in in a popup stays its opener's.
     @Test(arguments: kinds) func aRegisteredEndpointGetsAFreshTokenAndNothingElseDoes(kind: HeadlessBrowser.Kind) throws {
         let setup = try Setup()
         let endpoint = setup.endpoint, elsewhere = setup.other.url + "/oauth2/authorize"
@@ -126,9 +126,10 @@ import Testing
             ("open", endpoint + "?" + Self.query("preset", extra: "&device_token=preset.token.value")),
             ("frame", endpoint + "?" + Self.query("frame")),
             ("xhr", endpoint + "?" + Self.query("xhr")),
+            ("popup", endpoint + "?" + Self.query("popup")),
         ])
         defer { browser.stop() }
-        try setup.waitFor(["first", "second", "preset", "frame", "xhr"], browser)
+        try setup.waitFor(["first", "second", "preset", "frame", "xhr", "popup"], browser)
         try setup.waitFor(["elsewhere"], at: setup.other, browser)
         let pem = try setup.cli.run("pubkey", "--format", "pem").stdout
 
@@ -158,6 +159,11 @@ import Testing
             let record = try #require(try setup.record(state))
             #expect(record["query"]?.stringValue == Self.query(state), "a \(state) request was changed: \(record)")
         }
+        // A sign-in in a popup stays the opener's: it sees the URL with the token (window.opener works both ways).
+        let popup = try #require(try setup.record("popup"))
+        let popupToken = try #require(popup["deviceToken"]?.stringValue, "the popup's navigation carried no token: \(popup)")
+        let reports = try setup.server.browserReports()
+        #expect(reports.contains("popup: at \(endpoint)?\(Self.query("popup"))&device_token=\(popupToken)"), "\(reports)")
         // Never a token twice.
         let tokens = try setup.server.authorizeRecords().compactMap { $0["deviceToken"]?.stringValue }
         #expect(Set(tokens).count == tokens.count, "a token was used twice: \(tokens)")

@@ -112,11 +112,12 @@ public final class HeadlessBrowser: @unchecked Sendable {
     }
 
     /// A quiet ESR: unsigned add-ons from the profile enabled without asking, the console on
-    /// stdout, windows opened by script allowed, and nothing but loopback on the network.
+    /// stdout, windows opened by script allowed, JSON shown as text (the JSON viewer's page
+    /// is not the server's origin), and nothing but loopback on the network.
     static let firefoxPreferences = [
         ("xpinstall.signatures.required", "false"), ("extensions.autoDisableScopes", "0"), ("extensions.enabledScopes", "15"),
         ("devtools.console.stdout.chrome", "true"), ("devtools.console.stdout.content", "true"),
-        ("browser.dom.window.dump.enabled", "true"), ("dom.disable_open_during_load", "false"), ("dom.popup_maximum", "-1"),
+        ("browser.dom.window.dump.enabled", "true"), ("devtools.jsonview.enabled", "false"), ("dom.disable_open_during_load", "false"), ("dom.popup_maximum", "-1"),
         ("browser.shell.checkDefaultBrowser", "false"), ("browser.aboutwelcome.enabled", "false"),
         ("datareporting.policy.dataSubmissionEnabled", "false"), ("toolkit.telemetry.reportingpolicy.firstRun", "false"),
         ("app.update.enabled", "false"), ("app.normandy.enabled", "false"), ("extensions.update.enabled", "false"),

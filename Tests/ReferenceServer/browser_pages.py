@@ -13,6 +13,9 @@ The start page, GET /test/start?..., served by the registered server:
   attack=ID    then tries to reach extension ID as a web page can: runtime
                messages, its continue page opened with a crafted URL
   target=URL   a crafted URL to hand that page (repeatable)
+  popup=URL    opens /test/blank in a window, navigates it to URL (of this
+               server, with a state), waits for it to arrive, and reports
+               where the window is as its opener sees it: "popup: at URL"
   frame=URL    also loads URL in an iframe, and
   xhr=URL      fetches URL (a registered endpoint: neither is a top-level navigation)
 and reports each step to GET /test/report?what=..., the last one "done".
@@ -93,6 +96,17 @@ async function attack(id, targets) {
   await sleep(3000);
   await report("attack: opened the continue page with crafted URLs");
 }
+async function popup(url) {
+  const state = new URL(url).searchParams.get("state");
+  const w = window.open(location.origin + "/test/blank", "devtrust-popup");
+  await sleep(1000);
+  w.location.href = url;
+  for (let i = 0; i < 300 && !(await recorded(location.origin, state).catch(() => undefined)); i++) await sleep(100);
+  await sleep(1000);
+  let where;
+  try { where = w.location.href; } catch (error) { where = "another origin"; }
+  await report("popup: at " + where);
+}
 async function subresources() {
   if (params.has("frame")) {
     const frame = document.createElement("iframe");
@@ -117,6 +131,7 @@ async function subresources() {
     await report("opened " + url);
     await sleep(300);
   }
+  if (params.has("popup")) await popup(params.get("popup"));
   await subresources();
   if (params.has("attack")) await attack(params.get("attack"), params.getAll("target"));
   await report("done");

@@ -586,6 +586,8 @@ def make_handler(server, signins):
             if url.path == "/api/authorize-records":
                 with server.lock:
                     return self.send_json(200, list(server.authorize_records), {"Access-Control-Allow-Origin": "*"})
+            if url.path == "/test/blank":
+                return self.send_raw(200, b"<!DOCTYPE html><title>blank</title>", "text/html")
             if url.path == "/test/start":
                 return self.send_raw(200, browser_pages.START_PAGE, "text/html; charset=utf-8")
             if url.path == "/test/report":
