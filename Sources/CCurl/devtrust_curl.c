@@ -37,7 +37,7 @@ static char load_error[256];
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
 static void load(void) {
-    void *library = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    void *library = dlopen(DEVTRUST_CURL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (library == NULL) {
         snprintf(load_error, sizeof load_error, "%s", dlerror());
         return;
@@ -95,6 +95,12 @@ CURLcode devtrust_curl_set_write_callback(CURL *handle, devtrust_curl_data_callb
 CURLcode devtrust_curl_set_header_callback(CURL *handle, devtrust_curl_data_callback callback, void *context) {
     CURLcode code = api.curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
     return code != CURLE_OK ? code : api.curl_easy_setopt(handle, CURLOPT_HEADERDATA, context);
+}
+
+CURLcode devtrust_curl_set_progress_callback(CURL *handle, devtrust_curl_progress_callback callback, void *context) {
+    CURLcode code = api.curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
+    if (code == CURLE_OK) code = api.curl_easy_setopt(handle, CURLOPT_XFERINFODATA, context);
+    return code != CURLE_OK ? code : api.curl_easy_setopt(handle, CURLOPT_NOPROGRESS, 0L);
 }
 
 int devtrust_curl_version_is_supported(unsigned int version) {

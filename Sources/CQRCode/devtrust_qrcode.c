@@ -59,7 +59,7 @@ static char load_error[256];
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
 static void load(void) {
-    void *library = dlopen("libqrencode.so.4", RTLD_NOW | RTLD_LOCAL);
+    void *library = dlopen(DEVTRUST_QRENCODE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (library == NULL) {
         snprintf(load_error, sizeof load_error, "%s", dlerror());
         return;

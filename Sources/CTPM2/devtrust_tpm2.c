@@ -16,10 +16,10 @@ static void *open_library(const char *name) {
 }
 
 static void load(void) {
-    void *esys = open_library("libtss2-esys.so.0");
-    void *tctildr = open_library("libtss2-tctildr.so.0");
-    void *mu = open_library("libtss2-mu.so.0");
-    void *rc = open_library("libtss2-rc.so.0");
+    void *esys = open_library(DEVTRUST_TSS2_ESYS_LIBRARY);
+    void *tctildr = open_library(DEVTRUST_TSS2_TCTILDR_LIBRARY);
+    void *mu = open_library(DEVTRUST_TSS2_MU_LIBRARY);
+    void *rc = open_library(DEVTRUST_TSS2_RC_LIBRARY);
     if (esys == NULL || tctildr == NULL || mu == NULL || rc == NULL) return;
     void *libraries[] = { esys, tctildr, mu, rc };
     /* Each name is looked up in every library: which one exports it is the TSS's business. */

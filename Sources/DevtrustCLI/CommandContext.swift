@@ -15,6 +15,8 @@ struct CommandContext {
     /// The cache directory (posture results, clock measurements), kept out of the keystore:
     /// resolved once per command (its overlap with the keystore takes a few `realpath` calls).
     let cacheDirectory: CacheDirectory?
+    /// The line at the bottom of the terminal that the countdown and the network-wait indicator rewrite.
+    let statusLine: StatusLine
 
     init(global: GlobalOptions, environment: CommandEnvironment, tpmNotices: TPMNotices = TPMNotices(), clocks: ClockMonitor? = nil) {
         self.global = global
@@ -23,12 +25,16 @@ struct CommandContext {
         let terminal = environment.terminal
         let cacheDirectory = Self.cacheDirectory(global, environment)
         self.cacheDirectory = cacheDirectory
+        self.statusLine = StatusLine(terminal: terminal)
         self.clocks = clocks ?? ClockMonitor(
             store: cacheDirectory.map(ClockSkewStore.init),
-            reading: environment.bootClock, warn: { Self.warning($0, to: terminal) })
+            reading: environment.bootClock, warn: { Self.warning($0, to: terminal, style: TerminalStyle(environment)) })
     }
 
     var terminal: any Terminal { environment.terminal }
+    /// Colour on stderr or none. Asked for only when a line is written, so that a
+    /// command that writes nothing on stderr (`devtrust token`) asks nothing of the terminal.
+    var style: TerminalStyle { TerminalStyle(environment) }
     var json: Bool { global.json }
     var quiet: Bool { global.quiet }
     var verbose: Bool { global.verbose }
@@ -44,20 +50,25 @@ struct CommandContext {
         if !quiet { terminal.writeError(TerminalText.printable(text) + "\n") }
     }
 
-    /// A message the server sent for the user; errors in red on a terminal (unless NO_COLOR).
+    /// What a command did (registered, signed in, deleted), on stderr: in green
+    /// on a terminal (`TerminalStyle`); silent with --quiet.
+    func success(_ text: String) {
+        if !quiet { terminal.writeError(style.success(TerminalText.printable(text)) + "\n") }
+    }
+
+    /// A message the server sent for the user; errors in red on a terminal (`TerminalStyle`).
     func serverMessage(_ text: String, isError: Bool) {
         guard !quiet else { return }
         let safe = TerminalText.printable((isError ? "error: " : "") + text)
-        let colored = isError && terminal.errorIsTerminal && environment.variables["NO_COLOR"] == nil
-        terminal.writeError((colored ? "\u{1B}[31m" + safe + "\u{1B}[0m" : safe) + "\n")
+        terminal.writeError((isError ? style.error(safe) : safe) + "\n")
     }
 
     func warn(_ text: String) {
-        Self.warning(text, to: terminal)
+        Self.warning(text, to: terminal, style: style)
     }
 
-    static func warning(_ text: String, to terminal: any Terminal) {
-        terminal.writeError("devtrust: warning: " + TerminalText.printable(text) + "\n")
+    static func warning(_ text: String, to terminal: any Terminal, style: TerminalStyle) {
+        terminal.writeError(style.warning("devtrust: warning: " + TerminalText.printable(text)) + "\n")
     }
 
     func detail(_ text: String) {

@@ -28,7 +28,7 @@ public struct CommandEnvironment {
     public static let knownVariables = [
         "DEVTRUST_KEYSTORE", "DEVTRUST_CONFIG", "DEVTRUST_TCTI", "TPM2TOOLS_TCTI", "TSS2_TCTI", "DEVTRUST_CA_FILE", "DEVTRUST_HTTP_DEBUG",
         "no_proxy", "NO_PROXY",
-        "HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "NO_COLOR", "DISPLAY", "WAYLAND_DISPLAY",
+        "HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "NO_COLOR", "TERM", "LC_ALL", "LC_CTYPE", "LANG", "DISPLAY", "WAYLAND_DISPLAY",
     ]
 
     /// Where /proc/self/exe leads, or nil.

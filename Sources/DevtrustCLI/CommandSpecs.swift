@@ -63,8 +63,8 @@ enum CommandSpecs {
     static let all: [any DevtrustCommand.Type] = [
         InitCommand.self, PubkeyCommand.self, SignChallengeCommand.self, DeviceDataCommand.self, TokenCommand.self,
         AttributesCommand.self, VerifyCommand.self, RegisterCommand.self, LoginCommand.self, AccessTokenCommand.self,
-        AuthorizeURLCommand.self, LogoutCommand.self, StatusCommand.self, ResetCommand.self, BrowserCommand.self, NativeHostCommand.self, CompletionCommand.self,
-        HelpCommand.self,
+        AuthorizeURLCommand.self, LogoutCommand.self, StatusCommand.self, DoctorCommand.self, ResetCommand.self, BrowserCommand.self,
+        NativeHostCommand.self, CompletionCommand.self, HelpCommand.self,
     ]
 
     static let global = GlobalOptions.declaredOptions

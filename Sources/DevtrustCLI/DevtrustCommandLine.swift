@@ -10,7 +10,8 @@ public enum DevtrustCommandLine {
         do {
             parsed = try CommandSpecs.parser.parse(arguments)
         } catch {
-            return report(error, terminal: environment.terminal, verbose: false, json: CommandSpecs.parser.asksForJSON(arguments))
+            return report(error, terminal: environment.terminal, style: TerminalStyle(environment), verbose: false,
+                          json: CommandSpecs.parser.asksForJSON(arguments))
         }
         // Bare `devtrust` shows the commands, on stderr as a usage error, as the CLI
         // contract says: no artifact was asked for, and a script that ran it
@@ -25,7 +26,7 @@ public enum DevtrustCommandLine {
         } catch {
             // Under --json the error object is the last line of stderr, for a script to find.
             if context.json { warnTPMNotices(context) }
-            let status = report(error, terminal: environment.terminal, verbose: context.verbose, json: context.json)
+            let status = report(error, terminal: environment.terminal, style: context.style, verbose: context.verbose, json: context.json)
             warnTPMNotices(context)
             return status
         }
@@ -52,14 +53,15 @@ public enum DevtrustCommandLine {
         try command.run(context, parsed: parsed)
     }
 
-    /// The error on stderr: a line for people, or with --json one JSON object on one line.
-    private static func report(_ error: any Error, terminal: any Terminal, verbose: Bool, json: Bool) -> Int32 {
+    /// The error on stderr: a line for people (what failed in red on a terminal, the hint
+    /// after it plain), or with --json one JSON object on one line, never coloured.
+    private static func report(_ error: any Error, terminal: any Terminal, style: TerminalStyle, verbose: Bool, json: Bool) -> Int32 {
         let report = ErrorReport.from(error)
         if json {
             terminal.writeError(JSONWriter.string(report.json(verbose: verbose)) + "\n")
             return report.exitCode.rawValue
         }
-        terminal.writeError("devtrust: error: \(TerminalText.printable(report.message))\n")
+        terminal.writeError(style.error("devtrust: error: " + TerminalText.printable(report.summary)) + TerminalText.printable(report.hintPart) + "\n")
         if verbose, let detail = report.detail, !detail.isEmpty {
             terminal.writeError("devtrust: detail: \(TerminalText.printable(detail))\n")
         }

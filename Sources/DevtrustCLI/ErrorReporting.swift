@@ -15,6 +15,8 @@ struct ErrorReport {
     let message: String
     /// What failed: `message` without the hint (`--json` prints the two apart).
     let summary: String
+    /// The rest of `message` after `summary`: the hint with what joins it on, or "".
+    let hintPart: String
     /// What to do next, where the error sets it apart from what failed; `message` ends with it
     /// (but for the closing parenthesis of a usage error's pointer to help).
     let hint: String?
@@ -30,7 +32,8 @@ struct ErrorReport {
         self.exitCode = exitCode
         self.summary = summary
         self.hint = hint
-        self.message = hint.map { summary + joiner + $0 + closing } ?? summary
+        self.hintPart = hint.map { joiner + $0 + closing } ?? ""
+        self.message = summary + hintPart
         self.detail = detail
     }
 

@@ -23,7 +23,10 @@ struct HTTPClientSettings {
     }
 
     /// A client whose answers' Date headers measure the servers' clocks (`context.clocks`).
+    /// A request that waits a second or more shows so on a terminal (`NetworkWaitIndicator`).
     func client(_ context: CommandContext) -> any HTTPClient {
+        var options = options
+        options.waitObserver = NetworkWaitIndicator.make(context, httpDebug: options.debug)
         let client = context.clocks.watch(CurlHTTPClient(options: options))
         guard context.verbose && !context.quiet else { return client }
         return VerboseHTTPClient(inner: client, say: { context.detail($0) })

@@ -30,7 +30,8 @@ public final class ProcessTerminal: Terminal {
     public func writeOutputBytes(_ bytes: [UInt8]) -> Bool { Self.writeAll(1, bytes) }
 
     public var inputIsTerminal: Bool { isatty(0) == 1 }
-    public var errorIsTerminal: Bool { isatty(2) == 1 }
+    /// Asked once: the colour of every line and the network-wait indicator depend on it.
+    public private(set) lazy var errorIsTerminal: Bool = isatty(2) == 1
 
     public func readInput(limit: Int) -> [UInt8]? {
         var contents = [UInt8]()

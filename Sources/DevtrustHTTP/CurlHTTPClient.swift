@@ -1,5 +1,6 @@
 import CCurl
 import DevtrustEncoding
+import Glibc
 
 /// HTTP over libcurl (loaded on first use). Every request's URL is checked as
 /// curl parses it (`TransportPolicy`: https, or http to loopback only), and
@@ -8,20 +9,41 @@ import DevtrustEncoding
 /// answers are capped in size; loopback is never sent through a proxy, and
 /// the user's NO_PROXY entries are kept.
 public struct CurlHTTPClient: HTTPClient {
+    /// The name libcurl is loaded by (devtrust_curl.h); Debian's libcurl4 installs it.
+    public static let libraryName = DEVTRUST_CURL_LIBRARY
+
     public let options: HTTPOptions
 
     public init(options: HTTPOptions) {
         self.options = options
     }
 
-    /// Collects the body (up to the cap) and the header lines of one answer.
+    /// Collects the body (up to the cap) and the header lines of one answer,
+    /// and tells the wait observer how long the request has been under way.
     private final class Accumulator {
         let limit: Int
         var body: [UInt8] = []
         var headerLines: [String] = []
         var overflowed = false
+        let waitObserver: (any HTTPWaitObserver)?
+        let host: String
+        private let started = Accumulator.monotonicSeconds()
 
-        init(limit: Int) { self.limit = limit }
+        init(limit: Int, waitObserver: (any HTTPWaitObserver)?, host: String) {
+            self.limit = limit
+            self.waitObserver = waitObserver
+            self.host = host
+        }
+
+        func reportWait() {
+            waitObserver?.waiting(for: host, elapsedSeconds: Self.monotonicSeconds() - started)
+        }
+
+        private static func monotonicSeconds() -> Double {
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        }
     }
 
     public func send(_ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
@@ -53,7 +75,7 @@ public struct CurlHTTPClient: HTTPClient {
             connectTo = devtrust_curl_slist_append(nil, "localhost::127.0.0.1:")
         }
 
-        let accumulator = Accumulator(limit: options.maximumResponseBytes)
+        let accumulator = Accumulator(limit: options.maximumResponseBytes, waitObserver: options.waitObserver, host: host)
         let context = Unmanaged.passRetained(accumulator)
         defer { context.release() }
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
@@ -116,8 +138,16 @@ public struct CurlHTTPClient: HTTPClient {
                 if accumulator.headerLines.count < 200 { accumulator.headerLines.append(line) }
                 return length
             }, context.toOpaque()))
+            if options.waitObserver != nil {
+                set(devtrust_curl_set_progress_callback(handle, { context, _, _, _, _ in
+                    Unmanaged<Accumulator>.fromOpaque(context!).takeUnretainedValue().reportWait()
+                    return 0
+                }, context.toOpaque()))
+            }
             guard result == CURLE_OK else { return result }
-            return devtrust_curl_easy_perform(handle)
+            let code = devtrust_curl_easy_perform(handle)
+            options.waitObserver?.finished()
+            return code
         }
 
         if accumulator.overflowed || code == CURLE_FILESIZE_EXCEEDED {

@@ -36,6 +36,17 @@ public protocol HTTPClient: Sendable {
     func send(_ request: HTTPRequest) throws(HTTPError) -> HTTPResponse
 }
 
+/// Follows a request while it waits for its answer, for whoever shows the
+/// user that something is under way. Called on the thread that sends the request.
+public protocol HTTPWaitObserver: Sendable {
+    /// The request to `host` has been under way for `elapsedSeconds`: said
+    /// repeatedly while it lasts (about once a second, or more often).
+    func waiting(for host: String, elapsedSeconds: Double)
+    /// The request is over, answered or failed: said once for every transfer
+    /// curl started, before `send` returns or throws.
+    func finished()
+}
+
 public struct HTTPOptions: Sendable {
     public var caFile: String?
     public var connectTimeoutMilliseconds = 10_000
@@ -47,6 +58,9 @@ public struct HTTPOptions: Sendable {
     /// The user's NO_PROXY (`no_proxy`, else `NO_PROXY`, as curl reads them):
     /// hosts reached without the proxy, in addition to loopback, which never is.
     public var noProxy: String?
+    /// Told how long each request has been waiting for its answer (a command's
+    /// progress display); nil for none.
+    public var waitObserver: (any HTTPWaitObserver)?
 
     public init(caFile: String? = nil, userAgent: String) {
         self.caFile = caFile

@@ -116,7 +116,8 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .unreachable(tcti, reason, hint):
             return "no TPM at \(tcti) (\(reason))" + (hint.map { ": \($0)" } ?? "")
         case let .softwareStackMissing(reason):
-            return "the TPM software stack (tpm2-tss) cannot be loaded (\(reason)): install the packages libtss2-esys-3.0.2-0, libtss2-tctildr0, libtss2-mu0 and libtss2-rc0"
+            return "the TPM software stack (tpm2-tss) cannot be loaded (\(reason)): install the packages "
+                + TPMSoftwareStack.packages.dropLast().joined(separator: ", ") + " and " + TPMSoftwareStack.packages.last!
         case let .connectionLost(operation, code):
             return "the TPM stopped answering during \(operation) (\(code)); nothing was changed. Check that the TPM (or its resource manager or simulator) is running, then retry."
         case let .keyDoesNotLoad(code):

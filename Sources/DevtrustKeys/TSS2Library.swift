@@ -22,3 +22,29 @@ enum TSS2Library {
         return value
     }
 }
+
+/// The libraries of tpm2-tss devtrust loads, by the names it loads them by
+/// (devtrust_tpm2.h), and the Debian packages that install them: what
+/// `devtrust doctor` probes, and what an error tells the user to install.
+public enum TPMSoftwareStack {
+    public static let libraries = [DEVTRUST_TSS2_ESYS_LIBRARY, DEVTRUST_TSS2_TCTILDR_LIBRARY, DEVTRUST_TSS2_MU_LIBRARY, DEVTRUST_TSS2_RC_LIBRARY]
+    public static let packages = ["libtss2-esys-3.0.2-0", "libtss2-tctildr0", "libtss2-mu0", "libtss2-rc0"]
+
+    /// The TCTI's name in a configuration `NAME[:CONF]`.
+    public static func tctiName(_ configuration: String) -> String {
+        String(configuration.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+    }
+
+    /// The library tpm2-tss's TCTI loader opens for a configuration: `libtss2-tcti-NAME.so.0`,
+    /// or the name itself when it is a library's file name or path.
+    public static func tctiLibrary(_ configuration: String) -> String {
+        let name = tctiName(configuration)
+        return name.contains("/") || name.split(separator: ".").contains("so") ? name : "libtss2-tcti-\(name).so.0"
+    }
+
+    /// The Debian package of a TCTI's library (tabrmd's comes with tpm2-abrmd); nil for a library path.
+    public static func tctiPackage(_ configuration: String) -> String? {
+        let name = tctiName(configuration)
+        return tctiLibrary(configuration) == name ? nil : "libtss2-tcti-\(name)0"
+    }
+}

@@ -43,8 +43,9 @@ public struct OAuthError: Error, Equatable, Sendable, CustomStringConvertible {
 /// The server does not speak OAuth/OIDC as expected: a protocol failure, not a refusal.
 public struct OAuthProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
-    /// A failing server (a 5xx, a 429 without an OAuth body): it may pass. Otherwise (a 404
-    /// page, an answer without what it must hold) trying again will not help.
+    /// Worth asking again (device-code polling does): an error status without an OAuth body,
+    /// as a failing server (5xx, 429) or a proxy or firewall in front of it answers. Not for
+    /// 404, 405 or 410 (the endpoint is not there) or a success without what it must hold.
     public let mayPass: Bool
 
     public init(_ message: String, mayPass: Bool = false) {

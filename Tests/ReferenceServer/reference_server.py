@@ -300,6 +300,7 @@ class FlowServer:
         self.lock = threading.Lock()
         self.flow_responses = 0
         self.signin_responses = 0
+        self.delayed_answers = 0
         self.required_claims = dict(item.split("=", 1) for item in options.require_claim)
         self.forgeries = []
         # Every GET /oauth2/authorize as it arrived, for the browser extension's tests.
@@ -619,6 +620,8 @@ def make_handler(server, signins):
             if url.path == "/api/device-check":
                 token = parse_qs(url.query).get("device_token", [None])[0] or self.headers.get("X-Device-Token")
                 return self.send_json(200, server.device_check(token))
+            if url.path not in ("/api/device/approve", "/api/device/deny"):
+                self.delay_answer()
             tenant_path = TENANT_SIGNIN_PATH.match(url.path)
             if tenant_path:
                 return self.sign_in(tenant_path.group(2), raw, tenant_path.group(1))
@@ -647,6 +650,14 @@ def make_handler(server, signins):
             if fault:
                 response = self.corrupt(fault, response)
             self.send_json(200, response)
+
+        def delay_answer(self):
+            """--delay-seconds: the first --delay-answers answers to the client's POSTs come that late."""
+            with server.lock:
+                server.delayed_answers += 1
+                late = server.delayed_answers <= server.options.delay_answers
+            if late:
+                time.sleep(server.options.delay_seconds)
 
         def sign_in(self, path, raw, tenant=""):
             fault = None
@@ -935,6 +946,9 @@ def main():
     parser.add_argument("--browser-login", choices=["approve", "deny"],
                         help="GET /oauth2/authorize answers as after the user signed in: a 302 to redirect_uri with a code "
                              "(approve) or error=access_denied (deny), instead of a JSON echo of the request")
+    parser.add_argument("--delay-seconds", type=float, default=0.0,
+                        help="answer the client's first --delay-answers POSTs (flow, sign-in) this many seconds late: a slow network")
+    parser.add_argument("--delay-answers", type=int, default=1)
     parser.add_argument("--verbose", action="store_true")
     signin.add_device_code_options(parser)
     options = parser.parse_args()

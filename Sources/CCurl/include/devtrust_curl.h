@@ -14,6 +14,9 @@
    connects to. */
 #define DEVTRUST_CURL_MINIMUM_VERSION 0x073F00
 
+/* The name libcurl is loaded by (`devtrust doctor` probes the same one). */
+#define DEVTRUST_CURL_LIBRARY "libcurl.so.4"
+
 /* 0 when libcurl is loaded. Otherwise -1, with why in `error`; or -2 for a
    libcurl older than DEVTRUST_CURL_MINIMUM_VERSION, with its version in `error`. */
 int devtrust_curl_load(char *error, size_t error_size);
@@ -54,6 +57,14 @@ typedef size_t (*devtrust_curl_data_callback)(char *data, size_t size, size_t co
 /* CURLOPT_WRITEFUNCTION + CURLOPT_WRITEDATA, or the HEADER pair. */
 CURLcode devtrust_curl_set_write_callback(CURL *handle, devtrust_curl_data_callback callback, void *context);
 CURLcode devtrust_curl_set_header_callback(CURL *handle, devtrust_curl_data_callback callback, void *context);
+
+/* CURLOPT_XFERINFOFUNCTION + CURLOPT_XFERINFODATA, and CURLOPT_NOPROGRESS off
+   so that curl calls it: repeatedly during a transfer, also while it waits
+   for the server (about once a second or more often). A non-zero return
+   aborts the transfer. */
+typedef int (*devtrust_curl_progress_callback)(void *context, curl_off_t download_total, curl_off_t download_now,
+                                               curl_off_t upload_total, curl_off_t upload_now);
+CURLcode devtrust_curl_set_progress_callback(CURL *handle, devtrust_curl_progress_callback callback, void *context);
 
 CURLcode devtrust_curl_getinfo_long(CURL *handle, CURLINFO info, long *value);
 CURLcode devtrust_curl_getinfo_string(CURL *handle, CURLINFO info, const char **value);

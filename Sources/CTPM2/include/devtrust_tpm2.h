@@ -16,6 +16,12 @@
 
 #include "devtrust_tss2.h"
 
+/* The names the four libraries are loaded by (`devtrust doctor` probes the same ones). */
+#define DEVTRUST_TSS2_ESYS_LIBRARY "libtss2-esys.so.0"
+#define DEVTRUST_TSS2_TCTILDR_LIBRARY "libtss2-tctildr.so.0"
+#define DEVTRUST_TSS2_MU_LIBRARY "libtss2-mu.so.0"
+#define DEVTRUST_TSS2_RC_LIBRARY "libtss2-rc.so.0"
+
 /* The TSS headers define their constants as casts (`((TPM2_RH) 0x40000001)`),
    which Swift cannot import; these give Swift the few it needs, and build the
    templates as the C reference code does. */

@@ -73,6 +73,9 @@ enum AccessTokenCommand: DevtrustCommand {
         } catch let error as OAuthError {
             return .failed(reason: error.description, mayPass: error.mayPass)
         } catch let error as OAuthProtocolError {
+            // Not `error.mayPass` (which tells device-code polling whether to poll again): a 404 or a
+            // page from the token endpoint is "a server that does not answer the protocol", exit 5
+            // in the CLI contract, not the server's refusal (4). Either way the sign-in is kept.
             return .failed(reason: error.description, mayPass: true)
         } catch let error as HTTPError {
             switch error {

@@ -16,7 +16,8 @@ enum DeviceCodeCommand {
     /// first, then `failure`).
     /// `drawQR`: false with `--no-qr`.
     static func run(_ context: CommandContext, _ settings: SignInSettings, drawQR: Bool) throws {
-        let status = StatusLine(context: context)
+        // The countdown owns the status line while it shows: a poll that waits does not draw the network-wait indicator over it.
+        let status = context.statusLine
         do {
             try signIn(context, settings, drawQR: drawQR, status: status)
         } catch {
@@ -60,7 +61,7 @@ enum DeviceCodeCommand {
         }, tick: { now, deadline in
             guard countdown else { return }
             let left = max(0, Int(deadline - now))
-            status.show("waiting for approval… \(left / 60):\(left % 60 < 10 ? "0" : "")\(left % 60) left")
+            status.show("waiting for approval… \(left / 60):\(left % 60 < 10 ? "0" : "")\(left % 60) left", as: .countdown)
         })
         status.clear()
         // Saved before `success` is said: a keystore that refuses the tokens makes the run a failure.
@@ -121,25 +122,6 @@ enum DeviceCodeCommand {
 
     static func emit(_ context: CommandContext, _ event: JSONObject) {
         if context.json { context.output(JSONWriter.string(.object(event))) }
-    }
-
-    /// The countdown line on stderr, rewritten in place and cleared before anything else is written.
-    final class StatusLine {
-        let context: CommandContext
-        private var shown = false
-
-        init(context: CommandContext) { self.context = context }
-
-        func show(_ line: String) {
-            context.terminal.writeError("\r\u{1B}[K" + line)
-            shown = true
-        }
-
-        func clear() {
-            guard shown else { return }
-            context.terminal.writeError("\r\u{1B}[K")
-            shown = false
-        }
     }
 
     static func present(_ context: CommandContext, _ authorization: DeviceAuthorization, qr: Bool) {

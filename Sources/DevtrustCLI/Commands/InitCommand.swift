@@ -50,7 +50,7 @@ enum InitCommand: DevtrustCommand {
             let verb = imported ? "imported" : "created"
             let tpm = record.tcti.map { " at \($0)" } ?? ""
             let place = record.backend == .tpm ? "in the TPM\(tpm) (key blob: \(keystore.path)/\(record.file))" : "in \(keystore.path)/\(record.file)"
-            context.info("\(verb) a \(record.backend.rawValue) P-256 device key \(place) (fingerprint \(record.fingerprint))")
+            context.success("\(verb) a \(record.backend.rawValue) P-256 device key \(place) (fingerprint \(record.fingerprint))")
             if let tcti = record.tcti {
                 context.info("recorded the TCTI \(tcti) with the key: later commands use it unless --tcti or a TCTI variable (DEVTRUST_TCTI, TPM2TOOLS_TCTI, TSS2_TCTI) says otherwise")
             }

@@ -152,7 +152,7 @@ enum LoginCommand: DevtrustCommand {
         let lifetime = tokens.expiryAssumed
             ? " (the server gave no lifetime for the access token: devtrust refreshes it after \(TokenSet.assumedLifetime) s, or with `access-token --refresh`)"
             : tokens.expiresAt.map { " (access token valid for \($0 - context.environment.clock.secondsSinceEpoch()) s)" } ?? ""
-        context.info("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId)\(identityText(tokens))\(lifetime); `devtrust access-token` prints the access token")
+        context.success("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId)\(identityText(tokens))\(lifetime); `devtrust access-token` prints the access token")
     }
 
     /// ", user NAME (sub SUB)" from the kept (checked) ID token, or nothing.
@@ -184,6 +184,6 @@ enum LoginCommand: DevtrustCommand {
         tokens.deleteTokenGrant = pending.deleteTokenGrant
         let record = try store.saveSignIn(server: pending.server, discovery: pending.discovery, clientId: pending.clientID,
                                           scope: tokens.scope ?? pending.scope, method: "authorization-code", tokens: tokens)
-        context.info("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId)\(identityText(tokens)); `devtrust access-token` prints the access token")
+        context.success("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId)\(identityText(tokens)); `devtrust access-token` prints the access token")
     }
 }

@@ -24,7 +24,7 @@ enum LogoutCommand: DevtrustCommand {
         let revocation = SignInRevocation(record, tokens: try? store.tokens(of: record), oauth: oauth)
         try store.removeSignIn(record)
         let revoked = revocation.revoked
-        context.info((revoked.isEmpty ? "" : "revoked the \(revoked.joined(separator: " and ")) and ") + "deleted the sign-in at \(revocation.place)")
+        context.success((revoked.isEmpty ? "" : "revoked the \(revoked.joined(separator: " and ")) and ") + "deleted the sign-in at \(revocation.place)")
         for failure in revocation.failures { context.warn(failure) }
     }
 }

@@ -117,7 +117,7 @@ enum RegisterCommand: DevtrustCommand {
         if let previous {
             context.warn("replaced the registration \(previous.registrationId) with \(previous.server): the server keeps that old device record; " + Self.oldRecordAdvice)
         }
-        context.info("registered: this device is \(record.registrationId) at \(record.server) (\(device.record.backend.rawValue) key \(record.keyFingerprint)); `devtrust token` now carries that id")
+        context.success("registered: this device is \(record.registrationId) at \(record.server) (\(device.record.backend.rawValue) key \(record.keyFingerprint)); `devtrust token` now carries that id")
         if context.json {
             context.output(JSONWriter.string(.object([
                 "registrationId": .string(record.registrationId), "server": .string(record.server),

@@ -48,7 +48,7 @@ enum ResetCommand: DevtrustCommand {
         var deleted = outcome.previous.key == nil ? [] : ["the device key"]
         if registrations > 0 { deleted.append("\(registrations) registration(s)") }
         if signIns > 0 { deleted.append("\(signIns) sign-in(s)") }
-        context.info("deleted " + (deleted.isEmpty ? "the keystore's records" : listed(deleted)) + " from \(keystore.path)")
+        context.success("deleted " + (deleted.isEmpty ? "the keystore's records" : listed(deleted)) + " from \(keystore.path)")
         // The persistent parent the key was made under, if it had one.
         let parent = outcome.previous.key?.tpmParent.flatMap(TPMParentRecord.init(serialized:))?.handle
             ?? outcome.previous.tpmPersistentHandles.first
@@ -116,7 +116,7 @@ enum ResetCommand: DevtrustCommand {
         }
         let stamp = Timestamp.format(secondsSinceEpoch: context.environment.clock.secondsSinceEpoch()).filter { $0 != "-" && $0 != ":" }
         let target = try keystore.moveAside(stamp: stamp)
-        context.info("moved the damaged keystore aside to \(target) (mode 0700): it keeps the old key file and any sign-ins' tokens, which could not be revoked; delete it once nothing in it is needed. `devtrust init` makes a new key in \(keystore.path) (then register again)")
+        context.success("moved the damaged keystore aside to \(target) (mode 0700): it keeps the old key file and any sign-ins' tokens, which could not be revoked; delete it once nothing in it is needed. `devtrust init` makes a new key in \(keystore.path) (then register again)")
         if context.json {
             context.output(JSONWriter.string(.object(["movedAside": .string(target), "keystore": .string(keystore.path)])))
         }

@@ -105,7 +105,7 @@ enum VerifyCommand: DevtrustCommand {
             result["keyFingerprint"] = .string(key.thumbprint)
             context.output(JSONWriter.string(.object(result)))
         }
-        if valid { context.info("valid: signed by the key with fingerprint \(key.thumbprint)") }
+        if valid { context.success("valid: signed by the key with fingerprint \(key.thumbprint)") }
     }
 
     /// A base64 SPKI (what `devtrust pubkey` prints), or a file holding a PEM

@@ -1,0 +1,37 @@
+/// How devtrust's own lines look on stderr: in colour on a terminal, plain
+/// anywhere else. Colour is on when stderr is a terminal, NO_COLOR is unset or
+/// empty (no-color.org: set and non-empty turns it off) and TERM is not
+/// "dumb". stdout (tokens, JSON) and `--json` error objects are never styled.
+/// Text is made printable (`TerminalText`) before it is styled, so these are
+/// the only escapes that reach the terminal.
+struct TerminalStyle: Equatable {
+    let usesColour: Bool
+
+    init(usesColour: Bool) {
+        self.usesColour = usesColour
+    }
+
+    init(errorIsTerminal: Bool, variables: [String: String]) {
+        let noColour = variables["NO_COLOR"].map { !$0.isEmpty } ?? false
+        self.init(usesColour: errorIsTerminal && !noColour && variables["TERM"] != "dumb")
+    }
+
+    init(_ environment: CommandEnvironment) {
+        self.init(errorIsTerminal: environment.terminal.errorIsTerminal, variables: environment.variables)
+    }
+
+    static let plain = TerminalStyle(usesColour: false)
+
+    /// What failed: the final error line, the server's error messages.
+    func error(_ text: String) -> String { paint("31", text) }
+    /// `devtrust: warning:` lines.
+    func warning(_ text: String) -> String { paint("33", text) }
+    /// What a command did: registered, signed in, deleted.
+    func success(_ text: String) -> String { paint("32", text) }
+    /// What the user must read or type (the device code's user code).
+    func emphasis(_ text: String) -> String { paint("1", text) }
+
+    private func paint(_ parameters: String, _ text: String) -> String {
+        usesColour && !text.isEmpty ? "\u{1B}[" + parameters + "m" + text + "\u{1B}[0m" : text
+    }
+}
