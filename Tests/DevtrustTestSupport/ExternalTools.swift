@@ -13,6 +13,8 @@ public enum ExternalTool: String, Sendable {
     case valgrind = "/usr/bin/valgrind"
     /// Debian's chromium, run headless as the browser of `login --browser`.
     case chromium = "/usr/bin/chromium"
+    /// Debian's Firefox ESR, run headless with devtrust's extension.
+    case firefox = "/usr/bin/firefox-esr"
     /// The shells whose completion scripts `devtrust completion` writes.
     case bash = "/bin/bash"
     case zsh = "/usr/bin/zsh"

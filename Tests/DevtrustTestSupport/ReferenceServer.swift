@@ -35,6 +35,17 @@ public final class ReferenceServer: @unchecked Sendable {
         return try JSONParser.parse(result.stdout)
     }
 
+    /// Each GET /oauth2/authorize as it arrived (Tests/ReferenceServer/browser_pages.py): query,
+    /// deviceToken, deviceTokenCount, state, receivedAt (ms), deviceCheck.
+    public func authorizeRecords() throws -> [JSONObject] {
+        try get("/api/authorize-records").arrayValue?.compactMap(\.objectValue) ?? []
+    }
+
+    /// What the start page (/test/start) reported, in order.
+    public func browserReports() throws -> [String] {
+        try get("/api/browser-reports").arrayValue?.compactMap(\.stringValue) ?? []
+    }
+
     public func devices(caFile: String? = nil) throws -> [JSONObject] {
         try get("/api/devices", caFile: caFile).arrayValue?.compactMap(\.objectValue) ?? []
     }

@@ -22,6 +22,9 @@ whether the token is strict (canonical base64url, plain JSON), which devtrust's
 own tokens must be.
 
 Other endpoints: GET /api/devices, GET /api/outbox (the OTPs "sent"),
+GET /api/authorize-records (each GET /oauth2/authorize: its query, its
+device_token, when it arrived, what the device check said), GET /test/start
+(the page that drives a browser in the extension tests: browser_pages.py),
 POST|GET /api/device-check (verifies X-Device-Token or ?device_token= like the
 server does at sign-in, and says whether it would be accepted).
 
@@ -53,6 +56,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Interop"))
+import browser_pages  # noqa: E402  (the browser extension tests' pages, beside this file)
 import lenient_jws  # noqa: E402  (the server's lenient token reading)
 import signin  # noqa: E402  (the sign-in side, beside this file)
 
@@ -299,6 +303,9 @@ class FlowServer:
         self.delayed_answers = 0
         self.required_claims = dict(item.split("=", 1) for item in options.require_claim)
         self.forgeries = []
+        # Every GET /oauth2/authorize as it arrived, for the browser extension's tests.
+        self.authorize_records = []
+        self.browser_reports = []
 
     # -- steps ---------------------------------------------------------------
 
@@ -570,11 +577,27 @@ def make_handler(server, signins):
                 pushed = signins.pushed(query.get("request_uri", "")) if "request_uri" in query else None
                 request = pushed or query
                 check = server.device_check(request.get("device_token"))
+                with server.lock:
+                    server.authorize_records.append(browser_pages.authorize_record(url.query, check))
                 if server.options.browser_login:
                     return self.browser_login(signins.browser_authorize(request, pushed is not None, check))
                 return self.send_json(200, {"request": request, "pushed": pushed is not None, "deviceCheck": check})
             if url.path == "/api/signin-records":
                 return self.send_json(200, signins.records)
+            if url.path == "/api/authorize-records":
+                with server.lock:
+                    return self.send_json(200, list(server.authorize_records), {"Access-Control-Allow-Origin": "*"})
+            if url.path == "/test/blank":
+                return self.send_raw(200, b"<!DOCTYPE html><title>blank</title>", "text/html")
+            if url.path == "/test/start":
+                return self.send_raw(200, browser_pages.START_PAGE, "text/html; charset=utf-8")
+            if url.path == "/test/report":
+                with server.lock:
+                    server.browser_reports.append(parse_qs(url.query).get("what", [""])[0])
+                return self.send_raw(204, b"", "text/plain")
+            if url.path == "/api/browser-reports":
+                with server.lock:
+                    return self.send_json(200, list(server.browser_reports))
             if url.path == "/api/token-stats":
                 return self.send_json(200, signins.stats)
             if url.path == "/api/device/polls":

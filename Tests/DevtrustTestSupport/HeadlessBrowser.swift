@@ -1,0 +1,130 @@
+import Foundation
+
+/// A headless Chromium or Firefox ESR in a private profile, with devtrust's
+/// extension (the repository's browser/) loaded or not, started on one URL.
+/// It leads a process group of its own: stopping it (or releasing it) kills the
+/// whole process group, and any process left that names its directory.
+public final class HeadlessBrowser: @unchecked Sendable {
+    public enum Kind: String, Sendable, CaseIterable, CustomStringConvertible {
+        case chromium, firefox
+
+        public var tool: ExternalTool { self == .chromium ? .chromium : .firefox }
+        public var description: String { rawValue }
+    }
+
+    public let kind: Kind
+    /// Where the profile (and, for Chromium, its NativeMessagingHosts) lives.
+    public let directory: TemporaryDirectory
+    private let process: BackgroundProcess
+
+    /// Chromium's user data directory below `home` (what `devtrust browser install
+    /// --chromium-dir` is given), and where Firefox looks for host manifests: $HOME.
+    public static func chromiumDirectory(home: String) -> String { home + "/.config/chromium" }
+
+    /// - Parameters:
+    ///   - home: $HOME for the browser (Firefox reads ~/.mozilla/native-messaging-hosts there;
+    ///     Chromium's user data directory is `chromiumDirectory(home:)`).
+    ///   - environment: the browser's environment, which the native host inherits (the keystore).
+    ///   - withExtension: whether devtrust's extension is loaded.
+    ///   - url: the page to open once started.
+    public init(_ kind: Kind, home: String, environment: [String: String], withExtension: Bool = true, url: String) throws {
+        self.kind = kind
+        directory = TemporaryDirectory("browser-\(kind.rawValue)")
+        var environment = environment
+        environment["HOME"] = home
+        environment.removeValue(forKey: "DISPLAY")
+        environment.removeValue(forKey: "WAYLAND_DISPLAY")
+        let arguments: [String]
+        switch kind {
+        case .chromium:
+            // The first navigation of a Chromium that is loading an unpacked extension can stay
+            // pending forever (seen with 156 headless); a local page that moves on after a second does not.
+            let boot = directory.write("boot.html", """
+                <!DOCTYPE html><html><head><meta http-equiv="refresh" content="1;url=\(Self.htmlEscaped(url))"></head><body></body></html>
+                """)
+            arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+                         "--user-data-dir=" + Self.chromiumDirectory(home: home), "--disable-popup-blocking",
+                         // The extension's console (and the pages') on stderr.
+                         "--enable-logging=stderr", "--v=0",
+                         // Nothing but loopback: no background traffic, and any other address through a proxy that is not there.
+                         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-pings",
+                         "--proxy-server=http://127.0.0.1:9"]
+                + (withExtension ? ["--load-extension=" + Repository.path("browser")] : [])
+                + ["file://" + boot]
+        case .firefox:
+            let profile = directory.file("profile")
+            directory.write("profile/user.js", Self.firefoxPreferences)
+            if withExtension {
+                try Self.packFirefoxExtension(into: profile + "/extensions/" + Self.firefoxExtensionID + ".xpi")
+            }
+            environment["MOZ_CRASHREPORTER_DISABLE"] = "1"
+            arguments = ["--headless", "--no-remote", "--profile", profile, url]
+        }
+        // Foundation starts it as the leader of a process group of its own, which stop() ends.
+        process = try BackgroundProcess(kind.tool.rawValue, arguments, environment: environment)
+    }
+
+    deinit { stop() }
+
+    public static let firefoxExtensionID = "host@devtrust.dev"
+    public static let chromiumExtensionID = "gmoaoppoddchekmljfbfbbcndbaiflmf"
+
+    /// What the browser printed: the extension's console messages among it
+    /// (Chromium's log on stderr, Firefox's console on stdout).
+    public var output: String { process.stdout + process.stderr }
+
+    /// Polls until `condition` holds on the browser's output, or the time is up.
+    @discardableResult
+    public func waitForOutput(seconds: Double = 60, _ condition: (String) -> Bool) -> Bool {
+        process.waitFor(seconds: seconds) { stdout, stderr in condition(stdout + stderr) }
+    }
+
+    /// Kills the browser's process group, then any process that still names its directories.
+    public func stop() {
+        let group = process.pid
+        if group > 0 { kill(-group, SIGKILL) }
+        _ = process.finish(seconds: 10)
+        for pid in Self.processes(naming: [directory.path]) { kill(pid, SIGKILL) }
+    }
+
+    /// Processes whose command line contains one of `paths` (what a browser left behind).
+    public static func processes(naming paths: [String]) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap(Int32.init).filter { pid in
+            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
+            let commandLine = String(decoding: data.map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self)
+            return paths.contains { commandLine.contains($0) }
+        }
+    }
+
+    /// The extension as Firefox installs it from a profile: a zip of browser/'s files.
+    public static func packFirefoxExtension(into path: String) throws {
+        let source = Repository.path("browser")
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: source)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let packed = try ProcessRunner.run(ExternalTool.python.rawValue, ["-m", "zipfile", "-c", path] + files, currentDirectory: source)
+        guard packed.status == 0 else { throw FixtureError("could not pack the extension: \(packed)") }
+    }
+
+    static func htmlEscaped(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;")
+            .replacingOccurrences(of: "<", with: "&lt;")
+    }
+
+    /// A quiet ESR: unsigned add-ons from the profile enabled without asking, the console on
+    /// stdout, windows opened by script allowed, JSON shown as text (the JSON viewer's page
+    /// is not the server's origin), and nothing but loopback on the network.
+    static let firefoxPreferences = [
+        ("xpinstall.signatures.required", "false"), ("extensions.autoDisableScopes", "0"), ("extensions.enabledScopes", "15"),
+        ("devtools.console.stdout.chrome", "true"), ("devtools.console.stdout.content", "true"),
+        ("browser.dom.window.dump.enabled", "true"), ("devtools.jsonview.enabled", "false"), ("dom.disable_open_during_load", "false"), ("dom.popup_maximum", "-1"),
+        ("browser.shell.checkDefaultBrowser", "false"), ("browser.aboutwelcome.enabled", "false"),
+        ("datareporting.policy.dataSubmissionEnabled", "false"), ("toolkit.telemetry.reportingpolicy.firstRun", "false"),
+        ("app.update.enabled", "false"), ("app.normandy.enabled", "false"), ("extensions.update.enabled", "false"),
+        ("extensions.getAddons.cache.enabled", "false"), ("browser.safebrowsing.malware.enabled", "false"),
+        ("browser.safebrowsing.phishing.enabled", "false"), ("network.captive-portal-service.enabled", "false"),
+        ("network.connectivity-service.enabled", "false"), ("network.trr.mode", "5"),
+        ("network.proxy.type", "1"), ("network.proxy.http", "\"127.0.0.1\""), ("network.proxy.http_port", "9"),
+        ("network.proxy.ssl", "\"127.0.0.1\""), ("network.proxy.ssl_port", "9"),
+    ].map { "user_pref(\"\($0.0)\", \($0.1));\n" }.joined()
+}

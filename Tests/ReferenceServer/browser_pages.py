@@ -1,0 +1,141 @@
+"""The reference server's side of the browser extension tests
+(Tests/DevtrustCLITests/BrowserExtensionTests.swift): what it records of each
+authorization navigation, and the start page that drives a headless browser.
+
+The start page, GET /test/start?..., served by the registered server:
+  gate=URL     first opens URL&state=gate-N in one window, again every second,
+               until URL's server has recorded gate-N with a device_token (the
+               extension has its configuration; its /api/authorize-records
+               allows any origin); gives up after 150 s; repeatable, in order,
+               each reported as "gate I: passed at N" or "gate I: no token"
+  wait=MS      or first waits MS milliseconds (a browser without the host)
+  open=URL     then opens each URL in a window of its own, in order (repeatable)
+  attack=ID    then tries to reach extension ID as a web page can: runtime
+               messages, its continue page opened with a crafted URL
+  target=URL   a crafted URL to hand that page (repeatable)
+  popup=URL    opens /test/blank in a window, navigates it to URL (of this
+               server, with a state), waits for it to arrive, and reports
+               where the window is as its opener sees it: "popup: at URL"
+  frame=URL    also loads URL in an iframe, and
+  xhr=URL      fetches URL (a registered endpoint: neither is a top-level navigation)
+and reports each step to GET /test/report?what=..., the last one "done".
+"""
+import time
+from urllib.parse import parse_qs
+
+
+def authorize_record(query, check):
+    """One GET /oauth2/authorize as it arrived: the raw query, the device_token
+    (None when absent), the state, the arrival time (ms since the epoch), the check."""
+    fields = parse_qs(query, keep_blank_values=True)
+    return {
+        "query": query,
+        "deviceToken": fields.get("device_token", [None])[0],
+        "deviceTokenCount": len(fields.get("device_token", [])),
+        "state": fields.get("state", [None])[0],
+        "receivedAt": time.time() * 1000,
+        "deviceCheck": check,
+    }
+
+
+START_PAGE = b"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>devtrust extension test</title></head>
+<body><pre id="log"></pre>
+<script>
+"use strict";
+const params = new URLSearchParams(location.search);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+function report(what) {
+  document.getElementById("log").textContent += what + "\\n";
+  return fetch("/test/report?what=" + encodeURIComponent(what)).catch(() => {});
+}
+function withState(url, state) {
+  return url + (url.includes("?") ? "&" : "?") + "state=" + state;
+}
+async function recorded(origin, state) {
+  const records = await (await fetch(origin + "/api/authorize-records")).json();
+  return records.find((record) => record.state === state);
+}
+async function gate(url, index) {
+  const deadline = Date.now() + 150000;
+  for (let n = 1; Date.now() < deadline; n++) {
+    const state = "gate" + index + "-" + n;
+    window.open(withState(url, state), "devtrust-gate");
+    for (let i = 0; i < 10; i++) {
+      await sleep(100);
+      const record = await recorded(new URL(url).origin, state).catch(() => undefined);
+      if (record && record.deviceToken) return n;
+    }
+  }
+  return 0;
+}
+async function attack(id, targets) {
+  const runtime = globalThis.chrome && globalThis.chrome.runtime;
+  if (!runtime || typeof runtime.sendMessage !== "function") {
+    await report("attack: the page has no runtime.sendMessage");
+  } else {
+    try {
+      const answer = await new Promise((resolve) => runtime.sendMessage(id, { type: "continue" }, (reply) =>
+        resolve(JSON.stringify(reply) + " " + (runtime.lastError ? runtime.lastError.message : ""))));
+      await report("attack: sendMessage answered " + answer);
+    } catch (error) {
+      await report("attack: sendMessage threw " + error);
+    }
+  }
+  if (runtime && typeof runtime.connect === "function") {
+    try { runtime.connect(id); await report("attack: connect returned a port"); }
+    catch (error) { await report("attack: connect threw " + error); }
+  }
+  const page = "chrome-extension://" + id + "/continue.html";
+  try { await fetch(page); await report("attack: fetch of the continue page succeeded"); }
+  catch (error) { await report("attack: fetch of the continue page failed"); }
+  targets.forEach((target, index) => {
+    window.open(page + "#" + target, "devtrust-attack-fragment-" + index);
+    window.open(page + "?url=" + encodeURIComponent(target), "devtrust-attack-query-" + index);
+  });
+  await sleep(3000);
+  await report("attack: opened the continue page with crafted URLs");
+}
+async function popup(url) {
+  const state = new URL(url).searchParams.get("state");
+  const w = window.open(location.origin + "/test/blank", "devtrust-popup");
+  await sleep(1000);
+  w.location.href = url;
+  for (let i = 0; i < 300 && !(await recorded(location.origin, state).catch(() => undefined)); i++) await sleep(100);
+  await sleep(1000);
+  let where;
+  try { where = w.location.href; } catch (error) { where = "another origin"; }
+  await report("popup: at " + where);
+}
+async function subresources() {
+  if (params.has("frame")) {
+    const frame = document.createElement("iframe");
+    frame.src = params.get("frame");
+    document.body.appendChild(frame);
+    await report("framed " + params.get("frame"));
+  }
+  if (params.has("xhr")) {
+    await fetch(params.get("xhr"), { mode: "no-cors" }).catch(() => {});
+    await report("fetched " + params.get("xhr"));
+  }
+}
+(async () => {
+  const gates = params.getAll("gate");
+  for (let index = 1; index <= gates.length; index++) {
+    const passes = await gate(gates[index - 1], index);
+    await report(passes ? "gate " + index + ": passed at " + passes : "gate " + index + ": no token");
+  }
+  if (params.has("wait")) await sleep(Number(params.get("wait")));
+  for (const url of params.getAll("open")) {
+    window.open(url, "_blank");
+    await report("opened " + url);
+    await sleep(300);
+  }
+  if (params.has("popup")) await popup(params.get("popup"));
+  await subresources();
+  if (params.has("attack")) await attack(params.get("attack"), params.getAll("target"));
+  await report("done");
+})();
+</script>
+</body></html>
+"""

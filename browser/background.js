@@ -1,0 +1,350 @@
+// devtrust device sign-in: adds a fresh device token (device_token=...) to top-level
+// GET navigations to the authorization endpoints this device is registered with.
+// The endpoints and the tokens come from the native messaging host (`devtrust
+// native-host`); docs/browser.md says how this works in each browser and why.
+"use strict";
+
+const HOST_NAME = "dev.devtrust.host";
+const PARAMETER = "device_token";
+const CONTINUE_PAGE = "continue.html";
+// How long a redirect to the continue page stays claimable, and a fallback's pass.
+const PENDING_MILLISECONDS = 30_000;
+const BYPASS_MILLISECONDS = 10_000;
+const REFRESH_ALARM = "devtrust-refresh-config";
+// A new registration reaches the rules within this long (docs/browser.md).
+const REFRESH_MINUTES = 1;
+
+const api = globalThis.browser ?? globalThis.chrome;
+// Firefox keeps blocking webRequest listeners that may answer later (a Promise):
+// there the navigation itself is redirected with the token. Chromium has none
+// in Manifest V3, so it redirects through the continue page (declarativeNetRequest).
+const usesBlockingWebRequest = typeof globalThis.browser !== "undefined" && typeof browser.runtime.getBrowserInfo === "function";
+
+const ALLOW_RULE_ID = 1;
+const FIRST_REDIRECT_RULE_ID = 100;
+const FIRST_BYPASS_RULE_ID = 1_000_000;
+
+// The current configuration: the endpoints as the host gave them (canonical
+// origin + path) and the host's revision of that list.
+let endpoints = new Set();
+let revision = null;
+let configLoaded = null;
+// Navigations this extension redirected to the continue page, by tab:
+// { url, at, target (the promise of where it goes on), taken }.
+const pendingByTab = new Map();
+
+function warn(message, error) {
+  const reason = error === undefined ? "" : ": " + (error && error.message ? error.message : String(error));
+  const text = "devtrust: " + message + reason;
+  console.warn(text);
+  api.storage.local.set({ lastError: { message: text, at: new Date().toISOString() } }).catch(() => {});
+}
+
+function isLoopback(hostname) {
+  return hostname === "127.0.0.1" || hostname === "localhost" || hostname === "[::1]";
+}
+
+// An endpoint as origin + path, or null for anything this extension never touches.
+function canonicalEndpoint(text) {
+  let url;
+  try { url = new URL(text); } catch { return null; }
+  if (url.username || url.password || url.search || url.hash) return null;
+  if (!(url.protocol === "https:" || (url.protocol === "http:" && isLoopback(url.hostname)))) return null;
+  return url.origin + url.pathname;
+}
+
+// The endpoint a navigation URL goes to, or null.
+function endpointOf(text) {
+  let url;
+  try { url = new URL(text); } catch { return null; }
+  if (url.username || url.password || url.hash) return null;
+  const endpoint = url.origin + url.pathname;
+  return endpoints.has(endpoint) && text.startsWith(endpoint) ? endpoint : null;
+}
+
+function hasDeviceToken(text) {
+  try { return new URL(text).searchParams.has(PARAMETER); } catch { return true; }
+}
+
+// The URL with device_token appended to its query; everything before it unchanged.
+function withToken(text, token) {
+  const separator = !text.includes("?") ? "?" : (text.endsWith("?") || text.endsWith("&") ? "" : "&");
+  return text + separator + PARAMETER + "=" + encodeURIComponent(token);
+}
+
+// One connection to the host, kept while the browser runs: a token then costs a
+// message, not a process start (docs/performance.md). A host that ends or is
+// missing fails what is waiting; the next request connects again.
+const HOST_TIMEOUT_MILLISECONDS = 10_000;
+let hostPort = null;
+let nextRequestId = 1;
+const waitingReplies = new Map();
+
+function hostConnection() {
+  if (hostPort) return hostPort;
+  const port = api.runtime.connectNative(HOST_NAME);
+  port.onMessage.addListener((reply) => {
+    const waiting = reply && waitingReplies.get(reply.id);
+    if (!waiting) return;
+    waitingReplies.delete(reply.id);
+    waiting.settle(reply);
+  });
+  port.onDisconnect.addListener((disconnected) => {
+    if (hostPort === port) hostPort = null;
+    const reason = (disconnected && disconnected.error) || api.runtime.lastError;
+    const error = new Error(reason && reason.message ? reason.message : "the native host ended");
+    for (const [id, waiting] of waitingReplies) {
+      if (waiting.port === port) {
+        waitingReplies.delete(id);
+        waiting.settle(null, error);
+      }
+    }
+  });
+  hostPort = port;
+  return port;
+}
+
+function askHost(message) {
+  return new Promise((resolve, reject) => {
+    const id = nextRequestId++;
+    let port;
+    try {
+      port = hostConnection();
+    } catch (error) {
+      reject(error);
+      return;
+    }
+    const timer = setTimeout(() => {
+      waitingReplies.delete(id);
+      if (hostPort === port) hostPort = null;
+      port.disconnect();
+      reject(new Error("the native host did not answer within " + HOST_TIMEOUT_MILLISECONDS / 1000 + " s"));
+    }, HOST_TIMEOUT_MILLISECONDS);
+    waitingReplies.set(id, {
+      port,
+      settle(reply, error) {
+        clearTimeout(timer);
+        if (error) return reject(error);
+        if (!reply || typeof reply !== "object") return reject(new Error("the native host answered nothing"));
+        if (reply.type === "error") {
+          const failure = new Error((reply.error || "error") + (reply.message ? " (" + reply.message + ")" : ""));
+          failure.code = reply.error;
+          return reject(failure);
+        }
+        if (reply.type !== message.type) return reject(new Error("the native host answered " + JSON.stringify(reply.type) + " to " + message.type));
+        resolve(reply);
+      },
+    });
+    try {
+      port.postMessage({ ...message, id });
+    } catch (error) {
+      waitingReplies.delete(id);
+      clearTimeout(timer);
+      reject(error);
+    }
+  });
+}
+
+// ---- configuration
+
+function loadConfig() {
+  configLoaded ??= refreshConfig("startup");
+  return configLoaded;
+}
+
+async function refreshConfig(why) {
+  let reply;
+  try {
+    reply = await askHost({ type: "config" });
+  } catch (error) {
+    // No host, or a broken one: touch no navigation at all until it answers.
+    warn("cannot read the configuration from the native host " + HOST_NAME + " (" + why + "); no navigation gets a device token", error);
+    await applyEndpoints([], null);
+    return;
+  }
+  const list = Array.isArray(reply.authorizationEndpoints) ? reply.authorizationEndpoints : [];
+  const canonical = [];
+  for (const item of list) {
+    const endpoint = typeof item === "string" ? canonicalEndpoint(item) : null;
+    if (endpoint) canonical.push(endpoint);
+    else warn("ignoring an authorization endpoint that is not https (or http to loopback): " + JSON.stringify(item));
+  }
+  const newRevision = typeof reply.revision === "string" ? reply.revision : JSON.stringify(canonical);
+  if (newRevision === revision && canonical.length === endpoints.size) return;
+  await applyEndpoints(canonical, newRevision);
+}
+
+async function applyEndpoints(list, newRevision) {
+  endpoints = new Set(list);
+  revision = newRevision;
+  await api.storage.session?.set({ endpoints: list, revision: newRevision }).catch(() => {});
+  if (!usesBlockingWebRequest) await applyRedirectRules(list);
+}
+
+// ---- Chromium: declarativeNetRequest to the continue page
+
+function escapeRegex(text) {
+  return text.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
+}
+
+async function applyRedirectRules(list) {
+  const rules = list.map((endpoint, index) => ({
+    id: FIRST_REDIRECT_RULE_ID + index,
+    priority: 1,
+    action: { type: "redirect", redirect: { extensionPath: "/" + CONTINUE_PAGE } },
+    condition: {
+      regexFilter: "^" + escapeRegex(endpoint) + "(\\?.*)?$",
+      isUrlFilterCaseSensitive: true,
+      resourceTypes: ["main_frame"],
+      requestMethods: ["get"],
+    },
+  }));
+  if (rules.length > 0) {
+    // A URL that already carries a device token goes through untouched (no second token).
+    rules.push({
+      id: ALLOW_RULE_ID,
+      priority: 2,
+      action: { type: "allow" },
+      condition: { regexFilter: "[?&]" + PARAMETER + "([=&]|$)", isUrlFilterCaseSensitive: true, resourceTypes: ["main_frame"] },
+    });
+  }
+  const existing = await api.declarativeNetRequest.getDynamicRules();
+  await api.declarativeNetRequest.updateDynamicRules({ removeRuleIds: existing.map((rule) => rule.id), addRules: rules });
+}
+
+// The continue page's URLs: with use_dynamic_url, redirects go to a per-session
+// origin (runtime.getURL's), while the page's messages name the extension's own.
+function isContinuePage(text) {
+  const pages = [api.runtime.getURL(CONTINUE_PAGE), new URL("/" + CONTINUE_PAGE, globalThis.location.origin).href];
+  return typeof text === "string" && pages.some((page) => text === page || text.startsWith(page + "#") || text.startsWith(page + "?"));
+}
+
+// A navigation this extension redirected to the continue page: the browser reports
+// the redirect of that tab's navigation to it (webRequest.onBeforeRedirect). The
+// token is asked for at once, while the continue page loads; whichever comes
+// first, the token or the page, takes the tab on to the URL (once).
+function onBeforeRedirect(details) {
+  if (details.type !== "main_frame" || details.tabId < 0) return;
+  if (!isContinuePage(details.redirectUrl)) return;
+  const tabId = details.tabId;
+  for (const [tab, old] of pendingByTab) if (Date.now() - old.at > PENDING_MILLISECONDS) pendingByTab.delete(tab);
+  const pending = { url: details.url, at: Date.now(), taken: false };
+  pending.target = destination(tabId, details.url);
+  pendingByTab.set(tabId, pending);
+  pending.target.then((url) => {
+    if (pending.taken || pendingByTab.get(tabId) !== pending) return;
+    pending.taken = true;
+    // Before the continue page is shown: that page then never enters the history.
+    api.tabs.update(tabId, { url }).catch((error) => warn("could not take the tab on to the sign-in", error));
+  });
+}
+
+// Where a redirected navigation goes on to: its URL with a fresh token, or, when the
+// host gives none, the same URL through a tab-scoped pass (no redirect again).
+async function destination(tabId, url) {
+  try {
+    const target = await tokenURL(url);
+    if (target !== null) return target;
+  } catch (error) {
+    warn("no device token for " + new URL(url).origin + "; the sign-in goes on without one", error);
+  }
+  await allowOnce(tabId);
+  return url;
+}
+
+// A tab-scoped pass for one navigation that goes on without a token.
+async function allowOnce(tabId) {
+  const id = FIRST_BYPASS_RULE_ID + tabId;
+  await api.declarativeNetRequest.updateSessionRules({
+    removeRuleIds: [id],
+    addRules: [{ id, priority: 3, action: { type: "allow" }, condition: { tabIds: [tabId], resourceTypes: ["main_frame"] } }],
+  });
+  setTimeout(() => api.declarativeNetRequest.updateSessionRules({ removeRuleIds: [id] }).catch(() => {}), BYPASS_MILLISECONDS);
+}
+
+// The continue page, shown before the token came, asks where to go. It gets the
+// URL of the navigation this extension redirected in its tab (with the token, or
+// without one when the host gives none); a page that was not opened by that
+// redirect gets nothing. When the tab was already taken on, the page waits.
+async function continueNavigation(sender) {
+  const tabId = sender.tab?.id;
+  const pending = tabId === undefined ? undefined : pendingByTab.get(tabId);
+  if (pending) pendingByTab.delete(tabId);
+  if (!isContinuePage(sender.url) || !pending || Date.now() - pending.at > PENDING_MILLISECONDS) {
+    warn("a continue page asked for a token without a navigation this extension redirected; refused");
+    return { refused: true };
+  }
+  if (pending.taken) return { waiting: true };
+  pending.taken = true;
+  return { url: await pending.target };
+}
+
+// ---- both browsers
+
+// The navigation URL with a fresh token, or null when it gets none.
+async function tokenURL(url) {
+  await loadConfig();
+  if (!endpointOf(url) || hasDeviceToken(url)) return null;
+  let reply;
+  try {
+    reply = await askHost({ type: "token", url });
+  } catch (error) {
+    if (error.code === "not_allowed" || error.code === "not_registered") refreshConfig("the host refused a token").catch(() => {});
+    throw error;
+  }
+  if (typeof reply.token !== "string" || !/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(reply.token)) {
+    throw new Error("the native host's token is not a compact JWS");
+  }
+  const target = withToken(url, reply.token);
+  // Only ever the endpoint URL it was asked for, plus the token.
+  if (endpointOf(target) !== endpointOf(url)) throw new Error("the URL with the token is not the endpoint's");
+  return target;
+}
+
+// Firefox: the navigation itself waits for the token and is redirected with it.
+function onBeforeRequest(details) {
+  if (details.method !== "GET" || details.type !== "main_frame") return undefined;
+  if (!endpointOf(details.url) || hasDeviceToken(details.url)) return undefined;
+  return tokenURL(details.url).then(
+    (url) => (url === null ? {} : { redirectUrl: url }),
+    (error) => {
+      warn("no device token for " + new URL(details.url).origin + "; the sign-in goes on without one", error);
+      return {};
+    });
+}
+
+const HOST_PATTERNS = ["https://*/*", "http://127.0.0.1/*", "http://localhost/*", "http://[::1]/*"];
+
+if (usesBlockingWebRequest) {
+  // Firefox checks every main-frame request against the endpoints itself; only
+  // a match waits for the host.
+  api.webRequest.onBeforeRequest.addListener(onBeforeRequest, { urls: HOST_PATTERNS, types: ["main_frame"] }, ["blocking"]);
+} else {
+  api.webRequest.onBeforeRedirect.addListener(onBeforeRedirect, { urls: HOST_PATTERNS, types: ["main_frame"] });
+  api.runtime.onMessage.addListener((message, sender, sendResponse) => {
+    if (message?.type !== "continue") return false;
+    continueNavigation(sender).then(sendResponse, (error) => {
+      warn("the continue page could not be answered", error);
+      sendResponse({ refused: true });
+    });
+    return true;
+  });
+}
+
+// A background woken for an event: the endpoints come back from storage.session (the
+// rules are still in place); the host is asked when nothing is stored (a browser
+// start or an install clears it).
+configLoaded = (async () => {
+  const stored = await api.storage.session.get(["endpoints", "revision"]).catch(() => ({}));
+  if (Array.isArray(stored.endpoints)) {
+    endpoints = new Set(stored.endpoints);
+    revision = stored.revision ?? null;
+  } else {
+    await refreshConfig("start");
+  }
+})();
+
+api.alarms.create(REFRESH_ALARM, { periodInMinutes: REFRESH_MINUTES });
+api.alarms.onAlarm.addListener((alarm) => {
+  if (alarm.name === REFRESH_ALARM) configLoaded = refreshConfig("periodic check");
+});
