@@ -59,7 +59,11 @@ import Testing
                           "-6cskd5xN-w3eIP04zgfHhPnI6iZGvEGAXBPAFeen9k", "--8"]
         for _ in 0..<100 {
             var bytes = [UInt8](repeating: 0, count: 32)
-            for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255) }
+            // Without a dot: a challenge with one may be refused as a possible JWS signing input (ChallengePolicy).
+            for index in bytes.indices {
+                let byte = UInt8.random(in: 0...255)
+                bytes[index] = byte == UInt8(ascii: ".") ? 0 : byte
+            }
             challenges.append(Base64URL.encode(bytes))
         }
         for (index, challenge) in challenges.enumerated() {

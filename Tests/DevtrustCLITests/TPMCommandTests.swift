@@ -139,7 +139,8 @@ import Testing
         let publicKey = setup.directory.write("pub.pem", try setup.cli.run("pubkey", "--format", "pem").stdout)
         var tokens = [JSONValue]()
         for index in 0..<40 {
-            let challenge = Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255) })
+            // Random bytes without a dot: a challenge with one may be refused as a possible JWS signing input (ChallengePolicy).
+            let challenge = Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255) }.map { $0 == UInt8(ascii: ".") ? 0 : $0 })
             let signature = try setup.cli.run("sign-challenge", "--", challenge)
             #expect(signature.status == 0, "\(signature)")
             setup.directory.write("sig", Array(try #require(Data(base64Encoded: signature.output))))
