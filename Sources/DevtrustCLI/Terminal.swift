@@ -13,6 +13,12 @@ public protocol Terminal: AnyObject {
     func readSecret(prompt: String) -> String?
     var inputIsTerminal: Bool { get }
     var errorIsTerminal: Bool { get }
+    /// Whether stdout is a terminal (`doctor` colours its report there).
+    var outputIsTerminal: Bool { get }
+}
+
+extension Terminal {
+    public var outputIsTerminal: Bool { false }
 }
 
 /// The process's own standard streams.
@@ -25,6 +31,7 @@ public final class ProcessTerminal: Terminal {
     public var inputIsTerminal: Bool { isatty(0) == 1 }
     /// Asked once: the colour of every line and the network-wait indicator depend on it.
     public private(set) lazy var errorIsTerminal: Bool = isatty(2) == 1
+    public var outputIsTerminal: Bool { isatty(1) == 1 }
 
     public func readInput(limit: Int) -> [UInt8]? {
         var contents = [UInt8]()
