@@ -138,7 +138,7 @@ import Testing
         let device = try DeviceFixture<DevtrustBinary>()
         let urls = Self.ports(holes).map { "http://127.0.0.1:\($0)" }
         try Self.addRegistrations(device.directory.file("ks"), servers: urls)
-        let ((result, checks), seconds) = try Self.timed { try DoctorTests.doctor(device.cli) }
+        let ((result, checks), seconds) = try Self.timed { try DoctorTests.doctor(TimeLimitedRunner(device.cli)) }
         #expect(result.status == 0 && seconds < 12, "\(seconds) s: \(result)")
         for url in urls {
             let clock = checks["clock." + url]
@@ -232,17 +232,18 @@ import Testing
 
         var software = try DeviceFixture<DevtrustBinary>()
         software.cli.extraEnvironment["DEVTRUST_TCTI"] = silent
-        let ((result, checks), seconds) = try Self.timed { try DoctorTests.doctor(software.cli) }
+        let softwareCLI = TimeLimitedRunner(software.cli)
+        let ((result, checks), seconds) = try Self.timed { try DoctorTests.doctor(softwareCLI) }
         #expect(result.status == 0 && seconds < 30, "\(seconds) s: \(result)")
         #expect(Self.verdict(checks["key.signs"]) == "pass")
         #expect(Self.verdict(checks["tpm.reachable"]) == "warn" && Self.detail(checks["tpm.reachable"]).hasPrefix("the TPM at \(silent) did not answer within 5 s"),
                 "\(String(describing: checks["tpm.reachable"]))")
-        let (status, statusSeconds) = try Self.timed { try software.cli.run("status") }
+        let (status, statusSeconds) = try Self.timed { try softwareCLI.run("status") }
         #expect(status.status == 0 && statusSeconds < 30 && status.stdout.contains("TPM: no TPM at \(silent) (no answer within 5 s)"), "\(statusSeconds) s: \(status)")
 
         let setup = try SwtpmDeviceFixture()
         #expect(try setup.cli.run("init", "--backend", "tpm", "-q").status == 0)
-        var tpmKey = setup.cli
+        var tpmKey = TimeLimitedRunner(setup.cli)
         tpmKey.extraEnvironment["DEVTRUST_TCTI"] = silent
         let ((tpmResult, tpmChecks), tpmSeconds) = try Self.timed { try DoctorTests.doctor(tpmKey) }
         #expect(tpmResult.status == 1 && tpmSeconds < 60, "\(tpmSeconds) s: \(tpmResult)")
@@ -613,5 +614,24 @@ struct SetprivRunner: DevtrustRunner {
 
     func run(_ arguments: [String], stdin: [UInt8]?) throws -> ProcessResult {
         try ProcessRunner.run("/usr/bin/setpriv", privileges + [binary] + arguments, environment: environment, stdin: stdin)
+    }
+}
+
+/// The binary killed after 120 s: a command that hangs fails its test (exit 137) instead of hanging the run.
+struct TimeLimitedRunner: DevtrustRunner {
+    var binary: DevtrustBinary
+
+    init(_ binary: DevtrustBinary) {
+        self.binary = binary
+    }
+
+    var keystore: String { binary.keystore }
+    var extraEnvironment: [String: String] {
+        get { binary.extraEnvironment }
+        set { binary.extraEnvironment = newValue }
+    }
+
+    func run(_ arguments: [String], stdin: [UInt8]?) throws -> ProcessResult {
+        try ProcessRunner.run("/usr/bin/timeout", ["-s", "KILL", "120", binary.path] + arguments, environment: environment, stdin: stdin)
     }
 }
