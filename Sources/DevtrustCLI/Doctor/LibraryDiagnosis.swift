@@ -1,4 +1,3 @@
-import CCurl
 import CQRCode
 import DevtrustHTTP
 import DevtrustKeys
@@ -73,16 +72,22 @@ struct LibraryDiagnosis {
     func curl() -> DoctorCheck {
         let id = "library.libcurl", title = "libcurl (HTTPS)"
         let name = CurlHTTPClient.libraryName
-        var error = [CChar](repeating: 0, count: 256)
-        let loaded = devtrust_curl_load(&error, error.count)
-        guard loaded != 0 else {
-            return DoctorCheck(id, title, .pass, "\(name) loads (libcurl \(Self.version(devtrust_curl_runtime_version())))")
+        let problem: String
+        var tooOld = false
+        switch CurlHTTPClient.loadProblem() {
+        case nil:
+            return DoctorCheck(id, title, .pass, "\(name) loads (libcurl \(CurlHTTPClient.runtimeVersion))")
+        case let .libraryTooOld(version)?:
+            problem = "\(name) is libcurl \(version), too old: devtrust needs 7.63.0 or later"
+            tooOld = true
+        case let .libraryUnavailable(reason)?:
+            problem = "cannot load \(name): \(reason)"
+        case let other?:
+            problem = "cannot load \(name): \(other)"
         }
-        let reason = String(decoding: error.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let problem = loaded == -2 ? "\(name) is libcurl \(reason), too old: devtrust needs 7.63.0 or later" : "cannot load \(name): \(reason)"
         return DoctorCheck(id, title, .warn,
                            problem + ": register, login, access-token refreshes, logout and the clock checks here cannot reach a server; token, pubkey, status and the other offline commands work",
-                           fix: loaded == -2 ? "install a newer libcurl4 (7.63.0 or later)" : "sudo apt-get install libcurl4")
+                           fix: tooOld ? "install a newer libcurl4 (7.63.0 or later)" : "sudo apt-get install libcurl4")
     }
 
     /// As `login --device-code` draws its QR code: the library and its encoder, on a short text.
@@ -105,10 +110,5 @@ struct LibraryDiagnosis {
     private func dlopenProblem(_ name: String) -> String? {
         guard dlopen(name, RTLD_NOW | RTLD_LOCAL) == nil else { return nil }
         return dlerror().map { String(cString: $0) } ?? "cannot be loaded"
-    }
-
-    /// 0x075800 is "7.88.0".
-    private static func version(_ number: UInt32) -> String {
-        "\(number >> 16).\((number >> 8) & 0xFF).\(number & 0xFF)"
     }
 }
