@@ -14,6 +14,10 @@ public struct CommandEnvironment {
     public var bootClock: @Sendable () -> BootClockReading = { BootClockReading.system() }
     /// The running devtrust binary's absolute path (what a browser's host manifest names), read when asked.
     public var executablePath: @Sendable () -> String? = { CommandEnvironment.runningExecutable() }
+    /// Whether probes that may never end (a TPM that accepts and does not answer, a server) run in
+    /// child processes killed at a deadline (`BoundedProbes`): the real, single-threaded process does;
+    /// in-process tests, in a multi-threaded test runner where a fork could deadlock, run them inline.
+    public var isolatesProbes = false
 
     public init(variables: [String: String], terminal: any Terminal, clock: any Clock = SystemClock(),
                 random: any RandomSource = SystemRandom(), effectiveUserID: UInt32 = geteuid()) {
@@ -46,6 +50,8 @@ public struct CommandEnvironment {
         for name in knownVariables {
             if let value = getenv(name) { variables[name] = String(cString: value) }
         }
-        return CommandEnvironment(variables: variables, terminal: ProcessTerminal())
+        var environment = CommandEnvironment(variables: variables, terminal: ProcessTerminal())
+        environment.isolatesProbes = true
+        return environment
     }
 }

@@ -9,7 +9,7 @@ import DevtrustKeys
 import DevtrustKeystore
 
 /// The one place that turns any error into what the user reads and the exit code.
-struct ErrorReport {
+struct ErrorReport: Sendable, Equatable {
     let exitCode: ExitCode
     /// The whole text the user reads: what failed, then (when there is one) the hint.
     let message: String
@@ -37,6 +37,16 @@ struct ErrorReport {
         self.detail = detail
     }
 
+    /// A report as it was made elsewhere (a child process's): its parts as they were.
+    init(_ exitCode: ExitCode, summary: String, hint: String?, hintPart: String, detail: String?) {
+        self.exitCode = exitCode
+        self.summary = summary
+        self.hint = hint
+        self.hintPart = hintPart
+        self.message = summary + hintPart
+        self.detail = detail
+    }
+
     /// A message whose last part, after the last `separator`, says what to do next
     /// (the error types word their messages so); no hint without the separator.
     static func splitting(_ exitCode: ExitCode, _ message: String, at separator: String) -> ErrorReport {
@@ -60,19 +70,15 @@ struct ErrorReport {
 
     static func from(_ error: any Error) -> ErrorReport {
         switch error {
+        case let error as ForwardedError:
+            return error.report
         case let error as UsageError:
             return ErrorReport(.usage, summary: error.message, hint: error.command.map { "see `devtrust help \($0)`" }, joinedBy: " (", closing: ")")
         case let error as ConfigError:
             return ErrorReport(.usage, error.description)
         case let error as KeystoreError:
-            switch error {
-            case .unsafePermissions, .wrongOwner, .notRegularFile, .corrupt:
-                return .splitting(.keystore, error.description, at: ". ")
-            case .notDirectory, .unsupportedVersion, .locked, .keyFileMissing:
-                return .splitting(.keystore, error.description, at: "; ")
-            case .io:
-                return ErrorReport(.keystore, error.description)
-            }
+            // Told apart where the error makes them, not by searching the text: a path may hold ". ".
+            return ErrorReport(.keystore, summary: error.summary, hint: error.hint, joinedBy: error.separator)
         case let error as DeviceError:
             // Each message is "what failed; what to do".
             let exitCode: ExitCode
@@ -136,5 +142,29 @@ struct ErrorReport {
         default:
             return ErrorReport(.failure, "unexpected error: \(error)")
         }
+    }
+}
+
+/// An error a child process reported (`BoundedProbes`), as `ErrorReport` worded it there:
+/// the same message, hint and exit code as the error itself gives.
+struct ForwardedError: Error, CustomStringConvertible {
+    let report: ErrorReport
+
+    init(_ report: ErrorReport) {
+        self.report = report
+    }
+
+    var description: String { report.message }
+
+    var json: JSONValue {
+        .object(["exitCode": .integer(Int64(report.exitCode.rawValue)), "summary": .string(report.summary),
+                 "hint": report.hint.map(JSONValue.string) ?? .null, "hintPart": .string(report.hintPart),
+                 "detail": report.detail.map(JSONValue.string) ?? .null])
+    }
+
+    init?(json: JSONValue) {
+        guard let object = json.objectValue, let code = object["exitCode"]?.int64Value.flatMap({ Int32(exactly: $0) }).flatMap(ExitCode.init(rawValue:)),
+              let summary = object["summary"]?.stringValue, let hintPart = object["hintPart"]?.stringValue else { return nil }
+        report = ErrorReport(code, summary: summary, hint: object["hint"]?.stringValue, hintPart: hintPart, detail: object["detail"]?.stringValue)
     }
 }

@@ -23,6 +23,12 @@ public protocol Terminal: AnyObject {
     /// The window size of the terminal on stderr; nil when stderr is no
     /// terminal or the terminal does not know its size (0 x 0).
     var errorSize: TerminalSize? { get }
+    /// Whether stdout is a terminal (`doctor` colours its report there).
+    var outputIsTerminal: Bool { get }
+}
+
+extension Terminal {
+    public var outputIsTerminal: Bool { false }
 }
 
 /// A terminal window's size in character cells; both at least 1.
@@ -51,6 +57,7 @@ public final class ProcessTerminal: Terminal {
     public var inputIsTerminal: Bool { isatty(0) == 1 }
     /// Asked once: the colour of every line and the network-wait indicator depend on it.
     public private(set) lazy var errorIsTerminal: Bool = isatty(2) == 1
+    public var outputIsTerminal: Bool { isatty(1) == 1 }
 
     public var errorSize: TerminalSize? {
         var columns: Int32 = 0, rows: Int32 = 0

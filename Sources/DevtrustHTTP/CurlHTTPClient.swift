@@ -46,13 +46,24 @@ public struct CurlHTTPClient: HTTPClient {
         }
     }
 
-    public func send(_ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
+    /// Loads libcurl as every request does (its version, every function devtrust calls):
+    /// nil when it can be used, else why not (`libraryTooOld` or `libraryUnavailable`).
+    public static func loadProblem() -> HTTPError? {
         var loadError = [CChar](repeating: 0, count: 256)
         let loaded = devtrust_curl_load(&loadError, loadError.count)
-        guard loaded == 0 else {
-            let detail = String(decoding: loadError.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            throw loaded == -2 ? .libraryTooOld(version: detail) : .libraryUnavailable(detail)
-        }
+        guard loaded != 0 else { return nil }
+        let detail = String(decoding: loadError.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return loaded == -2 ? .libraryTooOld(version: detail) : .libraryUnavailable(detail)
+    }
+
+    /// The loaded libcurl's version ("7.88.1"); "" before it is loaded.
+    public static var runtimeVersion: String {
+        let number = devtrust_curl_runtime_version()
+        return number == 0 ? "" : "\(number >> 16).\((number >> 8) & 0xFF).\(number & 0xFF)"
+    }
+
+    public func send(_ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
+        if let problem = Self.loadProblem() { throw problem }
         // The URL as curl reads it, checked before anything is sent; the transfer uses this same parse.
         guard let url = devtrust_curl_url() else { throw .libraryUnavailable("curl_url failed") }
         defer { devtrust_curl_url_cleanup(url) }

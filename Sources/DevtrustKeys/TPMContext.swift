@@ -80,11 +80,9 @@ final class TPMContext {
         switch code.tssBaseCode {
         case 2?, 21?: // NOT_IMPLEMENTED, NOT_SUPPORTED: no such TCTI module
             // A mistyped name is no package to install.
-            if !TPMSelection.knownTCTINames.contains(name) && !name.contains("/") && !name.split(separator: ".").contains("so") {
-                let known = TPMSelection.knownTCTINames
-                return .unreachable(tcti: configuration, reason: "unknown TCTI \"\(name)\"",
-                                    hint: "the TCTIs are " + known.dropLast().joined(separator: ", ") + " and " + known.last!
-                                        + ", e.g. --tcti device:/dev/tpmrm0 or --tcti swtpm:host=localhost,port=2321")
+            if !TPMSelection.knownTCTINames.contains(name) && !TPMSelection.namesLibrary(name) {
+                let unknown = TPMSelection.unknownTCTI(name)
+                return .unreachable(tcti: configuration, reason: unknown.reason, hint: unknown.hint)
             }
             return .unreachable(tcti: configuration, reason: "the TCTI library for \"\(name)\" is not installed",
                                 hint: name == "tabrmd" ? "install tpm2-abrmd, or use the kernel's resource manager (device:/dev/tpmrm0)" : "install libtss2-tcti-\(name)0")

@@ -188,6 +188,8 @@ public struct TPMDeviceKey: DeviceKey {
     private func restoredParent(_ context: TPMContext) throws(TPMError) -> ParentObject {
         let handle = keyFile.parent
         let primary: ESYS_TR
+        /// The tpm2-tools commands that put it back, for when devtrust cannot (`ownerPassword`: with the owner's).
+        let putBack: (_ ownerPassword: Bool) -> String?
         if let record = parentRecord {
             let recreated: (object: ESYS_TR, zeroUnique: Bool)?
             do {
@@ -197,10 +199,12 @@ public struct TPMDeviceKey: DeviceKey {
             }
             guard let recreated else { throw .storageRootKeyChanged(standardTemplate: record.isStandardStorageRootKey) }
             primary = recreated.object
+            putBack = { record.recreationCommand(zeroUnique: recreated.zeroUnique, ownerPassword: $0) }
         } else {
             // An older keystore records no parent: only the standard SRK can be tried, and the Load then tells.
             guard handle == TPMHandle.storageRootKey else { throw .parentMissing(handle: handle) }
             primary = try context.createStorageRootKey()
+            putBack = { TPMHandle.standardStorageRootKeyCommand(handle, ownerPassword: $0) }
         }
         do {
             let persistent = try context.persist(primary, at: handle)
@@ -216,7 +220,12 @@ public struct TPMDeviceKey: DeviceKey {
             case nil: throw error
             }
         } catch let error where !error.isConnectionLost {
-            notices?.add("the TPM has no storage root key at \(TPMHandle.format(handle)) any more, and devtrust cannot make it persistent again (\(error)); it signs through a copy it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs) until the key is back at \(TPMHandle.format(handle))")
+            var needsOwner = false
+            if case .ownerAuthorizationRequired = error { needsOwner = true }
+            let command = putBack(needsOwner)
+            notices?.add(TPMNotice("the TPM has no storage root key at \(TPMHandle.format(handle)) any more, and devtrust cannot make it persistent again (\(error)); it signs through a copy it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs) until the key is back at \(TPMHandle.format(handle))",
+                                   fix: "put the storage root key back at \(TPMHandle.format(handle))" + (command.map { ": " + $0 } ?? " (made from the template recorded in keystore.json's `tpmParent`)"),
+                                   degraded: true))
             return ParentObject(object: primary, isTransient: true)
         }
     }
@@ -236,27 +245,53 @@ public struct TPMDeviceKey: DeviceKey {
         let handle = TPMHandle.format(keyFile.parent)
         let putBack = record.recreationCommand(zeroUnique: copy.zeroUnique, ownerPassword: false).map { ": " + $0 }
             ?? " (made again from the template it was made with; tpm2-tools cannot: it is an unusual one; keystore.json holds its public area, in ESAPI's serialization at `tpmParent`)"
-        notices?.add("the object at \(handle) is not the storage root key the device key was made under (its name differs from the one recorded at `devtrust init`): another program replaced it. The device key is not lost: devtrust signs through a copy of its storage root key that it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs) until, once that program's key is moved elsewhere, the key is back at \(handle)\(putBack)")
+        notices?.add(TPMNotice("the object at \(handle) is not the storage root key the device key was made under (its name differs from the one recorded at `devtrust init`): another program replaced it. The device key is not lost: devtrust signs through a copy of its storage root key that it recreates for every signature (CreatePrimary: 50-500 ms on real TPMs) until, once that program's key is moved elsewhere, the key is back at \(handle)\(putBack)",
+                               fix: "find which program put its key at \(handle) and have that key moved to another handle; then put the storage root key back at \(handle)\(putBack)",
+                               degraded: true))
         return ParentObject(object: copy.object, isTransient: true)
+    }
+}
+
+/// Something the TPM backend did on its own that the user should know:
+/// `degraded` when the key works but not as it should (slower, or until
+/// something changes), with `fix`, what puts it right.
+public struct TPMNotice: Sendable, Equatable {
+    public let text: String
+    public let fix: String?
+    public let degraded: Bool
+
+    public init(_ text: String, fix: String? = nil, degraded: Bool = false) {
+        self.text = text
+        self.fix = fix
+        self.degraded = degraded
     }
 }
 
 /// What the TPM backend did on its own that the user should know; the
 /// command line prints them after the command.
 public final class TPMNotices: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let notices = Mutex<[TPMNotice]>([])
 
     public init() {}
 
     func add(_ line: String) {
-        lines.withLock { if !$0.contains(line) { $0.append(line) } }
+        add(TPMNotice(line))
+    }
+
+    func add(_ notice: TPMNotice) {
+        notices.withLock { if !$0.contains(where: { $0.text == notice.text }) { $0.append(notice) } }
+    }
+
+    /// The notices' texts so far, removed from here.
+    public func drain() -> [String] {
+        drainNotices().map(\.text)
     }
 
     /// The notices so far, removed from here.
-    public func drain() -> [String] {
-        lines.withLock { lines in
-            defer { lines = [] }
-            return lines
+    public func drainNotices() -> [TPMNotice] {
+        notices.withLock { notices in
+            defer { notices = [] }
+            return notices
         }
     }
 }

@@ -14,6 +14,12 @@ public struct TPMDescription: Equatable, Sendable {
     public let tcti: String
     public let manufacturer: String
     public let firmwareVersion: String
+
+    public init(tcti: String, manufacturer: String, firmwareVersion: String) {
+        self.tcti = tcti
+        self.manufacturer = manufacturer
+        self.firmwareVersion = firmwareVersion
+    }
 }
 
 /// Creating, adopting and checking device keys in the TPM.

@@ -64,14 +64,45 @@ public struct TPMSelection: Equatable, Sendable {
         guard parts.first == "device" else { return nil }
         let path = parts.count > 1 && !parts[1].isEmpty ? String(parts[1]) : "/dev/tpm0"
         if access(path, F_OK) != 0 {
-            if path.hasSuffix("/tpmrm0") && access(String(path.dropLast(7)) + "/tpm0", F_OK) == 0 {
-                return ("no such device", "the TPM at /dev/tpm0 has no kernel resource manager; start tpm2-abrmd (--tcti tabrmd), or use --tcti device:/dev/tpm0 (one process at a time)")
+            if let direct = directDevice(besideResourceManager: path) {
+                return ("no such device", "the TPM at \(direct) has no kernel resource manager; start tpm2-abrmd (--tcti tabrmd), or use --tcti device:\(direct) (one process at a time): \(path) is missing (a kernel older than 4.12?)")
             }
             return ("no such device", "this machine has no TPM, or it is disabled in the firmware settings")
         }
         if access(path, R_OK | W_OK) != 0 {
-            return ("permission denied", "add yourself to group tss (sudo usermod -aG tss $USER, then log in again)")
+            return ("permission denied", accessHint(path))
         }
         return nil
+    }
+
+    /// For a missing `DIR/tpmrmN`: `DIR/tpmN` when it exists (a TPM whose kernel has no resource manager).
+    public static func directDevice(besideResourceManager path: String) -> String? {
+        guard let slash = path.lastIndex(of: "/"), path[path.index(after: slash)...].hasPrefix("tpmrm") else { return nil }
+        let name = path[path.index(after: slash)...]
+        let direct = String(path[...slash]) + "tpm" + name.dropFirst("tpmrm".count)
+        return access(direct, F_OK) == 0 ? direct : nil
+    }
+
+    /// How the user gets read-write access to a device node: the group that may open it
+    /// (its group, when that group has rw and is not root), else tpm-udev's rule for group tss.
+    static func accessHint(_ path: String) -> String {
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & 0o060 == 0o060, info.st_gid != 0, let group = getgrgid(info.st_gid) {
+            let name = String(cString: group.pointee.gr_name)
+            return "add yourself to group \(name) (sudo usermod -aG \(name) $USER, then log in again)"
+        }
+        return "add yourself to group tss (sudo usermod -aG tss $USER, then log in again), once tpm-udev is installed: its udev rule makes the device read-write for group tss, which its mode does not give now"
+    }
+
+    /// The words for a TCTI name that is none of tpm2-tss's (a mistyped one is no package to install).
+    public static func unknownTCTI(_ name: String) -> (reason: String, hint: String) {
+        let known = knownTCTINames
+        return ("unknown TCTI \"\(name)\"", "the TCTIs are " + known.dropLast().joined(separator: ", ") + " and " + known.last!
+                    + ", e.g. --tcti device:/dev/tpmrm0 or --tcti swtpm:host=localhost,port=2321")
+    }
+
+    /// Whether `name` (a configuration's TCTI name) is a library path or file name rather than a TCTI's name.
+    public static func namesLibrary(_ name: String) -> Bool {
+        name.contains("/") || name.split(separator: ".").contains("so")
     }
 }

@@ -30,6 +30,18 @@ public enum TPMSoftwareStack {
     public static let libraries = [DEVTRUST_TSS2_ESYS_LIBRARY, DEVTRUST_TSS2_TCTILDR_LIBRARY, DEVTRUST_TSS2_MU_LIBRARY, DEVTRUST_TSS2_RC_LIBRARY]
     public static let packages = ["libtss2-esys-3.0.2-0", "libtss2-tctildr0", "libtss2-mu0", "libtss2-rc0"]
 
+    /// Why the TSS cannot be used, as every command loads it (the libraries and
+    /// every function devtrust calls in them), or nil when it loads.
+    public static func loadProblem() -> String? {
+        do {
+            _ = try TSS2Library.load()
+            return nil
+        } catch {
+            if case let .softwareStackMissing(reason) = error { return reason }
+            return error.description
+        }
+    }
+
     /// The TCTI's name in a configuration `NAME[:CONF]`.
     public static func tctiName(_ configuration: String) -> String {
         String(configuration.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")

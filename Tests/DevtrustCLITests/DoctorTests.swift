@@ -32,6 +32,9 @@ import Testing
             #expect(["pass", "warn", "fail", "skip"].contains(verdict), "\(check)")
             #expect(check["title"]?.stringValue?.isEmpty == false && check["detail"]?.stringValue?.isEmpty == false, "\(check)")
             if verdict == "pass" { #expect(check["fix"] == .null, "\(check)") }
+            // Parts joined as sentences, not "….; …".
+            let detail = check["detail"]?.stringValue ?? ""
+            #expect(!detail.contains(".;"), "\(check)")
             if verdict == "warn" || verdict == "fail" { #expect(check["fix"]?.stringValue?.isEmpty == false, "\(check)") }
             checks[id] = check
         }
@@ -274,7 +277,8 @@ import Testing
         let config = checks["config.valid"]
         #expect(Self.verdict(config) == "fail" && Self.detail(config).hasPrefix("configuration file \(file) is not valid JSON: "), "\(String(describing: config))")
         #expect(Self.detail(config).hasSuffix("(line 3, column 16)"), "\(String(describing: config))")
-        #expect(Self.fix(config) == "correct line 3 of \(file) (docs/configuration.md), or move it aside (the built-in defaults then apply)")
+        // A file DEVTRUST_CONFIG names is not moved aside: without it, every command fails.
+        #expect(Self.fix(config) == "correct line 3 of \(file) (docs/configuration.md), or stop naming it (--config, DEVTRUST_CONFIG)")
         #expect(Self.verdict(checks["key.signs"]) == "pass", "\(String(describing: checks["key.signs"]))")
 
         device.directory.write("config.json", #"{"platfrom": "linux"}"#)

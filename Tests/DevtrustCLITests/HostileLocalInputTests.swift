@@ -63,7 +63,7 @@ import Testing
         Damage(name: "manifest of 20 MB", message: "larger than any keystore file") { keystore, _ in
             try replace(keystore + "/keystore.json", with: String(repeating: " ", count: 20_000_000))
         },
-        Damage(name: "key file missing", message: "named by the keystore is missing; run `devtrust init --force`") { keystore, keyFile in
+        Damage(name: "key file missing", message: "named by the keystore is missing; the device key is lost (unless you have a copy of that file: put it back): `devtrust init --force` makes a new one") { keystore, keyFile in
             unlink(keystore + "/" + keyFile)
         },
         Damage(name: "key file garbage", message: "not a PKCS#8 P-256 private key: PrivateKeyInfo: expected tag 0x30") { keystore, keyFile in

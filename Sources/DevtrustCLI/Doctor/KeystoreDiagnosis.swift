@@ -7,8 +7,10 @@ import Glibc
 
 /// `keystore.permissions` and `key.signs`: the keystore directory and its
 /// files as the other commands check them (keystore/README.md: the directory
-/// 0700, files 0600, all the user's, no symlinks), its manifest, and the key
-/// it names loading and signing. Reads only: no lock, no write.
+/// 0700, files 0600, all the user's, no symlinks; the directory one devtrust
+/// can write in), its manifest, and the key it names loading and signing.
+/// Reads only: no lock, no write. What it says of modes and owners it read
+/// from the files.
 struct KeystoreDiagnosis {
     static let permissionsID = "keystore.permissions"
     static let permissionsTitle = "keystore permissions"
@@ -17,12 +19,24 @@ struct KeystoreDiagnosis {
 
     /// The keystore's path, or why it cannot be told (HOME unset).
     let keystore: Result<Keystore, any Error>
+    /// The user doctor runs as (root may read and write whatever the modes say).
+    let userID: UInt32
 
     /// One problem found, and the command that fixes it.
     private struct Finding {
         let verdict: DoctorVerdict
         let detail: String
         let fix: String
+    }
+
+    /// An entry of the keystore directory as found: its name and lstat.
+    private struct Entry {
+        let name: String
+        let path: String
+        let info: stat
+        var isFile: Bool { info.st_mode & S_IFMT == S_IFREG }
+        var isSymlink: Bool { info.st_mode & S_IFMT == S_IFLNK }
+        var mode: mode_t { info.st_mode & 0o777 }
     }
 
     /// The check, and the keystore's state for the checks that need it (nil when there is no keystore yet).
@@ -46,118 +60,214 @@ struct KeystoreDiagnosis {
             return (DoctorCheck.failed(Self.permissionsID, Self.permissionsTitle, error, fallbackFix: "check the keystore's path and its parents' permissions"),
                     .failure(error))
         }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            let finding = Finding(verdict: .fail, detail: "\(path) is not a directory", fix: "point --keystore (or DEVTRUST_KEYSTORE) at the keystore directory")
+            return (DoctorCheck(Self.permissionsID, Self.permissionsTitle, .fail, finding.detail, fix: finding.fix), .failure(KeystoreError.notDirectory(path: path)))
+        }
+        let owner = keystore.ownerID
         var findings = [Finding]()
-        var fileCount = 0
-        if info.st_mode & S_IFMT != S_IFDIR {
-            findings.append(Finding(verdict: .fail, detail: "\(path) is not a directory",
-                                    fix: "point --keystore (or DEVTRUST_KEYSTORE) at the keystore directory"))
+        var entries = [Entry]()
+        if info.st_uid != owner {
+            findings.append(foreignDirectory(path, owner: info.st_uid, expected: owner))
         } else {
-            findings += ownership(of: info, path: path, expectedMode: 0o700, refused: true)
+            findings += directoryFindings(path, info: info)
             if let names = DirectoryListing.names(path) {
                 for name in names {
-                    let (findingsForFile, isFile) = fileFindings(path: (path.hasSuffix("/") ? path : path + "/") + name, name: name, owner: keystore.ownerID)
-                    findings += findingsForFile
-                    if isFile { fileCount += 1 }
+                    var entryInfo = stat()
+                    let entryPath = (path.hasSuffix("/") ? path : path + "/") + name
+                    if lstat(entryPath, &entryInfo) == 0 { entries.append(Entry(name: name, path: entryPath, info: entryInfo)) }
                 }
             } else if findings.isEmpty {
                 findings.append(Finding(verdict: .fail, detail: "\(path) cannot be listed: \(String(cString: strerror(errno)))",
                                         fix: "chmod 700 \(shellQuoted(path))"))
             }
         }
-        // The manifest as every command reads it (corrupt, or from a newer devtrust), once the files are sound.
         let state: Result<KeystoreState?, any Error> = Result { try keystore.load() }
+        let loss = KeyLoss((try? state.get()) ?? nil)
+        findings += entries.filter(\.isSymlink).map { symlinkFinding($0, in: path, owner: owner, loss: loss) }
+        let files = entries.filter(\.isFile)
+        findings += foreignFiles(files, directory: path, owner: owner)
+        findings += modeFindings(files.filter { $0.info.st_uid == owner })
+        // The manifest as every command reads it (corrupt, or from a newer devtrust), once the files are sound.
         if !findings.contains(where: { $0.verdict == .fail }), case let .failure(error) = state {
             let explained = DoctorExplanation(error)
             findings.append(Finding(verdict: .fail, detail: explained.detail, fix: explained.fix ?? "devtrust reset --yes"))
         }
         let worst: DoctorVerdict = findings.contains { $0.verdict == .fail } ? .fail : findings.isEmpty ? .pass : .warn
         guard worst != .pass else {
-            let files = fileCount == 0 ? "" : fileCount == 1 ? " and its file 0600" : " and its \(fileCount) files 0600"
             let manifest = (try? state.get()) == nil ? "no keystore.json yet" : "keystore.json reads"
             return (DoctorCheck(Self.permissionsID, Self.permissionsTitle, .pass,
-                                "\(path): the directory is mode 0700\(files), all owned by you; \(manifest)"), state)
+                                "\(path): the directory is mode \(Self.octal(info.st_mode & 0o777))\(Self.modes(of: files)), all owned by you; \(manifest)"), state)
         }
         let shown = findings.filter { worst == .warn || $0.verdict == .fail }
         return (DoctorCheck(Self.permissionsID, Self.permissionsTitle, worst, shown.map(\.detail).joined(separator: "; "),
                             fix: Self.joined(shown.map(\.fix))), state)
     }
 
-    /// What is wrong with an entry of the keystore directory, and whether it is a file.
-    private func fileFindings(path: String, name: String, owner: UInt32) -> (findings: [Finding], isFile: Bool) {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return ([], false) }
-        switch info.st_mode & S_IFMT {
-        case S_IFLNK:
-            // Files are opened with O_NOFOLLOW: a symlink is refused, never followed.
-            return ([Finding(verdict: .fail, detail: "\(path) is a symlink, which devtrust refuses to follow",
-                             fix: "rm \(shellQuoted(path))" + (name.hasPrefix("key-") ? ", then devtrust init --force" : ""))], false)
-        case S_IFREG:
-            // The manifest and the lock file are not refused when others can read them (the directory keeps
-            // them out); the key, token and cache files are. devtrust writes them all 0600.
-            let refused = name != KeystoreFormat.manifestName && name != ".lock"
-            return (ownership(of: info, path: path, expectedMode: 0o600, refused: refused), true)
-        default:
-            return ([], false)
+    /// ` and its 3 files 0600`, or each file's mode where they differ.
+    private static func modes(of files: [Entry]) -> String {
+        guard let first = files.first else { return "" }
+        if files.allSatisfy({ $0.mode == first.mode }) {
+            return files.count == 1 ? " and its file \(first.name) \(octal(first.mode))" : " and its \(files.count) files \(octal(first.mode))"
         }
+        return ", its files " + DoctorText.listed(files.map { "\($0.name) \(octal($0.mode))" })
     }
 
-    /// The owner and mode of `path` against what devtrust writes (`expectedMode`); `refused`: whether
-    /// the commands refuse it when group or others have access (a warning otherwise).
-    private func ownership(of info: stat, path: String, expectedMode: mode_t, refused: Bool) -> [Finding] {
-        let owner = (try? keystore.get().ownerID) ?? geteuid()
+    static func octal(_ mode: mode_t) -> String {
+        let digits = String(mode, radix: 8)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+
+    /// The directory's mode: no access for group or others (refused), and read, write and search for its owner
+    /// (without them devtrust cannot list, read or write the keystore: init, register and login fail).
+    private func directoryFindings(_ path: String, info: stat) -> [Finding] {
         var findings = [Finding]()
-        if info.st_uid != owner {
-            findings.append(Finding(verdict: .fail, detail: "\(path) is owned by uid \(info.st_uid), not by you (uid \(owner)); devtrust refuses it",
-                                    fix: "sudo chown \(owner) \(shellQuoted(path)), or use a keystore of your own (--keystore DIR)"))
-        }
         let mode = info.st_mode & 0o777
         if mode & 0o077 != 0 {
-            let consequence = refused ? "devtrust refuses it" : "devtrust writes it 0\(String(expectedMode, radix: 8))"
-            findings.append(Finding(verdict: refused ? .fail : .warn,
-                                    detail: "\(path) is mode 0\(String(mode, radix: 8)): group or others have access; \(consequence)",
-                                    fix: "chmod \(String(expectedMode, radix: 8)) \(shellQuoted(path))"))
+            findings.append(Finding(verdict: .fail, detail: "\(path) is mode \(Self.octal(mode)): group or others have access; devtrust refuses it",
+                                    fix: "chmod 700 \(shellQuoted(path))"))
+        } else if access(path, R_OK | W_OK | X_OK) != 0 {
+            findings.append(Finding(verdict: .fail,
+                                    detail: "\(path) is mode \(Self.octal(mode)): devtrust cannot \(mode & 0o100 == 0 ? "open anything in" : mode & 0o400 == 0 ? "list" : "write in") it (init, register, login and refreshes fail)",
+                                    fix: "chmod 700 \(shellQuoted(path))"))
         }
         return findings
     }
 
-    /// Fixes in order, each once: chmod and chown commands joined into one command line.
+    /// Group or others have access to a file (refused for all but the manifest and the lock, which
+    /// the directory keeps private), or its owner cannot read it.
+    private func modeFindings(_ files: [Entry]) -> [Finding] {
+        var findings = [Finding]()
+        for file in files {
+            let refused = file.name != KeystoreFormat.manifestName && file.name != ".lock"
+            if file.mode & 0o077 != 0 {
+                let consequence = refused ? "devtrust refuses it" : "devtrust writes it 0600"
+                findings.append(Finding(verdict: refused ? .fail : .warn,
+                                        detail: "\(file.path) is mode \(Self.octal(file.mode)): group or others have access; \(consequence)",
+                                        fix: "chmod 600 \(shellQuoted(file.path))"))
+            } else if access(file.path, R_OK) != 0 {
+                findings.append(Finding(verdict: .fail, detail: "\(file.path) is mode \(Self.octal(file.mode)): devtrust cannot read it",
+                                        fix: "chmod 600 \(shellQuoted(file.path))"))
+            }
+        }
+        return findings
+    }
+
+    /// The keystore directory belongs to another user: that user's keystore, not something to take over.
+    private func foreignDirectory(_ path: String, owner: UInt32, expected: UInt32) -> Finding {
+        let name = Self.userName(owner).map { "\($0), " } ?? ""
+        let detail = "\(path) belongs to another user (\(name)uid \(owner)), not to you (uid \(expected)); devtrust refuses it"
+        let own = "use a keystore of your own (--keystore DIR or DEVTRUST_KEYSTORE=DIR)"
+        guard expected == 0 else {
+            // Someone else's device key: never a chown the user would take it over with.
+            return Finding(verdict: .fail, detail: detail + ": it is that user's keystore", fix: own)
+        }
+        return Finding(verdict: .fail, detail: detail,
+                       fix: "run devtrust as the user it belongs to, or \(own); if it is meant to be root's (restored as another user, say): chown -R 0 \(shellQuoted(path))")
+    }
+
+    /// Files in the user's keystore owned by someone else (devtrust run under sudo leaves root's, say): one command for all.
+    private func foreignFiles(_ files: [Entry], directory: String, owner: UInt32) -> [Finding] {
+        let foreign = files.filter { $0.info.st_uid != owner }
+        guard !foreign.isEmpty else { return [] }
+        let owners = Set(foreign.map(\.info.st_uid)).sorted().map { uid in "uid \(uid)" + (Self.userName(uid).map { " (\($0))" } ?? "") }
+        let what = foreign.count == 1 ? "\(foreign[0].path) is" : "\(foreign.count) files in \(directory) (\(DoctorText.listed(foreign.map(\.name)))) are"
+        let chown = "chown -R \(owner) \(shellQuoted(directory))"
+        return [Finding(verdict: .fail, detail: "\(what) owned by \(DoctorText.listed(owners)), not by you (uid \(owner)); devtrust refuses \(foreign.count == 1 ? "it" : "them")",
+                        fix: (owner == 0 ? chown : "sudo " + chown) + " (the keystore directory is yours: its files should be too)")]
+    }
+
+    /// A symlink in place of one of devtrust's files: never followed. Where it points to the user's own
+    /// regular file, that file goes in its place; otherwise what is lost without it is said.
+    private func symlinkFinding(_ entry: Entry, in directory: String, owner: UInt32, loss: KeyLoss?) -> Finding {
+        let link = shellQuoted(entry.path)
+        let kind = KeystoreError.FileKind(path: entry.path)
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink(entry.path, &buffer, buffer.count - 1)
+        let written = count > 0 ? String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+        let target = written.hasPrefix("/") ? written : (directory.hasSuffix("/") ? directory : directory + "/") + written
+        let detail = "\(entry.path) is a symlink (to \(written)), which devtrust refuses to follow"
+        if kind == .lock {
+            return Finding(verdict: .fail, detail: detail, fix: "rm \(link) (the lock file holds nothing; devtrust makes it again)")
+        }
+        var info = stat()
+        let usable = stat(target, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && info.st_uid == owner
+        if usable {
+            let description = kind == .key ? "the device key's file" : kind == .manifest ? "the keystore's manifest" : kind == .signIn ? "the sign-in's tokens" : "that file"
+            return Finding(verdict: .fail, detail: detail,
+                           fix: "if \(shellQuoted(target)) is \(description), put it in the link's place: cp --remove-destination -- \(shellQuoted(target)) \(link) && chmod 600 \(link)")
+        }
+        let whyNot = stat(target, &info) != 0 ? "\(written) does not exist"
+            : info.st_mode & S_IFMT != S_IFREG ? "\(written) is not a regular file"
+            : "\(written) belongs to uid \(info.st_uid), not to you"
+        let lost: String
+        switch kind {
+        case .key: lost = "unless you find the key file it stood for (put it in the link's place), " + (loss?.fix ?? "the device key cannot be recovered: `devtrust init --force` makes a new one")
+        case .manifest: lost = "unless you find the keystore.json it stood for (put it in the link's place), `devtrust reset --yes` moves the keystore aside"
+        case .signIn: lost = "remove the link (rm \(link)); `devtrust logout` then forgets the sign-in (sign in again)"
+        case .lock, .other: lost = "remove the link (rm \(link))"
+        }
+        return Finding(verdict: .fail, detail: detail + " (\(whyNot))", fix: lost)
+    }
+
+    private static func userName(_ uid: UInt32) -> String? {
+        getpwuid(uid).map { String(cString: $0.pointee.pw_name) }
+    }
+
+    /// Fixes in order, each once: chmod commands joined into one command line.
     private static func joined(_ fixes: [String]) -> String {
         var unique = [String]()
         for fix in fixes where !unique.contains(fix) { unique.append(fix) }
-        let commands = unique.allSatisfy { $0.hasPrefix("chmod ") || $0.hasPrefix("rm ") && !$0.contains(",") }
+        let commands = unique.allSatisfy { $0.hasPrefix("chmod ") }
         return unique.joined(separator: commands ? " && " : "; ")
     }
 
     /// `key.signs`: the key loads (for a TPM key: the TPM loads it and signs a test digest, in a
     /// session salted to its parent, as `status` checks it), and its signature of a test digest
-    /// verifies with the public key the keystore holds. Never creates or changes a key.
-    func keySigns(state: Result<KeystoreState?, any Error>, store: DeviceStore?) -> DoctorCheck {
+    /// verifies with the public key the keystore holds. Never creates a key; a TPM key's storage
+    /// root key another program evicted is made persistent again, as every command that uses the key does.
+    /// It talks to the TPM: the command runs it in a child process with a deadline.
+    /// `destroysKey`: the fix replaces the key (which the error says is lost). A file the
+    /// other commands refuse (its mode, owner, a symlink) is `keystore.permissions`'s to fix.
+    func keySigns(state: Result<KeystoreState?, any Error>, store: DeviceStore?, permissionsFailed: Bool) -> (check: DoctorCheck, destroysKey: Bool) {
         guard let store, case let .success(loaded) = state else {
-            return DoctorCheck(Self.keyID, Self.keyTitle, .fail, "the keystore cannot be read, so neither can the key (see \(Self.permissionsID))",
-                               fix: "fix \(Self.permissionsID) first")
+            return (DoctorCheck(Self.keyID, Self.keyTitle, .fail, "the keystore cannot be read, so neither can the key (see \(Self.permissionsID))",
+                                fix: "fix \(Self.permissionsID) first"), false)
         }
         guard let record = loaded?.key else {
-            return DoctorCheck(Self.keyID, Self.keyTitle, .fail, "no device key in \(store.keystore.path)",
-                               fix: "devtrust init (then devtrust register --server URL)")
+            return (DoctorCheck(Self.keyID, Self.keyTitle, .fail, "no device key in \(store.keystore.path)",
+                                fix: "devtrust init (then devtrust register --server URL)"), false)
         }
         do {
             let device = try store.loadKey()
             try store.check(device)
             if device.key is SoftwareDeviceKey { try device.key.checkCanSign(random: store.random) }
-            let notices = store.tpmNotices.drain()
+            let notices = store.tpmNotices.drainNotices()
             let tpmKey = device.key as? TPMDeviceKey
             let place = tpmKey.map { " in the TPM at \($0.selection.candidates.joined(separator: " or "))" } ?? ""
-            var detail = "the \(record.backend.rawValue) key \(record.fingerprint)\(place) loads and signs a test digest, which its public key verifies"
-            for notice in notices { detail += "; " + notice }
-            if let advice = StatusCommand.lockoutAdvice(tpmKey?.lockoutExposure) {
-                return DoctorCheck(Self.keyID, Self.keyTitle, .warn, detail + "; but it is exposed to dictionary-attack lockout", fix: advice)
+            let detail = DoctorText.joined(["the \(record.backend.rawValue) key \(record.fingerprint)\(place) loads and signs a test digest, which its public key verifies"]
+                                           + notices.map(\.text))
+            // The key works, but not as it should until something is put right (another program's key at its parent's handle, say).
+            let degraded = notices.filter(\.degraded)
+            if !degraded.isEmpty {
+                return (DoctorCheck(Self.keyID, Self.keyTitle, .warn, detail, fix: degraded.compactMap(\.fix).joined(separator: "; ")), false)
             }
-            return DoctorCheck(Self.keyID, Self.keyTitle, .pass, detail)
+            if let advice = StatusCommand.lockoutAdvice(tpmKey?.lockoutExposure) {
+                return (DoctorCheck(Self.keyID, Self.keyTitle, .warn, detail + "; but it is exposed to dictionary-attack lockout", fix: advice), false)
+            }
+            return (DoctorCheck(Self.keyID, Self.keyTitle, .pass, detail), false)
         } catch {
-            let failed = DoctorCheck.failed(Self.keyID, Self.keyTitle, error, fallbackFix: "see `devtrust status`")
-            let notices = store.tpmNotices.drain()
-            guard !notices.isEmpty else { return failed }
-            return DoctorCheck(failed.id, failed.title, failed.verdict, ([failed.detail] + notices).joined(separator: "; "), fix: failed.fix)
+            if permissionsFailed, let error = error as? KeystoreError {
+                switch error {
+                case .unsafePermissions, .wrongOwner, .notRegularFile, .notDirectory, .io:
+                    return (DoctorCheck(Self.keyID, Self.keyTitle, .fail, error.summary, fix: "fix \(Self.permissionsID) first"), false)
+                default: break
+                }
+            }
+            let explained = DoctorExplanation(error, loss: KeyLoss(loaded))
+            let notices = store.tpmNotices.drainNotices()
+            let detail = DoctorText.joined([explained.detail] + notices.map(\.text))
+            return (DoctorCheck(Self.keyID, Self.keyTitle, .fail, detail, fix: explained.fix ?? "see `devtrust status`"), explained.destroysKey)
         }
     }
 }

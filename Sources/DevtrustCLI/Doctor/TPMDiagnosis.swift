@@ -77,12 +77,61 @@ struct TPMDeviceNode {
         return text + " " + owner + ":" + (groupName ?? String(info.st_gid))
     }
 
+    /// Whether its group may read it but not write it (0640: no group membership opens it read-write).
+    var groupMayOnlyRead: Bool { info.map { $0.st_mode & 0o060 == 0o040 } ?? false }
+
+    /// For a missing resource manager node (DIR/tpmrm0), the TPM's own node beside it (DIR/tpm0) when that exists.
+    var directDevice: String? { TPMSelection.directDevice(besideResourceManager: path) }
+
+    /// Why it is missing, in a few words.
+    var missingDetail: String {
+        guard let directDevice else { return "\(path) does not exist: no TPM here" }
+        return "\(path) does not exist, but \(directDevice) does: the TPM has no kernel resource manager (a kernel older than 4.12?)"
+    }
+
     /// What to do when it is missing.
     var missingFix: String {
-        if path.hasSuffix("/tpmrm0"), access(String(path.dropLast(7)) + "/tpm0", F_OK) == 0 {
-            return "the TPM at /dev/tpm0 has no kernel resource manager: start tpm2-abrmd (--tcti tabrmd), or use --tcti device:/dev/tpm0 (one process at a time)"
+        if let directDevice {
+            return "start tpm2-abrmd (--tcti tabrmd), or use --tcti device:\(directDevice) (one process at a time)"
         }
         return "this machine has no TPM, or it is disabled: enable it in the firmware (BIOS/UEFI) settings, or give --tcti for another TPM"
+    }
+}
+
+/// The TCTI named by `--tcti` or a TCTI variable where the keystore recorded
+/// another one with the key: the key's TPM is the recorded one, this run uses the other.
+struct TCTIOverride: Sendable {
+    /// What names the TCTI in effect: `--tcti`, or the variable.
+    let source: String
+    let tcti: String
+    /// The one recorded with the key at init, nil when none was.
+    let recorded: String?
+    /// What devtrust would use without the override (the recorded TCTI, else the default).
+    let withoutOverride: TPMSelection
+
+    /// How to stop overriding.
+    var undo: String {
+        source == "--tcti" ? "leave out --tcti \(tcti)" : "unset \(source)"
+    }
+
+    /// `the key was recorded with swtpm:… at init, but DEVTRUST_TCTI makes this run use device:…`.
+    var described: String {
+        guard let recorded else {
+            return "\(source) makes this run use \(tcti); the keystore records no TCTI for the key (without \(source), devtrust uses \(withoutOverride.candidates.joined(separator: " or ")))"
+        }
+        return "the key was recorded with \(recorded) at init, but \(source) makes this run use \(tcti)"
+    }
+
+    /// The override in effect for a run, when it names another TCTI than the one devtrust would use for the key without it.
+    static func of(_ selection: TPMSelection, global tcti: String?, environment: [String: String], recorded: String?) -> TCTIOverride? {
+        guard selection.isExplicit, let inUse = selection.candidates.first else { return nil }
+        let variables = ["DEVTRUST_TCTI", "TPM2TOOLS_TCTI", "TSS2_TCTI"]
+        let source = tcti?.isEmpty == false ? "--tcti" : variables.first { environment[$0]?.isEmpty == false } ?? "--tcti"
+        var plain = environment
+        for name in variables { plain[name] = nil }
+        let without = TPMSelection(explicit: nil, environment: plain).forKey(recordedTCTI: recorded)
+        guard without.candidates != [inUse] else { return nil }
+        return TCTIOverride(source: source, tcti: inUse, recorded: recorded.flatMap { TPMSelection.isRecordable($0) ? $0 : nil }, withoutOverride: without)
     }
 }
 
@@ -93,6 +142,7 @@ struct TPMDeviceNode {
 /// the key does not need one.
 struct TPMDiagnosis {
     static let reachableID = "tpm.reachable"
+    static let reachableTitle = "TPM reachable"
     static let permissionsID = "tpm.device-permissions"
     static let groupID = "tpm.group"
 
@@ -102,14 +152,17 @@ struct TPMDiagnosis {
     /// False when the keystore cannot be read: whether a key needs the TPM is not known.
     let keyKnown: Bool
     let user: DoctorUser
+    /// Set when `--tcti` or a variable overrides the TCTI recorded with the key (or the default).
+    let override: TCTIOverride?
     /// The first TCTI's device node, for a `device:` TCTI.
     let node: TPMDeviceNode?
 
-    init(selection: TPMSelection, keyBackend: KeyBackend?, keyKnown: Bool, user: DoctorUser) {
+    init(selection: TPMSelection, keyBackend: KeyBackend?, keyKnown: Bool, user: DoctorUser, override: TCTIOverride? = nil) {
         self.selection = selection
         self.keyBackend = keyBackend
         self.keyKnown = keyKnown
         self.user = user
+        self.override = override
         node = selection.candidates.first.flatMap(TPMDeviceNode.path(ofTCTI:)).map(TPMDeviceNode.inspect)
     }
 
@@ -127,27 +180,40 @@ struct TPMDiagnosis {
         }
     }
 
-    func checks() -> [DoctorCheck] {
-        [reachable(), devicePermissions(), group()]
-    }
-
     /// A TPM answers a command (GetCapability, as `status` asks it) through the TCTI.
+    /// It talks to the TPM: the command runs it in a child process with a deadline.
     func reachable() -> DoctorCheck {
-        let title = "TPM reachable"
+        let id = Self.reachableID, title = Self.reachableTitle
+        let check: DoctorCheck
         do {
             let description = try TPMKeyProvisioner.describe(selection)
-            return DoctorCheck(Self.reachableID, title, .pass,
-                               "a TPM answers at \(description.tcti): \(description.manufacturer), firmware \(description.firmwareVersion)")
+            check = DoctorCheck(id, title, .pass, "a TPM answers at \(description.tcti): \(description.manufacturer), firmware \(description.firmwareVersion)")
         } catch {
+            let explained = DoctorExplanation(error)
             if case .softwareStackMissing = error, !needed {
-                return DoctorCheck(Self.reachableID, title, .skip, "cannot ask: tpm2-tss cannot be loaded (see library.tss2-esys)\(keyNeedsNone)")
+                check = DoctorCheck(id, title, .skip, "cannot ask: tpm2-tss cannot be loaded (see library.tss2-esys)\(keyNeedsNone)")
+            } else if noTPMHere && !needed {
+                check = DoctorCheck(id, title, .skip, explained.detail + (explained.fix.map { ": " + $0 } ?? "") + keyNeedsNone)
+            } else {
+                check = DoctorCheck(id, title, problem, explained.detail, fix: explained.fix ?? "check that the TPM (or its resource manager or simulator) is running and that --tcti names it")
             }
-            if noTPMHere && !needed {
-                return DoctorCheck(Self.reachableID, title, .skip, DoctorExplanation(error).detail + keyNeedsNone)
-            }
-            return DoctorCheck.failed(Self.reachableID, title, error, verdict: problem,
-                                      fallbackFix: "check that the TPM (or its resource manager or simulator) is running and that --tcti names it")
         }
+        return annotated(check)
+    }
+
+    /// The check when the TPM did not answer within `seconds` (the TSS would have waited for ever).
+    func unanswered(seconds: Double) -> DoctorCheck {
+        annotated(DoctorCheck(Self.reachableID, Self.reachableTitle, problem,
+                              "the TPM at \(tcti) did not answer within \(Int(seconds)) s (its connection was accepted, but no answer came)",
+                              fix: "check that the TPM (or its resource manager or simulator) at \(tcti) is working: restart it, or name another one with --tcti"))
+    }
+
+    /// A check with the TCTI override said, and undoing it offered as a way to the key's own TPM.
+    func annotated(_ check: DoctorCheck) -> DoctorCheck {
+        guard let override, keyBackend == .tpm else { return check }
+        let detail = check.detail + " (\(override.described))"
+        guard check.verdict == .fail || check.verdict == .warn else { return check.with(detail: detail) }
+        return check.with(detail: detail, fix: .some((check.fix.map { $0 + "; or" } ?? "") + " \(override.undo) to use the key's own TPM"))
     }
 
     /// The device node exists, is a character device, and this user may open it read-write.
@@ -157,8 +223,8 @@ struct TPMDiagnosis {
             return DoctorCheck(Self.permissionsID, title, .skip, "the TCTI \(tcti) opens no device node: nothing to check")
         }
         guard node.exists else {
-            if !needed { return DoctorCheck(Self.permissionsID, title, .skip, "\(node.path) does not exist: no TPM here\(keyNeedsNone)") }
-            return DoctorCheck(Self.permissionsID, title, .fail, "\(node.path) does not exist", fix: node.missingFix)
+            if !needed { return DoctorCheck(Self.permissionsID, title, .skip, node.missingDetail + keyNeedsNone) }
+            return DoctorCheck(Self.permissionsID, title, .fail, node.missingDetail, fix: node.missingFix)
         }
         guard node.isCharacterDevice else {
             return DoctorCheck(Self.permissionsID, title, problem, "\(node.path) is not a device node (\(node.described))",
@@ -171,7 +237,9 @@ struct TPMDiagnosis {
                            "\(node.path) (\(node.described)) does not open read-write for you (\(user.described))", fix: accessFix(node))
     }
 
-    /// The user is in the group that may open the device (tss): in this session, not only in /etc/group.
+
+    /// The user is in the group that may open the device: in this session, not only in /etc/group.
+    /// Where no group may open it read-write (its mode), no membership helps: that is said instead.
     func group() -> DoctorCheck {
         let title = "TPM group membership"
         guard let node else {
@@ -180,16 +248,30 @@ struct TPMDiagnosis {
         guard node.exists else {
             return DoctorCheck(Self.groupID, title, .skip, "no device node at \(node.path): group membership does not matter here")
         }
-        let name = node.groupMayOpen ? node.groupName ?? "tss" : "tss"
-        guard let gid = node.groupMayOpen ? node.groupID : getgrnam(name).map({ $0.pointee.gr_gid }) else {
-            if node.openable { return DoctorCheck(Self.groupID, title, .pass, "there is no group tss, but \(node.path) opens for you anyway") }
-            return DoctorCheck(Self.groupID, title, problem, "there is no group tss on this machine",
-                               fix: "sudo apt-get install tpm-udev (it adds group tss and gives it \(node.path)), then sudo usermod -aG tss \(user.shellName) and log in again")
-        }
-        if user.sessionGroups.contains(gid) {
-            return DoctorCheck(Self.groupID, title, .pass, "you are in group \(name)")
-        }
         let why = user.uid == 0 ? "as root" : "by its owner or mode"
+        guard node.groupMayOpen, let gid = node.groupID else {
+            // No group may open it read-write: membership of tss matters only once tpm-udev's rule gives it to tss.
+            let tss = getgrnam("tss").map { $0.pointee.gr_gid }
+            let inTss = tss.map { user.sessionGroups.contains($0) } ?? false
+            let modeSays = node.groupMayOnlyRead
+                ? "\(node.path) (\(node.described)) gives its group \(node.groupName ?? String(node.groupID ?? 0)) read access only"
+                : "\(node.path) (\(node.described)) gives no group access"
+            if node.openable {
+                return DoctorCheck(Self.groupID, title, .pass, "\(modeSays), but it opens for you \(why): no group is needed")
+            }
+            let membership = tss == nil ? "there is no group tss on this machine"
+                : inTss ? "you are in group tss, which cannot open it until its mode gives the group read-write access"
+                : "you (\(user.described)) are not in group tss either"
+            let join = tss == nil || !inTss ? ", then sudo usermod -aG tss \(user.shellName) and log out and back in" : ""
+            return DoctorCheck(Self.groupID, title, problem, "\(modeSays), so no group membership opens it read-write; \(membership)",
+                               fix: "sudo apt-get install tpm-udev (its udev rule makes \(node.path) read-write for group tss: mode 0660)\(join)")
+        }
+        let name = node.groupName ?? String(gid)
+        if user.sessionGroups.contains(gid) {
+            if node.openable { return DoctorCheck(Self.groupID, title, .pass, "you are in group \(name), whose members may open \(node.path)") }
+            return DoctorCheck(Self.groupID, title, problem, "you are in group \(name), whose members may open \(node.path) by its mode, yet it does not open for you",
+                               fix: "check what else limits access to \(node.path) (an ACL: getfacl \(node.path); a security module)")
+        }
         if user.isListed(in: gid) {
             if node.openable { return DoctorCheck(Self.groupID, title, .pass, "\(node.path) opens for you \(why) (group \(name) applies from your next login)") }
             return DoctorCheck(Self.groupID, title, problem, "you were added to group \(name) after this login session started: the membership applies from the next login",
@@ -198,8 +280,7 @@ struct TPMDiagnosis {
         if node.openable {
             return DoctorCheck(Self.groupID, title, .pass, "you are not in group \(name), but \(node.path) opens for you \(why)")
         }
-        let missingRule = node.groupMayOpen ? "" : " (and \(node.path) is not group \(name)'s: sudo apt-get install tpm-udev installs the udev rule that makes it so)"
-        return DoctorCheck(Self.groupID, title, problem, "you (\(user.described)) are not in group \(name), whose members may open \(node.path)\(missingRule)",
+        return DoctorCheck(Self.groupID, title, problem, "you (\(user.described)) are not in group \(name), whose members may open \(node.path)",
                            fix: "sudo usermod -aG \(name) \(user.shellName), then log out and back in")
     }
 
