@@ -23,6 +23,15 @@ public protocol Terminal: AnyObject {
     /// The window size of the terminal on stderr; nil when stderr is no
     /// terminal or the terminal does not know its size (0 x 0).
     var errorSize: TerminalSize? { get }
+    /// Whether this process is in the foreground job of the terminal on stderr (what
+    /// the user types goes to it): a background job (`&`, or Ctrl-Z then `bg`) does not
+    /// rewrite the line the user is typing on. Asked each time: the job can move.
+    var errorIsForeground: Bool { get }
+}
+
+extension Terminal {
+    /// Captured streams have no jobs: always in the foreground.
+    public var errorIsForeground: Bool { true }
 }
 
 /// A terminal window's size in character cells; both at least 1.
@@ -57,6 +66,9 @@ public final class ProcessTerminal: Terminal {
         guard devtrust_terminal_size(2, &columns, &rows) == 0 else { return nil }
         return TerminalSize(columns: Int(columns), rows: Int(rows))
     }
+
+    /// As git's progress display asks (is_foreground_fd): the terminal's foreground process group is this process's.
+    public var errorIsForeground: Bool { tcgetpgrp(2) == getpgrp() }
 
     public func readInput(limit: Int) -> [UInt8]? {
         var contents = [UInt8]()
