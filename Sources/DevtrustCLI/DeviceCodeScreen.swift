@@ -102,10 +102,14 @@ struct DeviceCodeScreen {
     /// The countdown, in the longest form narrower than the window: a line as wide
     /// as the window (or wider) leaves the cursor on the next row, and `\r` then
     /// rewrites that row instead of the countdown.
-    static func countdown(secondsLeft: Int, columns: Int?) -> String {
+    /// `serverWait`: how long a poll has waited for its answer, when it has (a second or more):
+    /// said after the time left, so that a slow server is not taken for a frozen countdown.
+    static func countdown(secondsLeft: Int, columns: Int?, serverWait: Int? = nil) -> String {
         let left = max(0, secondsLeft)
         let time = "\(left / 60):\(left % 60 < 10 ? "0" : "")\(left % 60)"
-        let forms = ["waiting for approval… \(time) left", "\(time) left", time]
+        let waitForms = serverWait.map { ["waiting for approval… \(time) left · server slow to answer, \($0) s",
+                                          "\(time) left · server slow to answer, \($0) s", "\(time) left · \($0) s"] } ?? []
+        let forms = waitForms + ["waiting for approval… \(time) left", "\(time) left", time]
         guard let columns else { return forms[0] }
         return forms.first { width($0) < columns } ?? ""
     }

@@ -98,6 +98,7 @@ struct ErrorReport: Sendable, Equatable {
         case let error as HTTPError:
             switch error {
             case .invalidURL, .insecureURL: return ErrorReport(.usage, error.description)
+            case .interrupted: return ErrorReport(.failure, error.description)
             default: return ErrorReport(.network, error.description)
             }
         case let error as FlowServerError:

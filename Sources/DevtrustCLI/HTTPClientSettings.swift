@@ -1,3 +1,4 @@
+import CProcessHardening
 import DevtrustConfig
 import DevtrustHTTP
 import DevtrustSignIn
@@ -24,19 +25,39 @@ struct HTTPClientSettings {
 
     /// A client whose answers' Date headers measure the servers' clocks (`context.clocks`).
     /// A request that waits a second or more shows so on a terminal (`NetworkWaitIndicator`).
-    func client(_ context: CommandContext) -> any HTTPClient {
+    /// `stoppedBySignals`: for a command that watches for signals (`devtrust_watch_interrupts`)
+    /// and ends by them: a request under way stops with `HTTPError.interrupted` when one arrives.
+    func client(_ context: CommandContext, stoppedBySignals: Bool = false) -> any HTTPClient {
         var options = options
-        options.waitObserver = NetworkWaitIndicator.make(context, httpDebug: options.debug)
-        let client = context.clocks.watch(CurlHTTPClient(options: options))
+        if stoppedBySignals { options.interruption = { devtrust_interrupt_signal() } }
+        let client = context.clocks.watch(curlClient(context, options: options))
         guard context.verbose && !context.quiet else { return client }
         return VerboseHTTPClient(inner: client, say: { context.detail($0) })
     }
 
-    /// An OAuth client over `client(_:)`, whose ID-token checks read the time at the server (its measured clock).
-    func oauthClient(_ context: CommandContext) -> OAuthClient {
+    /// curl with `options` (these settings' own, or changed: shorter timeouts, say) and the
+    /// network-wait indicator that every command's requests have. Not the clock measurements
+    /// of `client(_:)`. One request at a time: the indicator draws on the command's one status line.
+    func curlClient(_ context: CommandContext, options: HTTPOptions) -> CurlHTTPClient {
+        var options = options
+        options.waitObserver = waitIndicator(context)
+        return CurlHTTPClient(options: options)
+    }
+
+    /// The network-wait indicator of `context`'s status line, for waits that are not one
+    /// curl request in this process (probes run in child processes): call
+    /// `waiting(for:elapsedSeconds:)` about once a second while waiting, then `finished()`.
+    /// It draws only where `NetworkWaitIndicator.make` says, and decides so when first
+    /// past its threshold.
+    func waitIndicator(_ context: CommandContext) -> NetworkWaitIndicator {
+        NetworkWaitIndicator.make(context, httpDebug: options.debug)
+    }
+
+    /// An OAuth client over `client(_:stoppedBySignals:)`, whose ID-token checks read the time at the server (its measured clock).
+    func oauthClient(_ context: CommandContext, stoppedBySignals: Bool = false) -> OAuthClient {
         let clock = context.environment.clock
         let clocks = context.clocks
-        return OAuthClient(http: client(context), clock: { clock.secondsSinceEpoch() },
+        return OAuthClient(http: client(context, stoppedBySignals: stoppedBySignals), clock: { clock.secondsSinceEpoch() },
                            serverTime: { clocks.clock(for: $0, base: clock).secondsSinceEpoch() })
     }
 }

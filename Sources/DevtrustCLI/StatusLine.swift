@@ -3,9 +3,12 @@
 /// everything in one command, so that one does not draw over another's.
 /// Whoever shows it clears it before anything else is written to stderr.
 final class StatusLine {
-    private let terminal: any Terminal
+    let terminal: any Terminal
     /// Whether the line now shows something (and who drew it).
     private(set) var owner: Owner?
+    /// The owner's line for when a request has waited so many seconds (the countdown
+    /// counts on and says the server is slow), or nil: the owner has none.
+    private var ownerLineWhileWaiting: ((Int) -> String)?
 
     enum Owner: Equatable {
         case countdown
@@ -16,14 +19,36 @@ final class StatusLine {
         self.terminal = terminal
     }
 
-    func show(_ line: String, as owner: Owner) {
+    /// Whether a command draws a status line at all: stderr is a terminal that can
+    /// rewrite a line (`TerminalStyle.hasEscapes`: TERM set, not "dumb"), and neither
+    /// --quiet nor --json (a program reads, maybe through a pty: ssh -t, docker run -t,
+    /// expect, where a rewritten line would share its line with the output it parses).
+    static func isWanted(_ context: CommandContext) -> Bool {
+        !context.quiet && !context.json && context.terminal.errorIsTerminal && TerminalStyle.hasEscapes(context.environment.variables)
+    }
+
+    /// Draws `line` in place of what the line showed. Not while devtrust is a background
+    /// job: `\r` and clearing the line would erase what the user is typing at the shell.
+    func show(_ line: String, as owner: Owner, whileWaiting: ((Int) -> String)? = nil) {
+        guard terminal.errorIsForeground else { return }
         terminal.writeError("\r\u{1B}[K" + line)
         self.owner = owner
+        ownerLineWhileWaiting = whileWaiting
+    }
+
+    /// The owner's line, redrawn to say that a request has waited `seconds`; false when the
+    /// owner has no such line (the line is left as it is).
+    @discardableResult
+    func showWait(seconds: Int) -> Bool {
+        guard let owner, let ownerLineWhileWaiting else { return false }
+        show(ownerLineWhileWaiting(seconds), as: owner, whileWaiting: ownerLineWhileWaiting)
+        return true
     }
 
     func clear() {
         guard owner != nil else { return }
         terminal.writeError("\r\u{1B}[K")
         owner = nil
+        ownerLineWhileWaiting = nil
     }
 }

@@ -25,10 +25,16 @@ public protocol Terminal: AnyObject {
     var errorSize: TerminalSize? { get }
     /// Whether stdout is a terminal (`doctor` colours its report there).
     var outputIsTerminal: Bool { get }
+    /// Whether this process is in the foreground job of the terminal on stderr (what
+    /// the user types goes to it): a background job (`&`, or Ctrl-Z then `bg`) does not
+    /// rewrite the line the user is typing on. Asked each time: the job can move.
+    var errorIsForeground: Bool { get }
 }
 
 extension Terminal {
     public var outputIsTerminal: Bool { false }
+    /// Captured streams have no jobs: always in the foreground.
+    public var errorIsForeground: Bool { true }
 }
 
 /// A terminal window's size in character cells; both at least 1.
@@ -64,6 +70,9 @@ public final class ProcessTerminal: Terminal {
         guard devtrust_terminal_size(2, &columns, &rows) == 0 else { return nil }
         return TerminalSize(columns: Int(columns), rows: Int(rows))
     }
+
+    /// As git's progress display asks (is_foreground_fd): the terminal's foreground process group is this process's.
+    public var errorIsForeground: Bool { tcgetpgrp(2) == getpgrp() }
 
     public func readInput(limit: Int) -> [UInt8]? {
         var contents = [UInt8]()

@@ -1,7 +1,7 @@
 /// How devtrust's own lines look on stderr: in colour on a terminal, plain
 /// anywhere else. Colour is on when stderr is a terminal, NO_COLOR is unset or
-/// empty (no-color.org: set and non-empty turns it off) and TERM is not
-/// "dumb". stdout (tokens, JSON) and `--json` error objects are never styled.
+/// empty (no-color.org: set and non-empty turns it off) and TERM names a
+/// terminal that has escapes (`hasEscapes`). stdout (tokens, JSON) and `--json` error objects are never styled.
 /// Text is made printable (`TerminalText`) before it is styled, so these are
 /// the only escapes that reach the terminal.
 struct TerminalStyle: Equatable {
@@ -13,7 +13,14 @@ struct TerminalStyle: Equatable {
 
     init(errorIsTerminal: Bool, variables: [String: String]) {
         let noColour = variables["NO_COLOR"].map { !$0.isEmpty } ?? false
-        self.init(usesColour: errorIsTerminal && !noColour && variables["TERM"] != "dumb")
+        self.init(usesColour: errorIsTerminal && !noColour && Self.hasEscapes(variables))
+    }
+
+    /// Whether TERM names a terminal that knows ANSI escapes (colour, clearing a line):
+    /// set and not "dumb". An unset TERM says nothing of the terminal: as git does, it counts as dumb.
+    static func hasEscapes(_ variables: [String: String]) -> Bool {
+        let terminalType = variables["TERM"] ?? ""
+        return !terminalType.isEmpty && terminalType != "dumb"
     }
 
     init(_ environment: CommandEnvironment) {

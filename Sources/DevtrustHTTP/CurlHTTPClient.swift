@@ -26,17 +26,27 @@ public struct CurlHTTPClient: HTTPClient {
         var headerLines: [String] = []
         var overflowed = false
         let waitObserver: (any HTTPWaitObserver)?
+        let interruption: (@Sendable () -> Int32)?
+        /// The signal that stopped the transfer, or 0.
+        var interruptedBy: Int32 = 0
         let host: String
         private let started = Accumulator.monotonicSeconds()
 
-        init(limit: Int, waitObserver: (any HTTPWaitObserver)?, host: String) {
+        init(limit: Int, waitObserver: (any HTTPWaitObserver)?, interruption: (@Sendable () -> Int32)?, host: String) {
             self.limit = limit
             self.waitObserver = waitObserver
+            self.interruption = interruption
             self.host = host
         }
 
-        func reportWait() {
+        /// Curl's progress callback: false stops the transfer (a signal arrived).
+        func progress() -> Bool {
+            if let interruption {
+                interruptedBy = interruption()
+                if interruptedBy != 0 { return false }
+            }
             waitObserver?.waiting(for: host, elapsedSeconds: Self.monotonicSeconds() - started)
+            return true
         }
 
         private static func monotonicSeconds() -> Double {
@@ -86,7 +96,8 @@ public struct CurlHTTPClient: HTTPClient {
             connectTo = devtrust_curl_slist_append(nil, "localhost::127.0.0.1:")
         }
 
-        let accumulator = Accumulator(limit: options.maximumResponseBytes, waitObserver: options.waitObserver, host: host)
+        let accumulator = Accumulator(limit: options.maximumResponseBytes, waitObserver: options.waitObserver,
+                                      interruption: options.interruption, host: host)
         let context = Unmanaged.passRetained(accumulator)
         defer { context.release() }
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
@@ -149,10 +160,9 @@ public struct CurlHTTPClient: HTTPClient {
                 if accumulator.headerLines.count < 200 { accumulator.headerLines.append(line) }
                 return length
             }, context.toOpaque()))
-            if options.waitObserver != nil {
+            if options.waitObserver != nil || options.interruption != nil {
                 set(devtrust_curl_set_progress_callback(handle, { context, _, _, _, _ in
-                    Unmanaged<Accumulator>.fromOpaque(context!).takeUnretainedValue().reportWait()
-                    return 0
+                    Unmanaged<Accumulator>.fromOpaque(context!).takeUnretainedValue().progress() ? 0 : 1
                 }, context.toOpaque()))
             }
             guard result == CURLE_OK else { return result }
@@ -161,6 +171,7 @@ public struct CurlHTTPClient: HTTPClient {
             return code
         }
 
+        if accumulator.interruptedBy != 0 { throw .interrupted(url: request.url, signal: accumulator.interruptedBy) }
         if accumulator.overflowed || code == CURLE_FILESIZE_EXCEEDED {
             throw .responseTooLarge(url: request.url, limit: options.maximumResponseBytes)
         }

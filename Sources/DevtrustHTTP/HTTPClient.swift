@@ -61,6 +61,10 @@ public struct HTTPOptions: Sendable {
     /// Told how long each request has been waiting for its answer (a command's
     /// progress display); nil for none.
     public var waitObserver: (any HTTPWaitObserver)?
+    /// The signal that arrived while the command watches for them (Ctrl-C, SIGTERM,
+    /// SIGHUP), 0 for none; nil: signals do not stop a request. A transfer under way
+    /// stops within about a second of one, with `HTTPError.interrupted`.
+    public var interruption: (@Sendable () -> Int32)?
 
     public init(caFile: String? = nil, userAgent: String) {
         self.caFile = caFile

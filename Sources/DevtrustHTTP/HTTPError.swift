@@ -19,6 +19,8 @@ public enum HTTPError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A 3xx answer: devtrust does not follow redirects. `location` is left
     /// without user, query and fragment (`TransportPolicy.redacted`): they may carry a code or a token.
     case redirected(url: String, status: Int, location: String?)
+    /// A signal (Ctrl-C, SIGTERM, SIGHUP) stopped the request (`HTTPOptions.interruption`).
+    case interrupted(url: String, signal: Int32)
 
     public var description: String {
         // A URL in a message never shows a user name or password (a profile's endpoint may hold one).
@@ -50,6 +52,8 @@ public enum HTTPError: Error, Equatable, Sendable, CustomStringConvertible {
             return "the answer of \(shown(url)) is larger than \(limit) bytes; devtrust stopped reading it"
         case let .redirected(url, status, location):
             return "\(shown(url)) answered \(status), a redirect" + (location.map { " to \($0)" } ?? "") + "; devtrust does not follow redirects: check the server URL"
+        case let .interrupted(url, signal):
+            return "the request to \(shown(url)) was stopped by signal \(signal)"
         }
     }
 

@@ -28,11 +28,17 @@ public enum DeviceCodeFailure: Error, Equatable, Sendable, CustomStringConvertib
 /// A signal (Ctrl-C, SIGTERM, SIGHUP) ended the wait: the caller says so, then ends by it.
 public struct Interrupted: Error, Equatable, Sendable, CustomStringConvertible {
     public let signal: Int32
+    /// While the server was asked for a code, before there was one.
+    public let beforeCode: Bool
 
-    public init(signal: Int32) { self.signal = signal }
+    public init(signal: Int32, beforeCode: Bool = false) {
+        self.signal = signal
+        self.beforeCode = beforeCode
+    }
 
     public var description: String {
-        "interrupted by \(Self.name(of: signal)) while waiting for approval; the code was not used"
+        beforeCode ? "interrupted by \(Self.name(of: signal)) while asking the server for a code; nothing was stored"
+            : "interrupted by \(Self.name(of: signal)) while waiting for approval; the code was not used"
     }
 
     /// "SIGINT", "SIGTERM", "SIGHUP", or "signal N".
@@ -91,7 +97,12 @@ public struct DeviceCodeSignIn {
     }
 
     public func run(events: (DeviceCodeEvent) -> Void, tick: (Double, Double) -> Void = { _, _ in }) throws -> TokenSet {
-        let authorization = try oauth.authorizeDevice(clientID: clientID, scope: scope, server: server)
+        let authorization: DeviceAuthorization
+        do {
+            authorization = try oauth.authorizeDevice(clientID: clientID, scope: scope, server: server)
+        } catch let HTTPError.interrupted(_, signal) {
+            throw Interrupted(signal: signal, beforeCode: true)
+        }
         var interval = authorization.interval ?? Self.defaultInterval
         // Monotonic: a wall clock set forward would end the sign-in at once, one set back would poll past the code's life.
         let deadline = waiting.now() + Double(authorization.expiresIn)
@@ -113,6 +124,7 @@ public struct DeviceCodeSignIn {
             do {
                 result = try oauth.pollDevice(authorization, clientID: clientID, server: server)
             } catch let error as HTTPError {
+                if case let .interrupted(_, signal) = error { throw Interrupted(signal: signal) }
                 guard case .transport = error else { throw error }
                 backoff = Self.backoff(after: backoff, interval: interval)
                 events(.networkError("\(error)", retryIn: backoff))

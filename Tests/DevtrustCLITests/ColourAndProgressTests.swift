@@ -6,8 +6,10 @@ import Testing
 
 /// Colour on a terminal and the network-wait indicator (issue 15): through the
 /// binary on a pseudo-terminal, where the terminal matters; the rules behind
-/// them in-process.
-@Suite(.enabled(if: ExternalTool.python.shouldRun)) struct ColourAndProgressTests {
+/// them in-process (with no tool needed: only the pty tests need python).
+@Suite struct ColourAndProgressTests {
+    static let onAPty = ExternalTool.python.shouldRun
+
     static let escape = "\u{1B}"
     static let red = "\u{1B}[31m", yellow = "\u{1B}[33m", green = "\u{1B}[32m", reset = "\u{1B}[0m"
     static let clearLine = "\r\u{1B}[K"
@@ -16,13 +18,15 @@ import Testing
     /// says otherwise; stdout or stderr go to a file instead when asked. (Python, in the C locale,
     /// sets LC_CTYPE=C.UTF-8 for its children: LC_ALL=C keeps a locale that is not UTF-8.)
     static func onTerminal(_ cli: DevtrustBinary, _ arguments: [String], environment extra: [String: String] = [:],
+                           unsetting unset: [String] = [], size: String? = nil, steps: String = "[]",
                            stdoutTo: String? = nil, stderrTo: String? = nil) throws -> (exit: Int32, transcript: String) {
         var environment = cli.environment
         environment["TERM"] = "xterm"
         environment.merge(extra) { $1 }
+        for name in unset { environment[name] = nil }
         let redirections = (stdoutTo.map { " >'\($0)'" } ?? "") + (stderrTo.map { " 2>'\($0)'" } ?? "")
         let command = redirections.isEmpty ? [cli.path] : ["/bin/sh", "-c", "exec \"$0\" \"$@\"" + redirections, cli.path]
-        let result = try ProcessRunner.run(ExternalTool.python.rawValue, [Repository.path("Tests/Interop/pty_session.py"), "[]", "--"] + command + arguments,
+        let result = try ProcessRunner.run(ExternalTool.python.rawValue, [Repository.path("Tests/Interop/pty_session.py")] + (size.map { ["--size", $0] } ?? []) + [steps, "--"] + command + arguments,
                                            environment: environment)
         let report = try JSONParser.parse(result.stdout).objectValue!
         #expect(report["timedOut"] == .bool(false), "\(result)")
@@ -36,7 +40,7 @@ import Testing
     // MARK: colour
 
     /// What failed in red on a terminal, the hint after it plain; nothing else on the line.
-    @Test func anErrorIsRedOnATerminal() throws {
+    @Test(.enabled(if: onAPty)) func anErrorIsRedOnATerminal() throws {
         let cli = device(TemporaryDirectory())
         let session = try Self.onTerminal(cli, ["pubkey"])
         #expect(session.exit == 3)
@@ -46,7 +50,7 @@ import Testing
 
     /// NO_COLOR set and not empty, TERM=dumb, or stderr not a terminal: the same line, plain.
     /// An empty NO_COLOR does not count (no-color.org).
-    @Test func noColourWithNoColorADumbTerminalOrStderrNotATerminal() throws {
+    @Test(.enabled(if: onAPty)) func noColourWithNoColorADumbTerminalOrStderrNotATerminal() throws {
         let directory = TemporaryDirectory()
         let cli = device(directory)
         let plain = "devtrust: error: there is no device key in \(cli.keystore); run `devtrust init` first"
@@ -64,7 +68,7 @@ import Testing
     }
 
     /// --json errors are for programs: never coloured, even on a terminal.
-    @Test func aJSONErrorHasNoEscapesOnATerminal() throws {
+    @Test(.enabled(if: onAPty)) func aJSONErrorHasNoEscapesOnATerminal() throws {
         let cli = device(TemporaryDirectory())
         let session = try Self.onTerminal(cli, ["pubkey", "--json"])
         #expect(session.exit == 3 && session.transcript.hasPrefix("{\"error\":") && !session.transcript.contains(Self.escape),
@@ -72,7 +76,7 @@ import Testing
     }
 
     /// What a command did is green on a terminal; stdout, where the artifact goes, never has an escape.
-    @Test func successIsGreenAndStdoutStaysPlain() throws {
+    @Test(.enabled(if: onAPty)) func successIsGreenAndStdoutStaysPlain() throws {
         let directory = TemporaryDirectory()
         let cli = device(directory)
         let session = try Self.onTerminal(cli, ["init", "--backend", "software", "--json"], stdoutTo: directory.file("stdout"))
@@ -97,7 +101,7 @@ import Testing
     /// `register` against a server that answers its first request 3 s late, on a terminal: a yellow
     /// warning, then the indicator counting the seconds, rewritten in place and cleared before
     /// the next line; the success line green.
-    @Test(.enabled(if: ReferenceServer.shouldRun)) func aSlowAnswerShowsTheIndicatorUntilItComes() throws {
+    @Test(.enabled(if: onAPty && ReferenceServer.shouldRun)) func aSlowAnswerShowsTheIndicatorUntilItComes() throws {
         let directory = TemporaryDirectory()
         let server = try ReferenceServer(["--delay-seconds", "3"])
         let cli = device(directory)
@@ -128,7 +132,7 @@ import Testing
 
     /// NO_COLOR turns colour off, not the indicator (it is no colour); in a locale that is not
     /// UTF-8 the indicator is ASCII. Escapes left: only the ones that rewrite the line.
-    @Test(.enabled(if: ReferenceServer.shouldRun)) func underNoColorTheIndicatorStaysAndNothingIsColoured() throws {
+    @Test(.enabled(if: onAPty && ReferenceServer.shouldRun)) func underNoColorTheIndicatorStaysAndNothingIsColoured() throws {
         let directory = TemporaryDirectory()
         let server = try ReferenceServer(["--delay-seconds", "2.5"])
         let cli = device(directory)
@@ -145,7 +149,7 @@ import Testing
 
     /// Nothing is drawn where no one would see it, or where it would get in the way:
     /// stderr not a terminal, --quiet, a terminal that cannot rewrite a line.
-    @Test(.enabled(if: ReferenceServer.shouldRun)) func noIndicatorOffATerminalWithQuietOrOnADumbTerminal() throws {
+    @Test(.enabled(if: onAPty && ReferenceServer.shouldRun)) func noIndicatorOffATerminalWithQuietOrOnADumbTerminal() throws {
         let directory = TemporaryDirectory()
         let cli = device(directory)
         try cli.run("init", "-q", "--backend", "software")
@@ -175,11 +179,13 @@ import Testing
     // MARK: the rules, in-process
 
     @Test(arguments: [
-        (true, [String: String](), true), (false, [:], false),
-        (true, ["NO_COLOR": "1"], false), (true, ["NO_COLOR": ""], true), (true, ["NO_COLOR": "0"], false),
+        (true, ["TERM": "xterm"], true), (false, ["TERM": "xterm"], false),
+        (true, ["TERM": "xterm", "NO_COLOR": "1"], false), (true, ["TERM": "xterm", "NO_COLOR": ""], true), (true, ["TERM": "xterm", "NO_COLOR": "0"], false),
         (true, ["TERM": "dumb"], false), (true, ["TERM": "xterm-256color"], true),
+        // TERM unset says nothing of the terminal: as git does, devtrust takes it for a dumb one.
+        (true, [String: String](), false), (true, ["TERM": ""], false),
     ])
-    func colourNeedsATerminalNoNO_COLORAndNoDumbTerminal(errorIsTerminal: Bool, variables: [String: String], colour: Bool) {
+    func colourNeedsATerminalNoNO_COLORAndATERMWithEscapes(errorIsTerminal: Bool, variables: [String: String], colour: Bool) {
         let style = TerminalStyle(errorIsTerminal: errorIsTerminal, variables: variables)
         #expect(style.usesColour == colour)
         #expect(style.error("x") == (colour ? "\u{1B}[31mx\u{1B}[0m" : "x"))

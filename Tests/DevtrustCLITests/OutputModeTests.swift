@@ -107,6 +107,8 @@ import Testing
     func serverErrorsAreRedOnlyOnATerminalWithoutNoColor(errorIsTerminal: Bool, noColor: Bool) throws {
         var setup = try ReferenceServerFixture<InProcessCLI>()
         setup.cli.errorIsTerminal = errorIsTerminal
+        // A terminal with escapes: TERM unset counts as dumb (TerminalStyle.hasEscapes).
+        setup.cli.extraEnvironment["TERM"] = "xterm"
         if noColor { setup.cli.extraEnvironment["NO_COLOR"] = "1" }
         let wrongCode = ["--input", "\(RegisterTests.email)=a@example.com", "--input", "password=long enough", "--input", "otp=999999"]
         let result = try setup.register(answers: wrongCode)
@@ -126,6 +128,7 @@ import Testing
         var setup = try ReferenceServerFixture<InProcessCLI>()
         setup.cli.inputIsTerminal = true
         setup.cli.errorIsTerminal = true
+        setup.cli.extraEnvironment["TERM"] = "xterm"
         let typed = ["alice@example.com", "short", "correct horse", "2", "", "000000", "", "123456"]
         let session = setup.cli.session(["register", "--server", setup.server.url], stdin: Array((typed.joined(separator: "\n") + "\n").utf8))
         #expect(session.result.status == 0, "\(session.result)")

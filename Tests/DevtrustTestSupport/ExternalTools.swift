@@ -21,6 +21,8 @@ public enum ExternalTool: String, Sendable {
     case fish = "/usr/bin/fish"
     /// zbar's decoder, which reads the QR codes devtrust draws (taken off a terminal's screen).
     case zbarimg = "/usr/bin/zbarimg"
+    /// Which system calls a command makes (what it asks of the terminal).
+    case strace = "/usr/bin/strace"
 
     public static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 

@@ -36,11 +36,12 @@ enum DeviceCodeCommand {
         let store = try context.deviceStore()
         let http = settings.http.client(context)
         let server = try settings.authorizationServer(http: http, context: context)
-        let signIn = DeviceCodeSignIn(oauth: settings.http.oauthClient(context), clientID: settings.clientID, scope: settings.scope,
-                                      server: server, waiting: SystemWaiting(interruption: { devtrust_interrupt_signal() }))
+        let waiting = SystemWaiting(interruption: { devtrust_interrupt_signal() })
+        let signIn = DeviceCodeSignIn(oauth: settings.http.oauthClient(context, stoppedBySignals: true), clientID: settings.clientID, scope: settings.scope,
+                                      server: server, waiting: waiting)
         devtrust_watch_interrupts()
         let showQR = drawQR && context.terminal.errorIsTerminal
-        let countdown = context.terminal.errorIsTerminal && !context.quiet
+        let countdown = StatusLine.isWanted(context)
         let tokens = try signIn.run(events: { event in
             status.clear()
             switch event {
@@ -62,7 +63,12 @@ enum DeviceCodeCommand {
         }, tick: { now, deadline in
             guard countdown else { return }
             let size = DeviceCodeScreen.size(of: context.terminal, variables: context.environment.variables)
-            status.show(DeviceCodeScreen.countdown(secondsLeft: Int(deadline - now), columns: size?.columns), as: .countdown)
+            // While the poll that follows waits for its answer, the network-wait indicator redraws the
+            // countdown with the seconds waited: the time left keeps counting down.
+            status.show(DeviceCodeScreen.countdown(secondsLeft: Int(deadline - now), columns: size?.columns), as: .countdown,
+                        whileWaiting: { waited in
+                            DeviceCodeScreen.countdown(secondsLeft: Int(deadline - waiting.now()), columns: size?.columns, serverWait: waited)
+                        })
         })
         status.clear()
         // Saved before `success` is said: a keystore that refuses the tokens makes the run a failure.
