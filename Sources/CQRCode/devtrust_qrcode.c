@@ -80,7 +80,10 @@ int devtrust_qrcode_encode(const char *text, int *width, unsigned char **modules
         snprintf(error, error_size, "%s", load_error[0] ? load_error : "libqrencode could not be loaded");
         return -1;
     }
-    QRcode *code = api.QRcode_encodeString(text, 0, QR_ECLEVEL_M, QR_MODE_8, 1);
+    /* Error correction L (7 %), as qrencode's own default: a code on a screen is not
+       worn or stained, and the smaller code (a version less for a typical verification
+       URI) keeps its 4-module quiet zone within an 80x24 window. */
+    QRcode *code = api.QRcode_encodeString(text, 0, QR_ECLEVEL_L, QR_MODE_8, 1);
     if (!code) {
         snprintf(error, error_size, "the text cannot be encoded as a QR code");
         return -2;

@@ -6,19 +6,29 @@
 /// countdown. URLs are never broken: one wider than the window has a line of
 /// its own (a terminal still finds it) and the rows it wraps to are counted.
 struct DeviceCodeScreen {
-    /// One printed line: its text, and the same with the user code emphasised.
+    /// One printed line: its text, and the same styled (the user code in bold, the
+    /// QR code in its own colours), printed where colour is allowed.
     struct Line: Equatable {
         let text: String
-        let emphasised: String
+        let styled: String
     }
 
-    /// What the screen shows, already made printable (TerminalText) by the caller.
+    /// What the screen shows. The server's text is made safe here, once: each field
+    /// on one line, controls, newlines and tabs shown as escapes (TerminalText.oneLine).
     struct Content {
         let userCode: String
         let verificationURI: String
         let verificationURIComplete: String?
         /// The QR code of the complete URI (QRCode.render), or nil when none is to be drawn.
-        let qrCode: [String]?
+        let qrCode: [Line]?
+
+        /// - Parameters: userCode, verificationURI, verificationURIComplete: as the server sent them.
+        init(userCode: String, verificationURI: String, verificationURIComplete: String?, qrCode: [Line]?) {
+            self.userCode = TerminalText.oneLine(userCode)
+            self.verificationURI = TerminalText.oneLine(verificationURI)
+            self.verificationURIComplete = verificationURIComplete.map(TerminalText.oneLine)
+            self.qrCode = qrCode
+        }
     }
 
     /// The width text is wrapped to when the terminal does not say its size.
@@ -45,9 +55,9 @@ struct DeviceCodeScreen {
         var qrCode = [Line]()
         var noQRCode = [Line]()
         if let qr = content.qrCode, !complete.isEmpty {
-            let qrColumns = qr.map(Self.width).max() ?? 0
+            let qrColumns = qr.map { Self.width($0.text) }.max() ?? 0
             if let size, qrColumns <= size.columns, rows(header + complete) + qr.count <= rowsLeft {
-                qrCode = qr.map { Line(text: $0, emphasised: $0) }
+                qrCode = qr
             } else {
                 let reason: String
                 if size == nil {
@@ -63,11 +73,11 @@ struct DeviceCodeScreen {
         }
 
         var bigLetters = [Line]()
-        if size != nil {
-            let blank = [Line](repeating: Line(text: "", emphasised: ""), count: Self.bigLetterMargin)
-            let letters = LargeText.render(content.userCode).map { row -> Line in
+        if size != nil, let rendered = LargeText.render(content.userCode) {
+            let blank = [Line](repeating: Line(text: "", styled: ""), count: Self.bigLetterMargin)
+            let letters = rendered.map { row -> Line in
                 let text = "    " + String(row.reversed().drop(while: { $0 == " " }).reversed())
-                return Line(text: text, emphasised: text)
+                return Line(text: text, styled: text)
             }
             let block = blank + letters + blank
             if letters.allSatisfy({ Self.width($0.text) <= columns }), rows(header + block + complete + qrCode + noQRCode) <= rowsLeft {
@@ -77,7 +87,7 @@ struct DeviceCodeScreen {
 
         var screen = header + bigLetters + complete + qrCode + noQRCode
         // A blank line between the command typed and the screen, when there is a row for it.
-        if rows(screen) < rowsLeft { screen.insert(Line(text: "", emphasised: ""), at: 0) }
+        if rows(screen) < rowsLeft { screen.insert(Line(text: "", styled: ""), at: 0) }
         lines = screen
     }
 
@@ -147,7 +157,7 @@ struct DeviceCodeScreen {
         func flush() {
             guard !current.isEmpty else { return }
             lines.append(Line(text: current.map(\.text).joined(separator: " "),
-                              emphasised: current.map { $0.emphasised ? "\u{1B}[1m" + $0.text + "\u{1B}[22m" : $0.text }.joined(separator: " ")))
+                              styled: current.map { $0.emphasised ? "\u{1B}[1m" + $0.text + "\u{1B}[22m" : $0.text }.joined(separator: " ")))
             current = []
             currentWidth = 0
         }
@@ -161,19 +171,28 @@ struct DeviceCodeScreen {
         return lines
     }
 
-    /// The columns `text` takes on a terminal: East Asian wide characters and most
-    /// emoji take two; combining marks none (they join the character before them).
+    /// The columns `text` takes on a terminal: East Asian wide characters and emoji
+    /// take two; combining marks none (they join the character before them). Where
+    /// terminals differ (a lone regional indicator, an emoji selector after a
+    /// character that is usually narrow), two: a line counted too wide still fits.
     static func width(_ text: String) -> Int {
-        text.reduce(0) { total, character in
-            guard let scalar = character.unicodeScalars.first else { return total }
-            switch scalar.value {
-            case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF,
-                 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60, 0xFFE0...0xFFE6,
-                 0x1F300...0x1F64F, 0x1F900...0x1F9FF, 0x20000...0x3FFFD:
-                return total + 2
-            default:
-                return total + 1
-            }
+        text.reduce(0) { $0 + width(of: $1) }
+    }
+
+    private static func width(of character: Character) -> Int {
+        let scalars = character.unicodeScalars
+        guard let first = scalars.first else { return 0 }
+        // U+FE0F asks for the emoji form of the character before it (❤️), two columns wide.
+        if scalars.contains("\u{FE0F}") { return 2 }
+        switch first.value {
+        case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF,
+             0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60, 0xFFE0...0xFFE6,
+             0x1F1E6...0x1F1FF, // regional indicators: a pair is a flag
+             0x1F300...0x1FAFF, // emoji and pictographs
+             0x20000...0x3FFFD:
+            return 2
+        default:
+            return 1
         }
     }
 }

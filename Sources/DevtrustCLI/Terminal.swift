@@ -37,16 +37,20 @@ extension Terminal {
     public var errorIsForeground: Bool { true }
 }
 
-/// A terminal window's size in character cells; both at least 1.
+/// A terminal window's size in character cells; both from 1 to `largest`.
 public struct TerminalSize: Equatable, Sendable, CustomStringConvertible {
     public let columns: Int
     public let rows: Int
 
+    /// Larger sizes are taken as this: no window is that large, and a size from
+    /// COLUMNS or a pty can be any number (Int.max would overflow the layout's arithmetic).
+    public static let largest = 1000
+
     /// Nil when either is 0 or less: a size nobody set, which says nothing.
     public init?(columns: Int, rows: Int) {
         guard columns > 0, rows > 0 else { return nil }
-        self.columns = columns
-        self.rows = rows
+        self.columns = min(columns, Self.largest)
+        self.rows = min(rows, Self.largest)
     }
 
     public var description: String { "\(columns)×\(rows)" }

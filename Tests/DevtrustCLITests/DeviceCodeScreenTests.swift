@@ -9,11 +9,19 @@ import Testing
 enum DeviceCodeScreenReading {
     static let qrCharacters: Set<Character> = ["█", "▀", "▄", " "]
 
-    /// The QR code's rows: the first run of rows that start with its light quiet zone
-    /// ("██") and hold only half blocks, all as wide as the first (its top quiet zone, all light).
+    /// The QR code's rows: the first run of rows as wide as each other (21 columns or more)
+    /// that hold only half blocks, some of them halves ("▀", "▄"; big letters have none).
+    /// Its first row is the top of the quiet zone: all "█" drawn for a dark terminal,
+    /// all spaces in the QR code's own colours.
     static func qrRows(_ rows: [String]) -> [String] {
-        guard let top = rows.firstIndex(where: { $0.count >= 21 && $0.allSatisfy { $0 == "█" } }) else { return [] }
-        return Array(rows[top...].prefix { $0.count == rows[top].count && $0.hasPrefix("██") && $0.allSatisfy(qrCharacters.contains) })
+        var start = rows.startIndex
+        while start < rows.endIndex {
+            let width = rows[start].count
+            let run = rows[start...].prefix { $0.count == width && $0.allSatisfy(qrCharacters.contains) }
+            if width >= 21, run.count >= 2, run.contains(where: { $0.contains("▀") || $0.contains("▄") }) { return Array(run) }
+            start += max(run.count, 1)
+        }
+        return []
     }
 
     /// The rows of the code in big letters: indented four spaces, then blocks and spaces.
@@ -21,15 +29,32 @@ enum DeviceCodeScreenReading {
         rows.filter { $0.hasPrefix("    ") && $0.contains("█") && $0.allSatisfy { $0 == "█" || $0 == " " } }
     }
 
-    /// What zbarimg (an independent decoder) reads in QR code rows taken off a screen.
-    static func decode(_ qrRows: [String]) throws -> String {
+    /// A terminal's own colours: light text on dark, or dark text on light.
+    enum Background: String, CaseIterable {
+        case dark, light
+    }
+
+    /// What a person sees on a screen captured with its colours (`TmuxSession.screen(escapes:trailingSpaces:)`),
+    /// drawn in a terminal's own colours (Tests/Interop/halfblock_png.py, nothing added but the terminal's background
+    /// around it): what zbarimg (an independent decoder) reads there (nil: nothing), and the QR code's size and the
+    /// light margin around it, in modules, as a scanner sees them.
+    struct Seen {
+        let decoded: String?
+        let size: Int?
+        let quietZone: Int?
+    }
+
+    static func see(_ screen: [String], on background: Background) throws -> Seen {
         let directory = TemporaryDirectory("qr")
         let image = directory.file("screen.png")
-        let drawn = try ExternalTool.python.run([Repository.path("Tests/Interop/halfblock_png.py"), image], stdin: Array(qrRows.joined(separator: "\n").utf8))
-        #expect(drawn.status == 0, "\(drawn)")
+        let drawn = try ExternalTool.python.run([Repository.path("Tests/Interop/halfblock_png.py"), "--background", background.rawValue, image],
+                                                stdin: Array(screen.joined(separator: "\n").utf8))
+        try #require(drawn.status == 0, "\(drawn)")
+        let found = try #require(try JSONParser.parse(drawn.output).objectValue, "\(drawn)")
         let read = try ExternalTool.zbarimg.run(["--nodbus", "--raw", "-q", image])
-        #expect(read.status == 0, "zbarimg read no QR code: \(read)")
-        return read.output
+        // zbarimg: 0 read a code, 4 found none.
+        #expect(read.status == 0 || read.status == 4, "\(read)")
+        return Seen(decoded: read.status == 0 ? read.output : nil, size: found["size"]?.int64Value.map { Int($0) }, quietZone: found["quietZone"]?.int64Value.map { Int($0) })
     }
 }
 
@@ -39,8 +64,8 @@ struct DeviceCodeScreenLayoutTests {
     static let uri = "https://idp.example/device"
     static let complete = "https://idp.example/device?user_code=WDJB-MJHT"
 
-    static func content(complete: String? = complete, qr: Bool = true) throws -> DeviceCodeScreen.Content {
-        DeviceCodeScreen.Content(userCode: "WDJB-MJHT", verificationURI: uri, verificationURIComplete: complete,
+    static func content(userCode: String = "WDJB-MJHT", complete: String? = complete, qr: Bool = true) throws -> DeviceCodeScreen.Content {
+        DeviceCodeScreen.Content(userCode: userCode, verificationURI: uri, verificationURIComplete: complete,
                                  qrCode: qr ? try complete.map { try QRCode.render($0).get() } : nil)
     }
 
@@ -67,7 +92,7 @@ struct DeviceCodeScreenLayoutTests {
         #expect(top.prefix(4).contains { $0.contains(Self.uri) } && top.prefix(4).contains { $0.hasSuffix("code: WDJB-MJHT") || $0 == "WDJB-MJHT" }, "\(texts)")
         #expect(texts.contains { $0.hasSuffix(Self.complete) })
         let qr = DeviceCodeScreenReading.qrRows(texts)
-        #expect(qr == (qrCode ? try QRCode.render(Self.complete).get() : []), "\(columns)×\(rows): \(texts)")
+        #expect(qr == (qrCode ? try QRCode.render(Self.complete).get().map(\.text) : []), "\(columns)×\(rows): \(texts)")
         #expect(DeviceCodeScreenReading.bigLetterRows(texts).count == (bigLetters ? 5 : 0), "\(columns)×\(rows): \(texts)")
         #expect(texts.contains { $0.hasPrefix("(enlarge the window") } == !qrCode, "\(texts)")
     }
@@ -82,6 +107,52 @@ struct DeviceCodeScreenLayoutTests {
         #expect(DeviceCodeScreenReading.qrRows(try Self.layout(wider, taller - 1).lines.map(\.text)).isEmpty, "\(wider)×\(taller - 1)")
     }
 
+    /// In windows of every height up to 45 rows, nothing scrolls away: the notice about the QR
+    /// code, the big letters and the blank line are left out where they would not fit.
+    @Test func inNoWindowDoesTheScreenScroll() throws {
+        let content = try Self.content()
+        for columns in [1, 10, 20, 28, 36, 37, 50, 57, 60, 80, 100, 120, 200] {
+            for rows in 1...45 {
+                let screen = DeviceCodeScreen(content, size: TerminalSize(columns: columns, rows: rows))
+                let texts = screen.lines.map(\.text)
+                // Only what cannot be left out (the sentence with the code and the URIs) may not fit.
+                let onlyTheEssentials = texts.allSatisfy { !$0.isEmpty && !$0.hasPrefix("(") }
+                    && DeviceCodeScreenReading.qrRows(texts).isEmpty && DeviceCodeScreenReading.bigLetterRows(texts).isEmpty
+                #expect(DeviceCodeScreen.rows(screen.lines, columns: columns) + 1 <= rows || onlyTheEssentials, "\(columns)×\(rows): \(texts)")
+            }
+        }
+    }
+
+    /// 80×4: the sentence (two rows), the complete URI and the countdown fill the window:
+    /// no room for the line saying what size would show the QR code.
+    @Test func theNoticeAboutTheQRCodeIsLeftOutWhenItDoesNotFit() throws {
+        #expect(try Self.layout(80, 4).lines.map(\.text) == ["To sign in, open https://idp.example/device on another device",
+                                                             "and enter the code: WDJB-MJHT", "or open https://idp.example/device?user_code=WDJB-MJHT"])
+        #expect(try Self.layout(80, 5).lines.map(\.text).last?.hasPrefix("(enlarge the window to") == true)
+    }
+
+    /// Big letters only when every character has one, as itself: not for a code in Hangul
+    /// (only the dash would show), emoji (nothing), or ß (uppercased, two letters).
+    @Test func bigLettersOnlyWhenEveryCharacterHasOne() throws {
+        #expect(LargeText.render("WDJB-MJHT")?.count == 5 && LargeText.render("wdjb-mjht") == LargeText.render("WDJB-MJHT"))
+        for code in ["코드-한글", "🚀🚀-🚀🚀", "STRAßE", "WDJB MJHT", "WDJB\\u{1B}", ""] {
+            #expect(LargeText.render(code) == nil, "\(code)")
+            let texts = try Self.layout(200, 60, content: Self.content(userCode: code)).lines.map(\.text)
+            #expect(DeviceCodeScreenReading.bigLetterRows(texts).isEmpty, "\(code): \(texts)")
+        }
+    }
+
+    /// The screen takes the server's text as it came and shows each field on one line.
+    @Test func theServersTextIsMadeSafeWhereTheScreenTakesIt() {
+        let content = DeviceCodeScreen.Content(userCode: "WDJB\n\tMJHT\u{1B}[31m", verificationURI: "https://idp.example/\r\u{202E}",
+                                               verificationURIComplete: "https://idp.example/?x\u{2028}or open https://evil.example/", qrCode: nil)
+        #expect(content.userCode == "WDJB\\u{A}\\u{9}MJHT\\u{1B}[31m")
+        #expect(content.verificationURI == "https://idp.example/\\u{D}\\u{202E}")
+        #expect(content.verificationURIComplete == "https://idp.example/?x\\u{2028}or open https://evil.example/")
+        let texts = DeviceCodeScreen(content, size: TerminalSize(columns: 120, rows: 40)).lines.map(\.text)
+        #expect(!texts.joined().contains { $0.unicodeScalars.contains { TerminalText.isUnsafe($0) || $0 == "\n" || $0 == "\t" } }, "\(texts)")
+    }
+
     @Test func inAWindowTooSmallForAllTheCodeAndTheURIStay() throws {
         // 30 columns: the sentence takes four rows; with the countdown's, five: nothing else fits.
         let screen = try Self.layout(30, 5)
@@ -93,9 +164,9 @@ struct DeviceCodeScreenLayoutTests {
         let screen = try Self.layout(80, 60, content: Self.content(complete: long))
         let texts = screen.lines.map(\.text)
         #expect(texts.contains(long) && texts.contains("or open"), "\(texts)")
-        let qrColumns = try QRCode.render(long).get()[0].count
+        let qrColumns = try QRCode.render(long).get()[0].text.count
         // The URL takes three rows; the QR code is drawn when it fits.
-        #expect(DeviceCodeScreen.rows([DeviceCodeScreen.Line(text: long, emphasised: long)], columns: 80) == 3)
+        #expect(DeviceCodeScreen.rows([DeviceCodeScreen.Line(text: long, styled: long)], columns: 80) == 3)
         #expect(DeviceCodeScreen.rows(screen.lines, columns: 80) + 1 <= 60)
         #expect(DeviceCodeScreenReading.qrRows(texts).count == (qrColumns <= 80 ? (qrColumns + 1) / 2 : 0), "\(texts)")
     }
@@ -116,10 +187,18 @@ struct DeviceCodeScreenLayoutTests {
         #expect(!noComplete.contains { $0.contains("or open") || $0.contains("QR") }, "\(noComplete)")
     }
 
-    @Test func onlyTheUserCodeIsEmphasised() throws {
+    /// Styled: the user code in bold, and the QR code in black on white, dark modules
+    /// the foreground (its plain rows assume light text on dark: light modules the foreground).
+    @Test func onlyTheUserCodeAndTheQRCodeAreStyled() throws {
         let lines = try Self.layout(80, 24).lines
-        let emphasised = lines.filter { $0.emphasised != $0.text }
-        #expect(emphasised.map(\.emphasised) == ["and enter the code: \u{1B}[1mWDJB-MJHT\u{1B}[22m"], "\(emphasised)")
+        let qr = try QRCode.render(Self.complete).get()
+        let styled = lines.filter { $0.styled != $0.text && !qr.contains($0) }
+        #expect(styled.map(\.styled) == ["and enter the code: \u{1B}[1mWDJB-MJHT\u{1B}[22m"], "\(styled)")
+        #expect(lines.filter(qr.contains) == qr)
+        let inverse: [Character: Character] = ["█": " ", " ": "█", "▀": "▄", "▄": "▀"]
+        for row in qr {
+            #expect(row.styled == "\u{1B}[30;47m" + String(row.text.map { inverse[$0]! }) + "\u{1B}[0m", "\(row)")
+        }
     }
 
     /// Never as wide as the window: a line that fills it leaves the cursor past its
@@ -148,6 +227,13 @@ struct DeviceCodeScreenLayoutTests {
         #expect(DeviceCodeScreen.size(of: unsized, variables: ["COLUMNS": "0", "LINES": "0"]) == nil)
         #expect(DeviceCodeScreen.size(of: notATerminal, variables: variables) == nil)
         #expect(TerminalSize(columns: 0, rows: 0) == nil && TerminalSize(columns: 80, rows: 0) == nil)
+        // No window is larger than 1000×1000; COLUMNS=Int.max overflowed the layout's arithmetic.
+        let huge = ["COLUMNS": "9223372036854775807", "LINES": "9223372036854775807"]
+        #expect(DeviceCodeScreen.size(of: unsized, variables: huge) == TerminalSize(columns: 1000, rows: 1000))
+        #expect(TerminalSize(columns: Int.max, rows: 65535) == TerminalSize(columns: 1000, rows: 1000))
+        let screen = DeviceCodeScreen(try! Self.content(), size: DeviceCodeScreen.size(of: unsized, variables: huge))
+        #expect(!DeviceCodeScreenReading.qrRows(screen.lines.map(\.text)).isEmpty)
+        #expect(DeviceCodeScreen.countdown(secondsLeft: 599, columns: Int.max) == "waiting for approval… 9:59 left")
     }
 
     @Test func wideCharactersTakeTwoColumns() {
@@ -155,6 +241,12 @@ struct DeviceCodeScreenLayoutTests {
         #expect(DeviceCodeScreen.width("코드-한글") == 9)
         #expect(DeviceCodeScreen.width("e\u{301}") == 1)
         #expect(DeviceCodeScreen.width("waiting for approval… 9:59 left") == 31)
+        // Emoji: pictographs (U+1F300–1FAFF), a flag (a pair of regional indicators), and a
+        // character made an emoji by U+FE0F; without it, ❤ and ✓ are one column.
+        #expect(DeviceCodeScreen.width("🚀") == 2 && DeviceCodeScreen.width("🫠") == 2 && DeviceCodeScreen.width("😀") == 2)
+        #expect(DeviceCodeScreen.width("🇫🇷") == 2 && DeviceCodeScreen.width("🇫🇷🇩🇪") == 4)
+        #expect(DeviceCodeScreen.width("❤️") == 2 && DeviceCodeScreen.width("❤") == 1 && DeviceCodeScreen.width("✓") == 1)
+        #expect(DeviceCodeScreen.width("A🚀B") == 4)
     }
 }
 
@@ -168,11 +260,15 @@ struct DeviceCodeTerminalTests {
         let directory = TemporaryDirectory()
         let session: TmuxSession
         let userCode: String
+        /// Whether devtrust may style its lines (no NO_COLOR).
+        let styled: Bool
         var verificationURI: String { server.url + "/device" }
         var verificationURIComplete: String { server.url + "/device?user_code=" + userCode }
 
-        init(columns: Int, rows: Int, environment: [String: String] = [:]) throws {
-            server = try ReferenceServer(["--device-interval", "1"])
+        /// - Parameter serverOptions: more reference_server.py options (`--device-user-code TEXT`, ...).
+        init(columns: Int, rows: Int, environment: [String: String] = [:], serverOptions: [String] = []) throws {
+            styled = environment["NO_COLOR"] == nil
+            server = try ReferenceServer(["--device-interval", "1"] + serverOptions)
             var cli = DevtrustBinary(keystore: directory.file("ks"))
             cli.extraEnvironment = environment
             session = try TmuxSession(columns: columns, rows: rows, command: [cli.path, "login", "--device-code", "--server", server.url, "--client-id", "devtrust-app"],
@@ -187,11 +283,13 @@ struct DeviceCodeTerminalTests {
         }
 
         /// The lines devtrust printed before the countdown, without their escape sequences
-        /// (the pty's line discipline turned each newline into CR LF).
+        /// (the pty's line discipline turned each newline into CR LF) and, as on the captured
+        /// screen, without trailing spaces.
         var printedLines: [String] {
             let output = session.output.replacingOccurrences(of: "\r\n", with: "\n")
             let screen = output.components(separatedBy: "\r\u{1B}[K").first ?? ""
             var lines = screen.replacing(#/\x1B\[[0-9;]*m/#, with: "").components(separatedBy: "\n")
+                .map { String($0.reversed().drop { $0 == " " }.reversed()) }
             if lines.last == "" { lines.removeLast() }
             return lines
         }
@@ -206,7 +304,10 @@ struct DeviceCodeTerminalTests {
     /// What every window shows: each printed line on rows of its own (only a URL wider than the
     /// window wraps), nothing scrolled away, the countdown on the next row, narrower than the
     /// window, changing in place while nothing else moves; and, where drawn, a QR code that an
-    /// independent decoder reads as verification_uri_complete.
+    /// independent decoder reads as verification_uri_complete in the screen as a person sees it,
+    /// with a quiet zone of 4 modules: on a terminal with a dark background and on one with a
+    /// light background where devtrust sets the QR code's colours, on a dark one where it may not
+    /// (NO_COLOR: the plain QR code assumes light text on dark).
     @discardableResult
     static func checkScreen(_ run: Run, columns: Int, rows: Int, qrCode: Bool, bigLetters: Bool) throws -> [String] {
         let printed = run.printedLines
@@ -226,13 +327,13 @@ struct DeviceCodeTerminalTests {
         // (Rows joined: a URL wider than the window continues on the next row.)
         #expect(first.joined().contains(run.userCode), "the user code is not on the screen: \(first)")
         #expect(first.joined().contains(run.verificationURI), "the verification URI is not on the screen: \(first)")
-        let qr = DeviceCodeScreenReading.qrRows(first)
-        #expect(qr.isEmpty == !qrCode, "\(first)")
-        if qrCode {
-            #expect(try DeviceCodeScreenReading.decode(qr) == run.verificationURIComplete)
-        } else {
-            #expect(first.contains { $0.hasPrefix("(enlarge the window to") }, "\(first)")
+        let coloured = try run.session.screen(escapes: true, trailingSpaces: true)
+        for background in run.styled ? DeviceCodeScreenReading.Background.allCases : [.dark] {
+            let seen = try DeviceCodeScreenReading.see(coloured, on: background)
+            #expect(seen.decoded == (qrCode ? run.verificationURIComplete : nil), "on a \(background) background:\n\(first.joined(separator: "\n"))")
+            if qrCode { #expect((seen.quietZone ?? 0) >= 4, "on a \(background) background: \(seen)") }
         }
+        if !qrCode { #expect(first.contains { $0.hasPrefix("(enlarge the window to") }, "\(first)") }
         #expect(DeviceCodeScreenReading.bigLetterRows(first).count == (bigLetters ? 5 : 0), "\(first)")
 
         // A second later: the countdown row has changed, and only it.
@@ -261,7 +362,7 @@ struct DeviceCodeTerminalTests {
         let run = try Run(columns: 120, rows: 40)
         let screen = try Self.checkScreen(run, columns: 120, rows: 40, qrCode: true, bigLetters: true)
         // The big letters spell the code.
-        #expect(DeviceCodeScreenReading.bigLetterRows(screen) == LargeText.render(run.userCode).map { "    " + String($0.reversed().drop { $0 == " " }.reversed()) })
+        #expect(DeviceCodeScreenReading.bigLetterRows(screen) == (try #require(LargeText.render(run.userCode))).map { "    " + String($0.reversed().drop { $0 == " " }.reversed()) })
         let escapes = try run.session.screen(escapes: true)
         #expect(escapes.contains { $0.contains("\u{1B}[1m" + run.userCode) }, "the code is not bold: \(escapes)")
         try Self.checkSignsIn(run)
@@ -282,6 +383,48 @@ struct DeviceCodeTerminalTests {
         let screen = try Self.checkScreen(run, columns: 28, rows: 14, qrCode: false, bigLetters: false)
         #expect(screen.contains { $0.wholeMatch(of: #/\d+:\d\d left/#) != nil }, "\(screen)")
     }
+
+    /// NO_COLOR: the QR code in the terminal's own colours, drawn for a dark background.
+    @Test func at80x24WithNO_COLORThePlainQRCodeIsReadOnADarkBackground() throws {
+        let run = try Run(columns: 80, rows: 24, environment: ["NO_COLOR": "1"])
+        try Self.checkScreen(run, columns: 80, rows: 24, qrCode: true, bigLetters: false)
+        #expect(!run.session.output.contains("\u{1B}[30;47m"))
+    }
+
+    /// Text the server sends for one line (the user code, the URIs) stays on one line: newlines
+    /// and tabs show as escapes, so they neither push the sentence with the URI and the code off
+    /// the screen nor print a line that looks like devtrust's own.
+    @Test func newlinesAndTabsFromTheServerShowAsEscapes() throws {
+        let userCode = "WDJB-MJHT" + String(repeating: "\n", count: 8) + "\tx"
+        let complete = "https://idp.example/device?user_code=X\nor open https://evil.example/"
+        let run = try Run(columns: 80, rows: 24, serverOptions: ["--device-user-code", userCode, "--device-verification-uri-complete", complete])
+        let screen = try run.session.screen()
+        let shown = "WDJB-MJHT" + String(repeating: "\\u{A}", count: 8) + "\\u{9}x"
+        #expect(Array(screen.prefix(4)) == ["", "To sign in, open \(run.verificationURI) on another device", "and enter the code: " + shown,
+                                            "or open https://idp.example/device?user_code=X\\u{A}or open https://evil.example/"], "\(screen)")
+        #expect(screen[4].hasPrefix("(enlarge the window to") && Self.isCountdown(screen[5]), "\(screen)")
+        #expect(!run.session.output.contains("\t") && !run.session.output.contains("MJHT\r\n"), "\(run.session.output)")
+    }
+
+    /// Escape sequences, carriage returns and direction overrides from the server, in the user
+    /// code and both URIs, show as escapes on the screen and never reach the terminal.
+    @Test func controlCharactersFromTheServerShowAsEscapes() throws {
+        let userCode = "WDJB\u{1B}[31m-MJHT\r\u{202E}X"
+        let uri = "https://idp.example/device\u{1B}]0;owned\u{7}"
+        let complete = "https://idp.example/device?user_code=\u{202E}WDJB\u{1B}[2J\r"
+        let run = try Run(columns: 100, rows: 30, serverOptions: ["--device-user-code", userCode, "--device-verification-uri", uri,
+                                                                  "--device-verification-uri-complete", complete])
+        let screen = try run.session.screen().joined(separator: "\n")
+        for shown in ["WDJB\\u{1B}[31m-MJHT\\u{D}\\u{202E}X", "https://idp.example/device\\u{1B}]0;owned\\u{7}",
+                      "https://idp.example/device?user_code=\\u{202E}WDJB\\u{1B}[2J\\u{D}"] {
+            #expect(screen.contains(shown), "\(shown) is not on the screen:\n\(screen)")
+            #expect(run.session.output.contains(shown), "\(shown) was not written")
+        }
+        for raw in ["\u{1B}[31m", "\u{1B}]0;", "\u{7}", "\u{202E}", "\u{1B}[2J", "MJHT\r"] {
+            #expect(!run.session.output.contains(raw), "\(raw.debugDescription) reached the terminal: \(run.session.output.debugDescription)")
+        }
+        #expect(!(try run.session.screen(escapes: true)).joined().contains("\u{1B}[31m"))
+    }
 }
 
 /// Off a terminal (a log, a pipe), the device-code lines are as they always were: no big
@@ -298,5 +441,18 @@ struct DeviceCodeTerminalTests {
             + "or open \(server.url)/device?user_code=\(code)\n\n"
         #expect(result.stderr.hasPrefix(expected), "\(result.stderr)")
         #expect(!result.stderr.contains("\u{1B}") && !result.stderr.contains("\r") && !result.stderr.contains("█"), "\(result.stderr)")
+    }
+
+    @Test func theServersTextIsShownOnOneLineWithEscapes() throws {
+        let server = try ReferenceServer(["--device-interval", "1", "--device-expires", "1", "--device-user-code", "WDJB\u{1B}[31m-MJHT\n\tX",
+                                          "--device-verification-uri", "https://idp.example/device\r\u{202E}",
+                                          "--device-verification-uri-complete", "https://idp.example/device?user_code=X\nor open https://evil.example/"])
+        let directory = TemporaryDirectory()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        let result = try cli.run("login", "--device-code", "--server", server.url, "--client-id", "devtrust-app")
+        let expected = "\nTo sign in, open https://idp.example/device\\u{D}\\u{202E} on another device and enter the code:\n\n\n    WDJB\\u{1B}[31m-MJHT\\u{A}\\u{9}X\n\n"
+            + "or open https://idp.example/device?user_code=X\\u{A}or open https://evil.example/\n\n"
+        #expect(result.stderr.hasPrefix(expected), "\(result.stderr)")
+        #expect(!result.stderr.contains("\u{1B}") && !result.stderr.contains("\r") && !result.stderr.contains("\t"), "\(result.stderr)")
     }
 }

@@ -204,6 +204,9 @@ import Testing
         #expect(unsized.contains("(no QR code: the terminal does not say its size; set COLUMNS and LINES)"), "\(unsized)")
         let told = try screen(size: nil, variables: ["COLUMNS": "120", "LINES": "40"])
         #expect(!DeviceCodeScreenReading.qrRows(told).isEmpty && DeviceCodeScreenReading.bigLetterRows(told).count == 5, "\(told)")
+        // As large as an Int goes (this overflowed the layout's arithmetic: SIGILL): taken as 1000×1000.
+        let huge = try screen(size: nil, variables: ["COLUMNS": "9223372036854775807", "LINES": "9223372036854775807"])
+        #expect(!DeviceCodeScreenReading.qrRows(huge).isEmpty && DeviceCodeScreenReading.bigLetterRows(huge).count == 5, "\(huge)")
         let noQR = try screen(size: "120x40", ["--no-qr"])
         #expect(DeviceCodeScreenReading.qrRows(noQR).isEmpty && !noQR.contains { $0.contains("QR code") }, "\(noQR)")
     }

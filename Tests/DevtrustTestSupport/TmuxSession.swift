@@ -44,9 +44,12 @@ public final class TmuxSession: @unchecked Sendable {
     }
 
     /// The visible screen, one string per row (`rows` of them), trailing spaces trimmed;
-    /// with `escapes`, with the escape sequences of the text's attributes (bold, colours).
-    public func screen(escapes: Bool = false) throws -> [String] {
-        let captured = try tmux(["capture-pane", "-p", "-t", Self.session] + (escapes ? ["-e"] : []))
+    /// with `escapes`, with the escape sequences of the text's attributes (bold, colours),
+    /// each only where the attributes change (so they carry on from one row to the next);
+    /// with `trailingSpaces`, spaces the program wrote at the end of a row are kept
+    /// (they show when they have a background colour).
+    public func screen(escapes: Bool = false, trailingSpaces: Bool = false) throws -> [String] {
+        let captured = try tmux(["capture-pane", "-p", "-t", Self.session] + (escapes ? ["-e"] : []) + (trailingSpaces ? ["-N"] : []))
         var lines = captured.stdout.components(separatedBy: "\n")
         if lines.last == "" { lines.removeLast() }
         return lines

@@ -144,6 +144,12 @@ def add_device_code_options(parser):
                         help="answer the Nth device-code poll with a 404 HTML page")
     parser.add_argument("--device-drop-on", type=int, action="append", default=[], metavar="N",
                         help="close the connection of the Nth device-code poll without an answer")
+    parser.add_argument("--device-user-code", metavar="TEXT",
+                        help="the user_code of every device authorization, exactly as given (default: a random XXXX-XXXX)")
+    parser.add_argument("--device-verification-uri", metavar="TEXT",
+                        help="the verification_uri, exactly as given (default: {base}/device)")
+    parser.add_argument("--device-verification-uri-complete", metavar="TEXT",
+                        help="the verification_uri_complete, exactly as given (default: the verification URI with ?user_code=)")
 
 
 class SignInServer:
@@ -404,14 +410,16 @@ class SignInServer:
         if form.get("client_id", [None])[0] != CLIENT_ID:
             raise OAuthFailure(401, "invalid_client", "unknown client")
         device_code = secrets.token_urlsafe(32)
-        user_code = "".join(secrets.choice("BCDFGHJKLMNPQRSTVWXZ") for _ in range(4)) + "-" + "".join(secrets.choice("BCDFGHJKLMNPQRSTVWXZ") for _ in range(4))
+        user_code = self.options.device_user_code or ("".join(secrets.choice("BCDFGHJKLMNPQRSTVWXZ") for _ in range(4)) + "-"
+                                                      + "".join(secrets.choice("BCDFGHJKLMNPQRSTVWXZ") for _ in range(4)))
         grant = {"user_code": user_code, "created": time.time(), "expires_in": self.options.device_expires,
                  "interval": self.options.device_interval, "state": "pending", "polls": [], "scope": form.get("scope", ["openid"])[0]}
         with self.lock:
             self.device_grants[device_code] = grant
         base = self.base_url()
-        return {"device_code": device_code, "user_code": user_code, "verification_uri": base + "/device",
-                "verification_uri_complete": base + "/device?user_code=" + user_code,
+        verification_uri = self.options.device_verification_uri or base + "/device"
+        return {"device_code": device_code, "user_code": user_code, "verification_uri": verification_uri,
+                "verification_uri_complete": self.options.device_verification_uri_complete or base + "/device?user_code=" + user_code,
                 "expires_in": self.options.device_expires, "interval": self.options.device_interval}
 
     def poll_device(self, device_code):

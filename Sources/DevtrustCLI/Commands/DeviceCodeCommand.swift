@@ -132,32 +132,31 @@ enum DeviceCodeCommand {
     }
 
     /// On a terminal, the screen laid out for its window (DeviceCodeScreen), the user code
-    /// in bold unless NO_COLOR; elsewhere (a log, a pipe) plain lines, without big letters.
+    /// in bold and the QR code in black on white unless NO_COLOR; elsewhere (a log, a pipe)
+    /// plain lines, without big letters. Either way the server's text is made safe by
+    /// DeviceCodeScreen.Content.
     static func present(_ context: CommandContext, _ authorization: DeviceAuthorization, qr: Bool) {
         guard !context.quiet else { return }
         let terminal = context.terminal
-        let verificationURI = TerminalText.printable(authorization.verificationURI)
-        let userCode = TerminalText.printable(authorization.userCode)
-        let complete = authorization.verificationURIComplete.map(TerminalText.printable)
-        guard terminal.errorIsTerminal else {
-            terminal.writeError("\nTo sign in, open \(verificationURI) on another device and enter the code:\n\n")
-            terminal.writeError("\n    \(userCode)\n\n")
-            if let complete { terminal.writeError("or open \(complete)\n") }
-            terminal.writeError("\n")
-            return
-        }
-        var qrCode: [String]?
+        var qrCode: [DeviceCodeScreen.Line]?
         if qr, let uri = authorization.verificationURIComplete {
             switch QRCode.render(uri) {
             case .success(let lines): qrCode = lines
             case .failure(let problem): context.detail("no QR code: " + problem.message)
             }
         }
-        let content = DeviceCodeScreen.Content(userCode: userCode, verificationURI: verificationURI,
-                                               verificationURIComplete: complete, qrCode: qrCode)
+        let content = DeviceCodeScreen.Content(userCode: authorization.userCode, verificationURI: authorization.verificationURI,
+                                               verificationURIComplete: authorization.verificationURIComplete, qrCode: qrCode)
+        guard terminal.errorIsTerminal else {
+            terminal.writeError("\nTo sign in, open \(content.verificationURI) on another device and enter the code:\n\n")
+            terminal.writeError("\n    \(content.userCode)\n\n")
+            if let complete = content.verificationURIComplete { terminal.writeError("or open \(complete)\n") }
+            terminal.writeError("\n")
+            return
+        }
         let screen = DeviceCodeScreen(content, size: DeviceCodeScreen.size(of: terminal, variables: context.environment.variables))
-        let emphasis = context.style.usesColour
-        for line in screen.lines { terminal.writeError((emphasis ? line.emphasised : line.text) + "\n") }
+        let styled = context.style.usesColour
+        for line in screen.lines { terminal.writeError((styled ? line.styled : line.text) + "\n") }
     }
 }
 
@@ -168,7 +167,19 @@ enum QRCode {
         let message: String
     }
 
-    static func render(_ text: String) -> Result<[String], Problem> {
+    /// The light margin around the code, in modules: 4, as the QR code specification asks
+    /// (2 rows of half blocks above and below).
+    static let quietZone = 4
+    /// Black on white (the terminal's colours 0 and 7), set explicitly: dark modules on
+    /// light whatever the theme. Many scanners do not read a code whose colours are inverted.
+    static let colours = "\u{1B}[30;47m"
+
+    /// The rows of the code. Each row's `styled` text is in `colours`, dark modules the
+    /// foreground. Its plain `text`, for where devtrust sets no colours (NO_COLOR,
+    /// TERM=dumb), has to assume the terminal's: light text on a dark background, the
+    /// usual default, so light modules are the foreground there (on a light theme
+    /// that code is inverted).
+    static func render(_ text: String) -> Result<[DeviceCodeScreen.Line], Problem> {
         var width: Int32 = 0
         var modules: UnsafeMutablePointer<UInt8>?
         var error = [CChar](repeating: 0, count: 256)
@@ -179,25 +190,24 @@ enum QRCode {
         }
         defer { free(modules) }
         let size = Int(width)
-        let quiet = 2
+        let quiet = Self.quietZone
         func dark(_ row: Int, _ column: Int) -> Bool {
             guard row >= 0, row < size, column >= 0, column < size else { return false }
             return modules[row * size + column] != 0
         }
-        var lines = [String]()
+        var lines = [DeviceCodeScreen.Line]()
         var row = -quiet
         while row < size + quiet {
-            var line = ""
+            var lightForeground = "", darkForeground = ""
             for column in -quiet..<(size + quiet) {
-                // Light modules print as blocks: terminals are mostly dark on light-on-dark.
                 switch (dark(row, column), dark(row + 1, column)) {
-                case (false, false): line += "█"
-                case (false, true): line += "▀"
-                case (true, false): line += "▄"
-                case (true, true): line += " "
+                case (false, false): lightForeground += "█"; darkForeground += " "
+                case (false, true): lightForeground += "▀"; darkForeground += "▄"
+                case (true, false): lightForeground += "▄"; darkForeground += "▀"
+                case (true, true): lightForeground += " "; darkForeground += "█"
                 }
             }
-            lines.append(line)
+            lines.append(DeviceCodeScreen.Line(text: lightForeground, styled: Self.colours + darkForeground + "\u{1B}[0m"))
             row += 2
         }
         return .success(lines)
@@ -228,10 +238,15 @@ enum LargeText {
         "-": ["   ", "   ", "███", "   ", "   "],
     ]
 
-    static func render(_ text: String) -> [String] {
+    /// Nil unless every character has a glyph, and has it as itself (uppercasing
+    /// does not make two of one, as ß becomes SS): big letters with gaps or extra
+    /// letters would show another code.
+    static func render(_ text: String) -> [String]? {
+        let letters = text.uppercased()
+        guard !letters.isEmpty, letters.count == text.count, letters.allSatisfy({ glyphs[$0] != nil }) else { return nil }
         var rows = [String](repeating: "", count: 5)
-        for character in text.uppercased() {
-            let glyph = glyphs[character] ?? ["  ", "  ", "  ", "  ", "  "]
+        for character in letters {
+            let glyph = glyphs[character]!
             for index in 0..<5 { rows[index] += glyph[index] + "  " }
         }
         return rows
