@@ -181,6 +181,9 @@ struct ClockDiagnosis {
             case .resolve, .connect, .timeout, .noResponse, .other:
                 return DoctorCheck(id, title, .warn, "\(server.named) did not answer, so its clock cannot be compared: \(error)", fix: reach)
             }
+        case .interrupted:
+            // Doctor's clients do not stop on signals (HTTPOptions.interruption is unset); said for completeness.
+            return DoctorCheck(id, title, .skip, "the request to \(server.named) was interrupted: \(error)")
         case .responseTooLarge, .redirected:
             return DoctorCheck(id, title, .warn, "\(server.named) gave no answer whose Date can be read: \(error)",
                                fix: "check the server URL the keystore records (devtrust status)")
