@@ -22,7 +22,7 @@ struct DeviceCodeScreen {
         /// The QR code of the complete URI (QRCode.render), or nil when none is to be drawn.
         let qrCode: [Line]?
 
-        /// - Parameters: userCode, verificationURI, verificationURIComplete: as the server sent them.
+        /// The user code and the URIs as the server sent them.
         init(userCode: String, verificationURI: String, verificationURIComplete: String?, qrCode: [Line]?) {
             self.userCode = TerminalText.oneLine(userCode)
             self.verificationURI = TerminalText.oneLine(verificationURI)
