@@ -16,14 +16,22 @@ zpty -w capture 'compadd () {
     builtin compadd -Q -U ""
 }'
 zpty -w capture 'zstyle ":completion:*" list-prompt ""; zstyle ":completion:*" select-prompt ""; bindkey "^I" complete-word'
+# compsys calls the functions in comppostfuncs when a completion has ended: the
+# marker says so (written "-" quoted, so that the echoed definition is no marker).
+zpty -w capture '__devtrust_end () { print -r -- COMPLETION"-"END > /dev/tty }; comppostfuncs=(__devtrust_end)'
 zpty -w capture "print DEVTRUST-READY"
 zpty -r capture output '*DEVTRUST-READY*DEVTRUST-READY*' || exit 4
 zpty -n -w capture "$line"$'\t'
-zpty -w capture $'\C-u'"print DEVTRUST-DONE"
-# Read until the marker comes back (the command line echoed, then its output),
-# however long a loaded machine takes to complete; give up after 120 s.
+# Wait for the completion to end before typing on: keys typed while it runs
+# could reach zle first on a loaded machine. Give up after 120 s.
 output=""
 integer deadline=$(( SECONDS + 120 ))
+while [[ $output != *COMPLETION-END* ]] && (( SECONDS < deadline )); do
+    if zpty -r -t capture chunk 2>/dev/null; then output+=$chunk; else sleep 0.05; fi
+done
+[[ $output == *COMPLETION-END* ]] || { print -u2 "zsh_complete: completion did not end within 120 s"; exit 5 }
+zpty -w capture $'\C-u'"print DEVTRUST-DONE"
+# Read until the marker comes back (the command line echoed, then its output).
 while [[ $output != *DEVTRUST-DONE*DEVTRUST-DONE* ]] && (( SECONDS < deadline )); do
     if zpty -r -t capture chunk 2>/dev/null; then output+=$chunk; else sleep 0.05; fi
 done
