@@ -120,6 +120,19 @@ import Testing
         #expect(try setup.complete(shell, "devtrust token --device-id ").isEmpty, "\(shell)")
     }
 
+    /// A configuration file may come from anywhere: its profile names must not run as shell code
+    /// (bash's compgen -W expands $(...) and globs) nor split into several candidates.
+    @Test(arguments: Shell.allCases)
+    func profileNamesAreNeverShellCode(_ shell: Shell) throws {
+        let setup = try Setup()
+        let marker = setup.directory.file("ran-\(shell.rawValue)")
+        let config = setup.directory.write("files/hostile.json", #"{"signIn": {"profiles": {"work": {"server": "https://idp.example", "clientId": "c"}, "$(touch \#(marker))": {"server": "https://b.example", "clientId": "c"}, "`touch \#(marker)`": {"server": "https://b.example", "clientId": "c"}, "*": {"server": "https://c.example", "clientId": "c"}, "two words": {"server": "https://d.example", "clientId": "c"}, "a:b": {"server": "https://e.example", "clientId": "c"}, "-x": {"server": "https://f.example", "clientId": "c"}}}}"#)
+        #expect(Set(try setup.complete(shell, "devtrust --config \(config) login --profile ")) == ["work"], "\(shell)")
+        #expect(!FileManager.default.fileExists(atPath: marker), "\(shell) ran a profile name")
+        let listed = try setup.cli.run("--config", config, "completion", "--list-profiles")
+        #expect(listed.status == 0 && listed.stdout == "work\n", "\(listed)")
+    }
+
     @Test func profileNamesAreAllThatIsListed() throws {
         let setup = try Setup()
         let listed = try setup.cli.run("--config", setup.config, "completion", "--list-profiles")

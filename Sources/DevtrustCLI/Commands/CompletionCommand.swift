@@ -24,8 +24,10 @@ enum CompletionCommand: DevtrustCommand {
     static func run(_ context: CommandContext, _ options: Options) throws {
         if options.listProfiles {
             guard options.shell == nil else { throw UsageError("--list-profiles takes no shell", command: Options.spec.name) }
-            // Names only: a profile's settings (a client id, endpoints) stay out of the shell.
-            let names = try context.configuration().signInProfiles.keys.sorted()
+            // Names only: a profile's settings (a client id, endpoints) stay out of the shell. And only
+            // names that are one plain word: a shell reads this list, and a configuration file may come
+            // from anywhere (bash's compgen -W expands $(...) and globs, zsh's _describe splits at ":").
+            let names = try context.configuration().signInProfiles.keys.filter(CompletionScripts.isCompletableName).sorted()
             if !names.isEmpty { context.output(names.joined(separator: "\n")) }
             return
         }
@@ -54,6 +56,18 @@ struct CompletionScripts {
 
     static let profilesOption = "list-profiles"
 
+    /// A profile name the scripts offer: letters, digits and `._@+-`, not starting with `-`.
+    /// Others (spaces, `$`, globs, `:`) can still be typed; they are only not completed.
+    static func isCompletableName(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, first != "-" else { return false }
+        return name.unicodeScalars.allSatisfy { scalar in
+            switch scalar {
+            case "a"..."z", "A"..."Z", "0"..."9", ".", "_", "@", "+", "-": return true
+            default: return false
+            }
+        }
+    }
+
     // MARK: bash
 
     func bash() -> String {
@@ -76,7 +90,7 @@ struct CompletionScripts {
             case "$1" in
                 file) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
                 directory) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")) ;;
-                profile) COMPREPLY=($(compgen -W "$(_devtrust_profiles)" -- "$cur")) ;;
+                profile) local name; while IFS= read -r name; do [[ $name == "$cur"* ]] && COMPREPLY+=("$name"); done < <(_devtrust_profiles) ;;
                 command) COMPREPLY=($(compgen -W "\(commands.map(\.name).joined(separator: " "))" -- "$cur")) ;;
                 choices:*) COMPREPLY=($(compgen -W "${1#choices:}" -- "$cur")) ;;
                 *) COMPREPLY=() ;;
