@@ -162,8 +162,16 @@ public struct Keystore: Sendable {
         }
         let lock = try KeystoreLock(in: directory, timeoutMilliseconds: lockTimeoutMilliseconds)
         defer { withExtendedLifetime(lock) {} }
-        var base = path
-        while base.count > 1 && base.hasSuffix("/") { base.removeLast() }
+        var named = path
+        while named.count > 1 && named.hasSuffix("/") { named.removeLast() }
+        // The directory itself, not a link to it, and its name without "." or "..": renaming a link
+        // would leave the data where it was, and a target spelt through "ks/.." no longer resolves
+        // once "ks" has moved.
+        var status = stat()
+        let isLink = lstat(named, &status) == 0 && status.st_mode & S_IFMT == S_IFLNK
+        guard let resolved = realpath(named, nil) else { throw .io(path: named, operation: "resolve", errno: errno) }
+        let base = String(cString: resolved)
+        free(resolved)
         var target = base + ".damaged-" + stamp
         var number = 2
         while access(target, F_OK) == 0 {
@@ -172,6 +180,8 @@ public struct Keystore: Sendable {
         }
         guard rename(base, target) == 0 else { throw .io(path: base, operation: "move aside to \(target)", errno: errno) }
         guard chmod(target, 0o700) == 0 else { throw .io(path: target, operation: "chmod 700", errno: errno) }
+        // The link stays usable: an empty private directory where it points (best effort; the data has moved).
+        if isLink { _ = mkdir(base, 0o700) }
         return target
     }
 

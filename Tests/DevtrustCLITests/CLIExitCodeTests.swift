@@ -242,10 +242,12 @@ import Testing
         #expect(try cli.run("init", "--force").status == 7)
         let refused = try cli.run("reset")
         #expect(refused.status == 2 && refused.stderr.contains("`reset --yes` moves it aside"), "\(refused)")
+        // Said by the directory's real path (the temporary directory's name has a "//" in it).
+        let realKeystore = Self.realPath(keystore)
         let reset = try cli.run("reset", "--yes")
         #expect(reset.status == 0, "\(reset)")
         let prefix = "moved the damaged keystore aside to "
-        let line = try #require(reset.stderr.split(separator: "\n").first { $0.hasPrefix(prefix + keystore + ".damaged-") }, "\(reset)")
+        let line = try #require(reset.stderr.split(separator: "\n").first { $0.hasPrefix(prefix + realKeystore + ".damaged-") }, "\(reset)")
         let aside = String(line.dropFirst(prefix.count).prefix { $0 != " " })
         #expect(aside.range(of: #"\.damaged-\d{8}T\d{6}Z$"#, options: .regularExpression) != nil, "\(aside)")
         var info = stat()
@@ -253,5 +255,49 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: aside + "/" + keyFile) && !FileManager.default.fileExists(atPath: keystore))
         #expect(try cli.run("init", "--backend", "software").status == 0)
         #expect(try cli.run("status").status == 0)
+    }
+
+    static func realPath(_ path: String) -> String {
+        guard let resolved = realpath(path, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// The keystore named through a link, or with "." and ".." in its path: the data itself moves
+    /// aside (not the link), the move is said with where it went, and a new key can be made through
+    /// the same name. (An outside review: the link was renamed and the data stayed; "ks/../ks"
+    /// moved the keystore, then failed to chmod the target it had spelt through "ks/..".)
+    @Test(arguments: ["link", "dot-dot", "dot"])
+    func aDamagedKeystoreNamedIndirectlyIsMovedItself(_ naming: String) throws {
+        let directory = TemporaryDirectory()
+        let real = copyKeystoreFixture("v1/software-registered", into: directory)
+        let keyFile = try #require(try FileManager.default.contentsOfDirectory(atPath: real).first { $0.hasPrefix("key-") })
+        try Data("{\"version\":2,\"key\":".utf8).write(to: URL(fileURLWithPath: real + "/keystore.json"))
+        chmod(real + "/keystore.json", 0o600)
+        let name: String
+        switch naming {
+        case "link":
+            name = directory.file("link")
+            try FileManager.default.createSymbolicLink(atPath: name, withDestinationPath: real)
+        case "dot-dot":
+            name = real + "/../" + (real as NSString).lastPathComponent
+        default:
+            name = real + "/."
+        }
+        let cli = DevtrustBinary(keystore: name)
+        let realKeystore = Self.realPath(real)
+        let reset = try cli.run("reset", "--yes")
+        #expect(reset.status == 0, "\(reset)")
+        let prefix = "moved the damaged keystore aside to "
+        let line = try #require(reset.stderr.split(separator: "\n").first { $0.hasPrefix(prefix + realKeystore + ".damaged-") }, "\(reset)")
+        let aside = String(line.dropFirst(prefix.count).prefix { $0 != " " })
+        var info = stat()
+        #expect(lstat(aside, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR && info.st_mode & 0o777 == 0o700, "\(aside)")
+        #expect(FileManager.default.fileExists(atPath: aside + "/" + keyFile))
+        #expect(try cli.run("init", "--backend", "software").status == 0)
+        #expect(try cli.run("status").status == 0)
+        if naming == "link" {
+            #expect(lstat(name, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK, "the link is still a link")
+        }
     }
 }
