@@ -244,17 +244,23 @@ import Testing
         #expect(refused.status == 2 && refused.stderr.contains("`reset --yes` moves it aside"), "\(refused)")
         // Said by the directory's real path (the temporary directory's name has a "//" in it).
         let realKeystore = Self.realPath(keystore)
-        let reset = try cli.run("reset", "--yes")
-        #expect(reset.status == 0, "\(reset)")
-        let prefix = "moved the damaged keystore aside to "
-        let line = try #require(reset.stderr.split(separator: "\n").first { $0.hasPrefix(prefix + realKeystore + ".damaged-") }, "\(reset)")
-        let aside = String(line.dropFirst(prefix.count).prefix { $0 != " " })
+        let aside = try Self.resetMovesAside(cli, realKeystore: realKeystore)
         #expect(aside.range(of: #"\.damaged-\d{8}T\d{6}Z$"#, options: .regularExpression) != nil, "\(aside)")
         var info = stat()
         #expect(stat(aside, &info) == 0 && info.st_mode & 0o777 == 0o700)
         #expect(FileManager.default.fileExists(atPath: aside + "/" + keyFile) && !FileManager.default.fileExists(atPath: keystore))
         #expect(try cli.run("init", "--backend", "software").status == 0)
         #expect(try cli.run("status").status == 0)
+    }
+
+    /// Runs `reset --yes` on a damaged keystore: it succeeds and says it moved the keystore,
+    /// by its real path, aside; the place it went.
+    static func resetMovesAside(_ cli: DevtrustBinary, realKeystore: String) throws -> String {
+        let reset = try cli.run("reset", "--yes")
+        #expect(reset.status == 0, "\(reset)")
+        let prefix = "moved the damaged keystore aside to "
+        let line = try #require(reset.stderr.split(separator: "\n").first { $0.hasPrefix(prefix + realKeystore + ".damaged-") }, "\(reset)")
+        return String(line.dropFirst(prefix.count).prefix { $0 != " " })
     }
 
     static func realPath(_ path: String) -> String {
@@ -286,11 +292,7 @@ import Testing
         }
         let cli = DevtrustBinary(keystore: name)
         let realKeystore = Self.realPath(real)
-        let reset = try cli.run("reset", "--yes")
-        #expect(reset.status == 0, "\(reset)")
-        let prefix = "moved the damaged keystore aside to "
-        let line = try #require(reset.stderr.split(separator: "\n").first { $0.hasPrefix(prefix + realKeystore + ".damaged-") }, "\(reset)")
-        let aside = String(line.dropFirst(prefix.count).prefix { $0 != " " })
+        let aside = try Self.resetMovesAside(cli, realKeystore: realKeystore)
         var info = stat()
         #expect(lstat(aside, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR && info.st_mode & 0o777 == 0o700, "\(aside)")
         #expect(FileManager.default.fileExists(atPath: aside + "/" + keyFile))

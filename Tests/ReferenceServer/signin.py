@@ -145,7 +145,7 @@ def add_device_code_options(parser):
     parser.add_argument("--device-drop-on", type=int, action="append", default=[], metavar="N",
                         help="close the connection of the Nth device-code poll without an answer")
     parser.add_argument("--device-user-code", metavar="TEXT",
-                        help="the user_code of every device authorization, exactly as given (default: a random XXXX-XXXX)")
+                        help="the user_code of every device authorization, exactly as given (default: four random consonants, a dash, four more, such as WDJB-MJHT)")
     parser.add_argument("--device-verification-uri", metavar="TEXT",
                         help="the verification_uri, exactly as given (default: {base}/device)")
     parser.add_argument("--device-verification-uri-complete", metavar="TEXT",
