@@ -181,7 +181,7 @@ enum CIBARun {
         #expect(approval.status == 0, "\(approval)")
         let (status, lines, stderr) = login.finish()
         #expect(status == 0, "\(lines) \(stderr)")
-        #expect(DeviceCodeRun.finalEvent(DeviceCodeRun.events(lines))?["event"] == .string("success"), "\(lines)")
+        #expect(DeviceCodeRun.finalEvent(DeviceCodeRun.events(lines.joined(separator: "\n")))?["event"] == .string("success"), "\(lines)")
         #expect(stderr.contains("devtrust test 1") && stderr.contains("signed in at"), "\(stderr)")
         let accessToken = try cli.run("access-token")
         #expect(accessToken.status == 0 && accessToken.output.split(separator: ".").count == 3, "\(accessToken)")
@@ -200,7 +200,7 @@ enum CIBARun {
         #expect(denial.status == 0, "\(denial)")
         let (status, lines, stderr) = login.finish()
         #expect(status == 4 && stderr.contains("the sign-in was denied"), "\(lines) \(stderr)")
-        #expect(DeviceCodeRun.finalEvent(DeviceCodeRun.events(lines))?["error"] == .string("access_denied"), "\(lines)")
+        #expect(DeviceCodeRun.finalEvent(DeviceCodeRun.events(lines.joined(separator: "\n")))?["error"] == .string("access_denied"), "\(lines)")
         #expect(try cli.run("access-token").status == 3)
     }
 
