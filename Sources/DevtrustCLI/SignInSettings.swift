@@ -102,6 +102,7 @@ struct SignInSettings {
             deviceAuthorization: overrides["deviceAuthorization"] ?? resolved.deviceAuthorization,
             revocation: overrides["revocation"] ?? resolved.revocation,
             pushedAuthorizationRequest: overrides["pushedAuthorizationRequest"] ?? resolved.pushedAuthorizationRequest,
-            jwks: resolved.jwks)
+            jwks: resolved.jwks,
+            backchannelAuthentication: overrides["backchannelAuthentication"] ?? resolved.backchannelAuthentication)
     }
 }

@@ -13,9 +13,12 @@ public struct AuthorizationServer: Equatable, Sendable {
     public var pushedAuthorizationRequest: String?
     /// The JWK set that signs ID tokens (`jwks_uri`).
     public var jwks: String?
+    /// OpenID CIBA Core's `backchannel_authentication_endpoint`.
+    public var backchannelAuthentication: String?
 
     public init(issuer: String? = nil, authorization: String? = nil, token: String? = nil, deviceAuthorization: String? = nil,
-                revocation: String? = nil, pushedAuthorizationRequest: String? = nil, jwks: String? = nil) {
+                revocation: String? = nil, pushedAuthorizationRequest: String? = nil, jwks: String? = nil,
+                backchannelAuthentication: String? = nil) {
         self.issuer = issuer
         self.authorization = authorization
         self.token = token
@@ -23,6 +26,7 @@ public struct AuthorizationServer: Equatable, Sendable {
         self.revocation = revocation
         self.pushedAuthorizationRequest = pushedAuthorizationRequest
         self.jwks = jwks
+        self.backchannelAuthentication = backchannelAuthentication
     }
 
     /// WSO2 Identity Server's fixed paths below a base URL.
@@ -43,7 +47,8 @@ public struct AuthorizationServer: Equatable, Sendable {
         AuthorizationServer(
             issuer: issuer ?? other.issuer, authorization: authorization ?? other.authorization, token: token ?? other.token,
             deviceAuthorization: deviceAuthorization ?? other.deviceAuthorization, revocation: revocation ?? other.revocation,
-            pushedAuthorizationRequest: pushedAuthorizationRequest ?? other.pushedAuthorizationRequest, jwks: jwks ?? other.jwks)
+            pushedAuthorizationRequest: pushedAuthorizationRequest ?? other.pushedAuthorizationRequest, jwks: jwks ?? other.jwks,
+            backchannelAuthentication: backchannelAuthentication ?? other.backchannelAuthentication)
     }
 
     /// Fetches and reads an OpenID Provider configuration document.
@@ -72,6 +77,6 @@ public struct AuthorizationServer: Equatable, Sendable {
             issuer: issuer, authorization: try endpoint("authorization_endpoint"),
             token: try endpoint("token_endpoint"), deviceAuthorization: try endpoint("device_authorization_endpoint"),
             revocation: try endpoint("revocation_endpoint"), pushedAuthorizationRequest: try endpoint("pushed_authorization_request_endpoint"),
-            jwks: try endpoint("jwks_uri"))
+            jwks: try endpoint("jwks_uri"), backchannelAuthentication: try endpoint("backchannel_authentication_endpoint"))
     }
 }

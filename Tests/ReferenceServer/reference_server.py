@@ -57,6 +57,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Interop"))
 import browser_pages  # noqa: E402  (the browser extension tests' pages, beside this file)
+import ciba  # noqa: E402  (CIBA poll mode, beside this file)
 import lenient_jws  # noqa: E402  (the server's lenient token reading)
 import signin  # noqa: E402  (the sign-in side, beside this file)
 
@@ -524,7 +525,7 @@ def str_claim(value):
     return None if value is None else str(value)
 
 
-def make_handler(server, signins):
+def make_handler(server, signins, cibas):
     class Handler(BaseHTTPRequestHandler):
         def date_time_string(self, timestamp=None):
             # Every answer's Date header tells the server's clock (--clock-offset); with --cached-gets,
@@ -566,7 +567,7 @@ def make_handler(server, signins):
             if url.path in ("/oauth2/token/.well-known/openid-configuration", "/.well-known/openid-configuration") or (
                     server.options.issuer and server.options.issuer.startswith("/")
                     and url.path in (server.options.issuer + "/.well-known/openid-configuration", "/.well-known/openid-configuration" + server.options.issuer)):
-                return self.send_json(200, signins.discovery())
+                return self.send_json(200, cibas.discovery(signins.discovery()))
             if url.path == "/oauth2/jwks":
                 if server.options.id_token_fault == "jwks-404":
                     return self.send_raw(404, b"<html>Not Found</html>", "text/html")
@@ -600,6 +601,8 @@ def make_handler(server, signins):
                     return self.send_json(200, list(server.browser_reports))
             if url.path == "/api/token-stats":
                 return self.send_json(200, signins.stats)
+            if url.path == "/api/ciba/requests":
+                return self.send_json(200, cibas.list())
             if url.path == "/api/device/polls":
                 return self.send_json(200, signins.device_polls())
             if url.path == "/api/devices":
@@ -682,8 +685,12 @@ def make_handler(server, signins):
                 form = signin.parse_form(raw)
                 if path == "/oauth2/token" and form.get("grant_type", [""])[0] == "refresh_token" and signins.take_refresh_fault():
                     return self.refresh_outage(server.options.refresh_fault)
+                if path == "/oauth2/token" and form.get("grant_type", [""])[0] == ciba.GRANT:
+                    return self.send_json(200, cibas.poll(form), {"Cache-Control": "no-store"})
                 if path == "/oauth2/token":
                     return self.send_json(200, signins.token(form), {"Cache-Control": "no-store"})
+                if path == "/oauth2/ciba":
+                    return self.send_json(200, cibas.authenticate(form))
                 if path == "/oauth2/revoke":
                     return self.send_json(200, signins.revoke(form))
                 if path == "/oauth2/device_authorize":
@@ -951,6 +958,7 @@ def main():
     parser.add_argument("--delay-answers", type=int, default=1)
     parser.add_argument("--verbose", action="store_true")
     signin.add_device_code_options(parser)
+    ciba.add_ciba_options(parser)
     options = parser.parse_args()
     CLOCK_OFFSET[0] = options.clock_offset
 
@@ -958,7 +966,7 @@ def main():
     address = {}
     signins = signin.SignInServer(options, flow_server, lambda: address["url"])
     signins.now = server_now
-    httpd = ThreadingHTTPServer((options.host, options.port), make_handler(flow_server, signins))
+    httpd = ThreadingHTTPServer((options.host, options.port), make_handler(flow_server, signins, ciba.CIBAServer(options, signins)))
     httpd.daemon_threads = True
     scheme = "http"
     if options.tls_cert:
