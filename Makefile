@@ -40,7 +40,7 @@ RELEASE_BINARY = .build/release/devtrust
 # first (scripts/link-order.txt).
 LINK_OPENSSL ?= static
 STATIC_LIBS   = $(CURDIR)/.build/static-libs
-RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath \
+RELEASE_FLAGS = -c release --static-swift-stdlib \
 	-Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
 	-Xswiftc -Xclang-linker -Xswiftc -static-libgcc -Xlinker -L$(STATIC_LIBS) \
 	-Xlinker --symbol-ordering-file=$(CURDIR)/scripts/link-order.txt -Xlinker --no-warn-symbol-ordering
