@@ -24,11 +24,16 @@ import time
 from urllib.parse import parse_qs
 
 
-def authorize_record(query, check):
+def authorize_record(query, check, headers):
     """One GET /oauth2/authorize as it arrived: the raw query, the device_token
-    (None when absent), the state, the arrival time (ms since the epoch), the check."""
+    (None when absent), the state, the arrival time (ms since the epoch), the check,
+    the names of the cookies it carried, its Referer and Sec-Fetch-Site (None when absent)."""
     fields = parse_qs(query, keep_blank_values=True)
+    cookies = sorted(part.split("=", 1)[0].strip() for part in (headers.get("Cookie") or "").split(";") if part.strip())
     return {
+        "cookies": cookies,
+        "referer": headers.get("Referer"),
+        "secFetchSite": headers.get("Sec-Fetch-Site"),
         "query": query,
         "deviceToken": fields.get("device_token", [None])[0],
         "deviceTokenCount": len(fields.get("device_token", [])),
