@@ -26,7 +26,7 @@ GET /api/authorize-records (each GET /oauth2/authorize: its query, its
 device_token, when it arrived, what the device check said), GET /test/start
 (the page that drives a browser in the extension tests: browser_pages.py),
 GET /test/redirect?to=URL (a 302 to URL, as a web application's /login
-answers), GET /test/set-cookies (sets cookies strict=1, SameSite=Strict, and
+answers), GET /test/go?to=URL (a page that navigates to URL), GET /test/set-cookies (sets cookies strict=1, SameSite=Strict, and
 lax=1, SameSite=Lax),
 POST|GET /api/device-check (verifies X-Device-Token or ?device_token= like the
 server does at sign-in, and says whether it would be accepted).
@@ -602,6 +602,9 @@ def make_handler(server, signins):
             if url.path == "/test/redirect":
                 # A web application's /login: a 302 to the authorization URL it is given.
                 return self.send_headers_only(302, [("Location", parse_qs(url.query).get("to", ["/"])[0])])
+            if url.path == "/test/go":
+                # A page that navigates to the URL it is given (a cross-site page starting a sign-in).
+                return self.send_raw(200, browser_pages.GO_PAGE, "text/html; charset=utf-8")
             if url.path == "/test/set-cookies":
                 return self.send_headers_only(204, [("Set-Cookie", "strict=1; Path=/; SameSite=Strict"),
                                                     ("Set-Cookie", "lax=1; Path=/; SameSite=Lax")])
@@ -636,6 +639,9 @@ def make_handler(server, signins):
             if url.path == "/api/device-check":
                 token = parse_qs(url.query).get("device_token", [None])[0] or self.headers.get("X-Device-Token")
                 return self.send_json(200, server.device_check(token))
+            if url.path == "/oauth2/authorize":
+                with server.lock:
+                    server.authorize_records.append(browser_pages.authorize_record(url.query, None, self.headers, "POST", raw))
             if url.path not in ("/api/device/approve", "/api/device/deny"):
                 self.delay_answer()
             tenant_path = TENANT_SIGNIN_PATH.match(url.path)
