@@ -25,6 +25,9 @@ Other endpoints: GET /api/devices, GET /api/outbox (the OTPs "sent"),
 GET /api/authorize-records (each GET /oauth2/authorize: its query, its
 device_token, when it arrived, what the device check said), GET /test/start
 (the page that drives a browser in the extension tests: browser_pages.py),
+GET /test/redirect?to=URL (a 302 to URL, as a web application's /login
+answers), GET /test/go?to=URL (a page that navigates to URL), GET /test/set-cookies (sets cookies strict=1, SameSite=Strict, and
+lax=1, SameSite=Lax),
 POST|GET /api/device-check (verifies X-Device-Token or ?device_token= like the
 server does at sign-in, and says whether it would be accepted).
 
@@ -555,6 +558,13 @@ def make_handler(server, signins, cibas):
             self.end_headers()
             self.wfile.write(body)
 
+        def send_headers_only(self, status, headers):
+            self.send_response(status)
+            for name, value in headers:
+                self.send_header(name, value)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
         def send_raw(self, status, body, content_type):
             self.send_response(status)
             self.send_header("Content-Type", content_type)
@@ -579,7 +589,7 @@ def make_handler(server, signins, cibas):
                 request = pushed or query
                 check = server.device_check(request.get("device_token"))
                 with server.lock:
-                    server.authorize_records.append(browser_pages.authorize_record(url.query, check))
+                    server.authorize_records.append(browser_pages.authorize_record(url.query, check, self.headers))
                 if server.options.browser_login:
                     return self.browser_login(signins.browser_authorize(request, pushed is not None, check))
                 return self.send_json(200, {"request": request, "pushed": pushed is not None, "deviceCheck": check})
@@ -590,6 +600,15 @@ def make_handler(server, signins, cibas):
                     return self.send_json(200, list(server.authorize_records), {"Access-Control-Allow-Origin": "*"})
             if url.path == "/test/blank":
                 return self.send_raw(200, b"<!DOCTYPE html><title>blank</title>", "text/html")
+            if url.path == "/test/redirect":
+                # A web application's /login: a 302 to the authorization URL it is given.
+                return self.send_headers_only(302, [("Location", parse_qs(url.query).get("to", ["/"])[0])])
+            if url.path == "/test/go":
+                # A page that navigates to the URL it is given (a cross-site page starting a sign-in).
+                return self.send_raw(200, browser_pages.GO_PAGE, "text/html; charset=utf-8")
+            if url.path == "/test/set-cookies":
+                return self.send_headers_only(204, [("Set-Cookie", "strict=1; Path=/; SameSite=Strict"),
+                                                    ("Set-Cookie", "lax=1; Path=/; SameSite=Lax")])
             if url.path == "/test/start":
                 return self.send_raw(200, browser_pages.START_PAGE, "text/html; charset=utf-8")
             if url.path == "/test/report":
@@ -623,6 +642,9 @@ def make_handler(server, signins, cibas):
             if url.path == "/api/device-check":
                 token = parse_qs(url.query).get("device_token", [None])[0] or self.headers.get("X-Device-Token")
                 return self.send_json(200, server.device_check(token))
+            if url.path == "/oauth2/authorize":
+                with server.lock:
+                    server.authorize_records.append(browser_pages.authorize_record(url.query, None, self.headers, "POST", raw))
             if url.path not in ("/api/device/approve", "/api/device/deny"):
                 self.delay_answer()
             tenant_path = TENANT_SIGNIN_PATH.match(url.path)
