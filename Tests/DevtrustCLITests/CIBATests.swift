@@ -266,9 +266,11 @@ enum CIBARun {
     @Test func anUnusableBackchannelEndpointBreaksOnlyCIBA() throws {
         let server = try ReferenceServer(["--ciba-endpoint", "http://idp.example/ciba", "--device-interval", "1", "--device-approve-after", "1"])
         let cli = DevtrustBinary(keystore: TemporaryDirectory().file("ks"))
-        let device = try cli.run("login", "--device-code", "--server", server.url, "--client-id", "devtrust-app", "--json")
+        // --discovery: a document that does not serve is an error there (--server would fall back to WSO2's paths).
+        let discovery = server.url + "/oauth2/token/.well-known/openid-configuration"
+        let device = try cli.run("login", "--device-code", "--discovery", discovery, "--client-id", "devtrust-app", "--json")
         #expect(device.status == 0, "\(device)")
-        let ciba = try CIBARun.login(cli, server)
+        let ciba = try cli.run("login", "--ciba", "--discovery", discovery, "--client-id", "devtrust-app", "--login-hint", "alice")
         #expect(ciba.status == 5 && ciba.stderr.contains("the backchannel authentication endpoint http://idp.example/ciba is not a usable URL"), "\(ciba)")
     }
 }
