@@ -110,7 +110,9 @@ struct ErrorReport: Sendable, Equatable {
         case let error as MissingFlowInputsError:
             return ErrorReport(.usage, error.description)
         case let error as OAuthError:
-            return ErrorReport(.serverRefused, error.description)
+            // The server's words on one line: a line break in them must not start a line of devtrust's own.
+            return ErrorReport(.serverRefused, OAuthError(error: TerminalText.oneLine(error.error), errorDescription: error.errorDescription.map(TerminalText.oneLine),
+                                                          httpStatus: error.httpStatus, bodyless: error.bodyless, grantType: error.grantType).description)
         case let error as Interrupted:
             return ErrorReport(.failure, error.description)
         case let error as DeviceCodeFailure:
@@ -120,7 +122,8 @@ struct ErrorReport: Sendable, Equatable {
         case let error as SignInUnsupportedError:
             return ErrorReport(.serverRefused, error.description)
         case let error as OAuthProtocolError:
-            return ErrorReport(.network, error.description)
+            // Its message may quote the server (an issuer, an endpoint): on one line too.
+            return ErrorReport(.network, TerminalText.oneLine(error.description))
         case let error as LoopbackListenerError:
             return ErrorReport(.network, error.description)
         case let error as TPMError:

@@ -48,29 +48,35 @@ public struct BackchannelAuthenticationRequest: Sendable, Equatable {
     }
 }
 
+/// CIBA's grant type at the token endpoint (CIBA Core 10.1).
+public enum CIBAGrant {
+    public static let type = "urn:openid:params:grant-type:ciba"
+}
+
 extension OAuthClient {
     /// The backchannel authentication request of a public client (client_id, no secret): the
     /// server asks the user on their own device. Every request goes through `post`.
     public func initiateCIBA(_ request: BackchannelAuthenticationRequest, clientID: String, server: AuthorizationServer) throws -> BackchannelAuthentication {
         let endpoint = try require(server.backchannelAuthentication,
                                    "backchannel authentication endpoint for CIBA (backchannel_authentication_endpoint in discovery; set endpoints.backchannelAuthentication in the profile, or sign in with --device-code)")
+        // Checked here, when it is used: a discovery document with an unusable one still serves the other sign-ins.
+        guard (try? ServerURL(String(endpoint.split(separator: "?", omittingEmptySubsequences: false).first ?? ""))) != nil else {
+            throw OAuthProtocolError("the backchannel authentication endpoint \(endpoint) is not a usable URL (https, or http to this machine); "
+                                     + "set endpoints.backchannelAuthentication in the profile, or sign in with --device-code")
+        }
         var parameters = [("client_id", clientID), ("scope", request.scope), ("login_hint", request.loginHint)]
         if let message = request.bindingMessage { parameters.append(("binding_message", message)) }
         if let expiry = request.requestedExpiry { parameters.append(("requested_expiry", String(expiry))) }
         let document = try post(endpoint, parameters)
-        guard let authReqID = document["auth_req_id"]?.stringValue, !authReqID.isEmpty,
-              let expiresIn = document["expires_in"]?.int64Value ?? document["expires_in"]?.stringValue.flatMap({ Int64($0) }), expiresIn > 0 else {
+        guard let authReqID = document["auth_req_id"]?.stringValue, !authReqID.isEmpty, let schedule = PollingSchedule(document) else {
             throw OAuthProtocolError("the backchannel authentication answer lacks auth_req_id or expires_in")
         }
-        // A day at most, and an interval within it: larger values are a server's mistake, and must not overflow.
-        let lifetime = min(expiresIn, 86_400)
-        return BackchannelAuthentication(authReqID: authReqID, expiresIn: lifetime,
-                                         interval: document["interval"]?.int64Value.flatMap { $0 > 0 ? min($0, lifetime) : nil })
+        return BackchannelAuthentication(authReqID: authReqID, expiresIn: schedule.expiresIn, interval: schedule.interval)
     }
 
     /// One poll of the token endpoint for a CIBA request (CIBA Core 10.1, poll mode).
     public func pollCIBA(_ authentication: BackchannelAuthentication, clientID: String, server: AuthorizationServer) throws -> DevicePollResult {
-        try pollToken([("grant_type", "urn:openid:params:grant-type:ciba"), ("auth_req_id", authentication.authReqID), ("client_id", clientID)],
+        try pollToken([("grant_type", CIBAGrant.type), ("auth_req_id", authentication.authReqID), ("client_id", clientID)],
                       clientID: clientID, server: server)
     }
 }
@@ -78,30 +84,19 @@ extension OAuthClient {
 /// OpenID CIBA poll mode for a public client: the request, then polling by `PollingLoop`'s rules.
 /// The `auth_req_id` never leaves this struct but to the server.
 public struct CIBASignIn {
-    public let oauth: OAuthClient
-    public let clientID: String
+    public let polling: PolledSignIn
     public let request: BackchannelAuthenticationRequest
-    public let server: AuthorizationServer
-    public let waiting: any Waiting
 
-    public init(oauth: OAuthClient, clientID: String, request: BackchannelAuthenticationRequest, server: AuthorizationServer, waiting: any Waiting) {
-        self.oauth = oauth
-        self.clientID = clientID
+    public init(polling: PolledSignIn, request: BackchannelAuthenticationRequest) {
+        self.polling = polling
         self.request = request
-        self.server = server
-        self.waiting = waiting
     }
 
     public func run(events: (CIBAEvent) -> Void, tick: (Double, Double) -> Void = { _, _ in }) throws -> TokenSet {
-        let authentication: BackchannelAuthentication
-        do {
-            authentication = try oauth.initiateCIBA(request, clientID: clientID, server: server)
-        } catch let HTTPError.interrupted(_, signal) {
-            throw Interrupted(signal: signal, beforeCode: true)
-        }
-        return try PollingLoop(waiting: waiting).run(
-            started: BackchannelAuthenticationStarted(bindingMessage: request.bindingMessage, expiresIn: authentication.expiresIn),
-            expiresIn: authentication.expiresIn, interval: authentication.interval, expired: CIBAFailure.expired, denied: CIBAFailure.denied,
-            poll: { try oauth.pollCIBA(authentication, clientID: clientID, server: server) }, events: events, tick: tick)
+        try polling.run(.ciba, request: { try $0.oauth.initiateCIBA(request, clientID: $0.clientID, server: $0.server) },
+                        // The server's expires_in, which may be shorter than the one requested.
+                        started: { BackchannelAuthenticationStarted(bindingMessage: request.bindingMessage, expiresIn: $0.expiresIn) },
+                        schedule: { ($0.expiresIn, $0.interval) }, expired: CIBAFailure.expired, denied: CIBAFailure.denied,
+                        poll: { try $0.oauth.pollCIBA($1, clientID: $0.clientID, server: $0.server) }, events: events, tick: tick)
     }
 }

@@ -7,8 +7,9 @@ import DevtrustKeystore
 /// carries no secret that the caller could print by mistake, or says which is one.
 public enum PollingSignInEvent<Started: Sendable>: Sendable {
     case started(Started, interval: Int64)
-    /// About to wait, then poll for the `pollCount`-th time at `nextPollAt` (epoch seconds, for display only).
-    case polling(pollCount: Int, interval: Int64, nextPollAt: Double)
+    /// About to wait `wait` seconds (the interval, or longer after a failure), then poll for the
+    /// `pollCount`-th time at `nextPollAt` (epoch seconds, for display only).
+    case polling(pollCount: Int, interval: Int64, wait: Int64, nextPollAt: Double)
     case slowDown(newInterval: Int64)
     /// The poll did not reach the server, or the server failed (5xx, 429): polling goes on in `retryIn` seconds.
     case networkError(String, retryIn: Int64)
@@ -30,20 +31,36 @@ public enum DeviceCodeFailure: Error, Equatable, Sendable, CustomStringConvertib
     }
 }
 
+/// Which sign-in a polling run is: what a message about it calls things.
+public enum PolledGrant: Sendable, Equatable {
+    case deviceCode
+    case ciba
+}
+
 /// A signal (Ctrl-C, SIGTERM, SIGHUP) ended the wait: the caller says so, then ends by it.
 public struct Interrupted: Error, Equatable, Sendable, CustomStringConvertible {
     public let signal: Int32
-    /// While the server was asked for a code, before there was one.
-    public let beforeCode: Bool
+    /// While the server was asked for the grant (a code, a CIBA request), before there was one.
+    public let whileRequesting: Bool
+    public let grant: PolledGrant
 
-    public init(signal: Int32, beforeCode: Bool = false) {
+    public init(signal: Int32, whileRequesting: Bool = false, grant: PolledGrant = .deviceCode) {
         self.signal = signal
-        self.beforeCode = beforeCode
+        self.whileRequesting = whileRequesting
+        self.grant = grant
     }
 
     public var description: String {
-        beforeCode ? "interrupted by \(Self.name(of: signal)) while asking the server for a code; nothing was stored"
-            : "interrupted by \(Self.name(of: signal)) while waiting for approval; the code was not used"
+        let by = "interrupted by \(Self.name(of: signal))"
+        switch (grant, whileRequesting) {
+        case (.deviceCode, true): return "\(by) while asking the server for a code; nothing was stored"
+        case (.deviceCode, false): return "\(by) while waiting for approval; the code was not used"
+        // The server may have taken the request: it asks the user all the same, and approving it then signs nothing in.
+        case (.ciba, true): return "\(by) while sending the sign-in request; nothing was stored (if the server took it, "
+            + "the user's device may still ask for approval until it expires: approving it signs nothing in)"
+        case (.ciba, false): return "\(by) while waiting for approval; nothing was stored, and the request stays pending "
+            + "on the user's device until it expires (approving it now signs nothing in)"
+        }
     }
 
     /// "SIGINT", "SIGTERM", "SIGHUP", or "signal N".
@@ -71,18 +88,12 @@ public struct DeviceCodeSignIn {
     public static let defaultInterval = PollingLoop.defaultInterval
     public static let maximumBackoff = PollingLoop.maximumBackoff
 
-    public let oauth: OAuthClient
-    public let clientID: String
+    public let polling: PolledSignIn
     public let scope: String
-    public let server: AuthorizationServer
-    public let waiting: any Waiting
 
     public init(oauth: OAuthClient, clientID: String, scope: String, server: AuthorizationServer, waiting: any Waiting) {
-        self.oauth = oauth
-        self.clientID = clientID
+        polling = PolledSignIn(oauth: oauth, clientID: clientID, server: server, waiting: waiting)
         self.scope = scope
-        self.server = server
-        self.waiting = waiting
     }
 
     public static func backoff(after previous: Int64, interval: Int64) -> Int64 {
@@ -90,16 +101,49 @@ public struct DeviceCodeSignIn {
     }
 
     public func run(events: (DeviceCodeEvent) -> Void, tick: (Double, Double) -> Void = { _, _ in }) throws -> TokenSet {
-        let authorization: DeviceAuthorization
+        try polling.run(.deviceCode, request: { try $0.oauth.authorizeDevice(clientID: $0.clientID, scope: scope, server: $0.server) },
+                        started: { $0 }, schedule: { ($0.expiresIn, $0.interval) },
+                        expired: DeviceCodeFailure.expired, denied: DeviceCodeFailure.denied,
+                        poll: { try $0.oauth.pollDevice($1, clientID: $0.clientID, server: $0.server) }, events: events, tick: tick)
+    }
+}
+
+/// What a sign-in the user approves elsewhere (device code, CIBA) asks with: the client,
+/// the server and the clock to wait on; and the run they share.
+public struct PolledSignIn: Sendable {
+    public let oauth: OAuthClient
+    public let clientID: String
+    public let server: AuthorizationServer
+    public let waiting: any Waiting
+
+    public init(oauth: OAuthClient, clientID: String, server: AuthorizationServer, waiting: any Waiting) {
+        self.oauth = oauth
+        self.clientID = clientID
+        self.server = server
+        self.waiting = waiting
+    }
+
+    /// Asks the server for the grant (`request`), then polls for it by `PollingLoop`'s rules;
+    /// a signal during either ends it as `Interrupted`, said in the words of `grant`.
+    /// - Parameters:
+    ///   - started: what the first event shows, from the grant; `schedule`: its `expires_in` and `interval`.
+    func run<Grant, Started>(_ grant: PolledGrant, request: (Self) throws -> Grant, started: (Grant) -> Started,
+                             schedule: (Grant) -> (expiresIn: Int64, interval: Int64?), expired: any Error, denied: any Error,
+                             poll: (Self, Grant) throws -> DevicePollResult, events: (PollingSignInEvent<Started>) -> Void,
+                             tick: (Double, Double) -> Void) throws -> TokenSet {
+        let granted: Grant
         do {
-            authorization = try oauth.authorizeDevice(clientID: clientID, scope: scope, server: server)
+            granted = try request(self)
         } catch let HTTPError.interrupted(_, signal) {
-            throw Interrupted(signal: signal, beforeCode: true)
+            throw Interrupted(signal: signal, whileRequesting: true, grant: grant)
         }
-        return try PollingLoop(waiting: waiting).run(
-            started: authorization, expiresIn: authorization.expiresIn, interval: authorization.interval,
-            expired: DeviceCodeFailure.expired, denied: DeviceCodeFailure.denied,
-            poll: { try oauth.pollDevice(authorization, clientID: clientID, server: server) }, events: events, tick: tick)
+        let (expiresIn, interval) = schedule(granted)
+        do {
+            return try PollingLoop(waiting: waiting).run(started: started(granted), expiresIn: expiresIn, interval: interval, expired: expired,
+                                                         denied: denied, poll: { try poll(self, granted) }, events: events, tick: tick)
+        } catch let interrupted as Interrupted {
+            throw Interrupted(signal: interrupted.signal, grant: grant)
+        }
     }
 }
 
@@ -154,7 +198,7 @@ public struct PollingLoop {
                 throw expired
             }
             polls += 1
-            events(.polling(pollCount: polls, interval: interval, nextPollAt: waiting.wallClock() + Double(wait)))
+            events(.polling(pollCount: polls, interval: interval, wait: wait, nextPollAt: waiting.wallClock() + Double(wait)))
             try waiting.wait(until: nextPoll) { tick($0, deadline) }
             let result: DevicePollResult
             do {

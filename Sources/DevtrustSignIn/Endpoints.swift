@@ -77,6 +77,8 @@ public struct AuthorizationServer: Equatable, Sendable {
             issuer: issuer, authorization: try endpoint("authorization_endpoint"),
             token: try endpoint("token_endpoint"), deviceAuthorization: try endpoint("device_authorization_endpoint"),
             revocation: try endpoint("revocation_endpoint"), pushedAuthorizationRequest: try endpoint("pushed_authorization_request_endpoint"),
-            jwks: try endpoint("jwks_uri"), backchannelAuthentication: try endpoint("backchannel_authentication_endpoint"))
+            jwks: try endpoint("jwks_uri"),
+            // Checked when a CIBA sign-in uses it (initiateCIBA): an unusable one must not break the other sign-ins.
+            backchannelAuthentication: document["backchannel_authentication_endpoint"]?.stringValue)
     }
 }

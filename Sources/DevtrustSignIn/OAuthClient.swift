@@ -51,9 +51,10 @@ public struct OAuthClient: Sendable {
     public func exchangeCode(_ code: String, verifier: String, redirectURI: String, clientID: String,
                              server: AuthorizationServer, nonce: String? = nil) throws -> TokenSet {
         let endpoint = try require(server.token, "token endpoint")
-        return try tokens(post(endpoint, [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
-                                          ("client_id", clientID), ("code_verifier", verifier)]), endpoint: endpoint, server: server, previous: nil,
-                          clientID: clientID, nonce: nonce)
+        let parameters = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI), ("client_id", clientID),
+                          ("code_verifier", verifier)]
+        return try tokens(post(endpoint, parameters), endpoint: endpoint, server: server, previous: nil, clientID: clientID, nonce: nonce,
+                          secrets: RequestSecrets(parameters))
     }
 
     /// A refresh: the answer's refresh token replaces the old one when it rotates.
@@ -62,8 +63,9 @@ public struct OAuthClient: Sendable {
             throw OAuthError(error: "invalid_grant", errorDescription: "there is no refresh token", httpStatus: 0)
         }
         let server = AuthorizationServer(issuer: tokens.issuer, token: tokens.tokenEndpoint, revocation: tokens.revocationEndpoint, jwks: tokens.jwksURI)
-        return try self.tokens(post(tokens.tokenEndpoint, [("grant_type", "refresh_token"), ("refresh_token", refreshToken), ("client_id", clientID)]),
-                               endpoint: tokens.tokenEndpoint, server: server, previous: tokens, clientID: clientID, nonce: nil)
+        let parameters = [("grant_type", "refresh_token"), ("refresh_token", refreshToken), ("client_id", clientID)]
+        return try self.tokens(post(tokens.tokenEndpoint, parameters), endpoint: tokens.tokenEndpoint, server: server, previous: tokens,
+                               clientID: clientID, nonce: nil, secrets: RequestSecrets(parameters))
     }
 
     public func authorizeDevice(clientID: String, scope: String, server: AuthorizationServer) throws -> DeviceAuthorization {
@@ -72,14 +74,12 @@ public struct OAuthClient: Sendable {
         guard let deviceCode = document["device_code"]?.stringValue, !deviceCode.isEmpty,
               let userCode = document["user_code"]?.stringValue, !userCode.isEmpty,
               let verificationURI = (document["verification_uri"] ?? document["verification_url"])?.stringValue,
-              let expiresIn = document["expires_in"]?.int64Value, expiresIn > 0 else {
+              let schedule = PollingSchedule(document) else {
             throw OAuthProtocolError("the device authorization answer lacks device_code, user_code, verification_uri or expires_in")
         }
         return DeviceAuthorization(deviceCode: deviceCode, userCode: userCode, verificationURI: verificationURI,
                                    verificationURIComplete: document["verification_uri_complete"]?.stringValue,
-                                   // A day at most, and an interval within it: larger values are a server's mistake, and must not overflow.
-                                   expiresIn: min(expiresIn, 86_400),
-                                   interval: document["interval"]?.int64Value.flatMap { $0 > 0 ? min($0, min(expiresIn, 86_400)) : nil })
+                                   expiresIn: schedule.expiresIn, interval: schedule.interval)
     }
 
     public func pollDevice(_ authorization: DeviceAuthorization, clientID: String, server: AuthorizationServer) throws -> DevicePollResult {
@@ -93,7 +93,8 @@ public struct OAuthClient: Sendable {
         let endpoint = try require(server.token, "token endpoint")
         do {
             let document = try post(endpoint, parameters)
-            return .tokens(try tokens(document, endpoint: endpoint, server: server, previous: nil, clientID: clientID, nonce: nil))
+            return .tokens(try tokens(document, endpoint: endpoint, server: server, previous: nil, clientID: clientID, nonce: nil,
+                                      secrets: RequestSecrets(parameters)))
         } catch let error as OAuthError {
             // A failing server is no refusal, whatever its body says (temporarily_unavailable, server_error, ...).
             if (500...599).contains(error.httpStatus) {
@@ -170,8 +171,11 @@ public struct OAuthClient: Sendable {
         ], body: Array(FormEncoding.encode(parameters).utf8)))
         let document = try? JSONParser.parse(response.body)
         if !expectedStatus.contains(response.status) {
+            // Whatever the server says is shown: without the secrets this request carried.
+            let secrets = RequestSecrets(parameters)
             if case let .object(object)? = document, let error = object["error"]?.stringValue {
-                throw OAuthError(error: error, errorDescription: object["error_description"]?.stringValue, httpStatus: response.status)
+                throw OAuthError(error: secrets.hiding(in: error), errorDescription: object["error_description"]?.stringValue.map(secrets.hiding(in:)),
+                                 httpStatus: response.status, grantType: parameters.first { $0.0 == "grant_type" }?.1)
             }
             // Some servers (glewlwyd) answer a bad refresh token with an empty 400: a refusal. A 401 without
             // an OAuth body is what a proxy or gateway in front of the server answers: not the server's word.
@@ -183,7 +187,8 @@ public struct OAuthClient: Sendable {
                                  httpStatus: 401, bodyless: true)
             }
             // A page (a proxy's or a firewall's 400, say) is not the server's OAuth answer: it may pass.
-            throw OAuthProtocolError("\(url) answered \(response.statusSummary) without an OAuth error body: \(response.bodyPreview)",
+            throw OAuthProtocolError("\(url) answered \(response.statusSummary) without an OAuth error body: "
+                                     + HTTPResponse.preview(secrets.hiding(in: response.body)),
                                      mayPass: ![404, 405, 410].contains(response.status))
         }
         if ignoreBody || (allowEmpty && response.body.isEmpty) { return JSONObject() }
@@ -191,8 +196,9 @@ public struct OAuthClient: Sendable {
         return object
     }
 
+    /// - Parameter secrets: the request's, hidden from the note on an ID token that is not kept (its claims are the server's text).
     func tokens(_ document: JSONObject, endpoint: String, server: AuthorizationServer, previous: TokenSet?, clientID: String,
-                nonce: String?) throws -> TokenSet {
+                nonce: String?, secrets: RequestSecrets) throws -> TokenSet {
         guard let accessToken = document["access_token"]?.stringValue, !accessToken.isEmpty else {
             throw OAuthProtocolError("the token answer has no access_token")
         }
@@ -222,7 +228,7 @@ public struct OAuthClient: Sendable {
                 }
                 tokens.idToken = idToken
             } catch {
-                tokens.idTokenNote = "devtrust keeps no ID token from \(endpoint): \(error)"
+                tokens.idTokenNote = "devtrust keeps no ID token from \(endpoint): " + secrets.hiding(in: "\(error)")
             }
         }
         return tokens

@@ -6,12 +6,15 @@ public struct OAuthError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A 401 without an OAuth error body: it may come from a proxy or gateway in
     /// front of the server, not from the server.
     public let bodyless: Bool
+    /// The grant_type of the token request refused (nil for other requests): what `invalid_grant` is about.
+    public let grantType: String?
 
-    public init(error: String, errorDescription: String?, httpStatus: Int, bodyless: Bool = false) {
+    public init(error: String, errorDescription: String?, httpStatus: Int, bodyless: Bool = false, grantType: String? = nil) {
         self.error = error
         self.errorDescription = errorDescription
         self.httpStatus = httpStatus
         self.bodyless = bodyless
+        self.grantType = grantType
     }
 
     /// Only `invalid_grant` in the token endpoint's own error body (or a grant with
@@ -30,6 +33,9 @@ public struct OAuthError: Error, Equatable, Sendable, CustomStringConvertible {
 
     var hint: String? {
         switch error {
+        case "invalid_grant" where grantType == CIBAGrant.type:
+            // glewlwyd, for one: a second request for the same user replaces the first.
+            return "the sign-in request was replaced by a newer one for the same user, or is no longer valid: run the command again"
         case "invalid_grant": return "the grant (code or refresh token) is no longer valid: sign in again"
         case "invalid_client", "unauthorized_client": return "check --client-id and that the client is allowed this grant"
         case "invalid_scope": return "check --scope"

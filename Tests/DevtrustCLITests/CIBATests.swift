@@ -148,6 +148,15 @@ enum CIBARun {
             (["--ciba", "--login-hint", "alice", "--binding-message", "line one\nline two"], "plain text on one line"),
             (["--ciba", "--login-hint", "alice", "--binding-message", "\u{1B}[2Jcleared"], "plain text on one line"),
             (["--ciba", "--login-hint", "alice", "--binding-message", String(repeating: "x", count: 65)], "1 to 64 characters"),
+            // Counted in Unicode scalars: one letter with 2000 accents (4 KB) is no single character.
+            (["--ciba", "--login-hint", "alice", "--binding-message", "e" + String(repeating: "\u{301}", count: 2000)], "1 to 64 characters"),
+            (["--ciba", "--login-hint", "alice", "--binding-message", "Kiosk e" + String(repeating: "\u{301}", count: 5)], "more than 4 accents"),
+            (["--ciba", "--login-hint", "alice", "--no-qr"], "--no-qr does not go with --ciba"),
+            (["--ciba", "--login-hint", "alice", "--non-interactive"], "--non-interactive does not go with --ciba"),
+            (["--ciba", "--login-hint", "alice", "--redirect-uri", "http://127.0.0.1:9/cb"], "--redirect-uri does not go with --ciba"),
+            (["--ciba", "--login-hint", "alice", "--authenticator", "BasicAuthenticator"], "--authenticator does not go with --ciba"),
+            (["--ciba", "--login-hint", "alice", "--input", "username=alice"], "--input does not go with --ciba"),
+            (["--ciba", "--login-hint", "alice", "--inputs", "-"], "--inputs does not go with --ciba"),
             (["--ciba", "--login-hint", "alice", "--requested-expiry", "0"], "--requested-expiry must be a whole number"),
             (["--ciba", "--login-hint", "alice", "--requested-expiry", "5m"], "--requested-expiry must be a whole number"),
         ] {
@@ -156,6 +165,113 @@ enum CIBARun {
             #expect(!result.stderr.contains("\u{1B}[2J"), "\(extra): \(result)")
         }
         #expect(try CIBARun.requests(server).isEmpty)
+    }
+}
+
+/// What the server says reaches the terminal on one line and without the auth_req_id; the
+/// started event and the countdown use the server's expires_in; a signal says what became of
+/// the request. Each test fails on the binary before the outside review's mends.
+@Suite(.enabled(if: ReferenceServer.shouldRun)) struct CIBAReviewTests {
+    /// The lines of stderr that devtrust's own messages could be taken for, when they do not start with "devtrust: ".
+    static func forgedLines(_ stderr: String) -> [Substring] {
+        stderr.split(separator: "\n").filter { $0.hasPrefix("fake line") }
+    }
+
+    @Test func theStartedEventAndTheDeadlineAreTheServersExpiresInNotTheRequestedOne() throws {
+        let server = try ReferenceServer(["--ciba-interval", "1", "--ciba-max-expiry", "2"])
+        let cli = DevtrustBinary(keystore: TemporaryDirectory().file("ks"))
+        let result = try CIBARun.login(cli, server, ["--requested-expiry", "300"])
+        #expect(result.status == 4 && result.stderr.contains("expired before it was approved"), "\(result)")
+        let events = DeviceCodeRun.events(result.stdout)
+        #expect(events.first?["expires_in"] == .integer(2), "\(events)")
+        #expect(try CIBARun.requests(server).first?["requestedExpiry"] == .string("300"))
+    }
+
+    @Test func serverAnswersAreCappedAndAnUnusableIntervalIsFiveSeconds() throws {
+        for (extra, expiresIn, interval) in [(#"{"expires_in": 1e12, "interval": 1}"#, Int64(86_400), Int64(1)),
+                                             (#"{"interval": 0}"#, 600, 5), (#"{"interval": -2}"#, 600, 5),
+                                             (#"{"expires_in": "600", "interval": "1"}"#, 600, 1), (#"{"expires_in": 8.0}"#, 8, 1)] {
+            let server = try ReferenceServer(["--ciba-interval", "1", "--ciba-approve-after", "1", "--ciba-answer-extra", extra])
+            let cli = DevtrustBinary(keystore: TemporaryDirectory().file("ks"))
+            let result = try CIBARun.login(cli, server)
+            let started = DeviceCodeRun.events(result.stdout).first
+            #expect(started?["expires_in"] == .integer(expiresIn) && started?["interval"] == .integer(interval), "\(extra): \(result)")
+            if interval == 1 { #expect(result.status == 0, "\(extra): \(result)") }
+        }
+    }
+
+    @Test func theLoginHintIsShownOnOneLineWithoutEscapeSequences() throws {
+        let server = try ReferenceServer(["--ciba-interval", "1", "--ciba-approve-after", "1"])
+        let cli = DevtrustBinary(keystore: TemporaryDirectory().file("ks"))
+        let result = try cli.run("login", "--ciba", "--server", server.url, "--client-id", "devtrust-app",
+                                 "--login-hint", "alice\n\u{1B}[2Jfake line: devtrust: signed in")
+        #expect(result.status == 0, "\(result)")
+        #expect(!result.stderr.contains("\u{1B}") && Self.forgedLines(result.stderr).isEmpty
+                && result.stderr.contains(#"device of alice\u{A}\u{1B}[2Jfake line"#), "\(result.stderr)")
+    }
+
+    /// A line break in an error_description, from the backchannel endpoint or a poll, starts no line of its own.
+    @Test func aLineBreakInTheServersWordsStartsNoLine() throws {
+        let refusing = try ReferenceServer(["--ciba-request-error", "bad hint\nfake line: devtrust: signed in"])
+        let invalid = try ReferenceServer(["--ciba-interval", "1", "--ciba-invalid-on", "1",
+                                           "--ciba-invalid-description", "bad request\nfake line: devtrust: signed in"])
+        for server in [refusing, invalid] {
+            let cli = DevtrustBinary(keystore: TemporaryDirectory().file("ks"))
+            let result = try cli.run("login", "--ciba", "--server", server.url, "--client-id", "devtrust-app", "--login-hint", "alice")
+            #expect(result.status == 4 && Self.forgedLines(result.stderr).isEmpty && result.stderr.contains(#"\u{A}fake line"#), "\(result)")
+        }
+    }
+
+    /// glewlwyd answers invalid_grant to a request that a newer one for the same user replaced.
+    @Test func anInvalidGrantSaysTheRequestIsNoLongerValidNotACode() throws {
+        let server = try ReferenceServer(["--ciba-interval", "1", "--ciba-invalid-on", "2"])
+        let cli = DevtrustBinary(keystore: TemporaryDirectory().file("ks"))
+        let result = try CIBARun.login(cli, server)
+        #expect(result.status == 4 && result.stderr.contains("the sign-in request was replaced by a newer one for the same user, or is no longer valid")
+                && !result.stderr.contains("code or refresh token"), "\(result)")
+        #expect(DeviceCodeRun.finalEvent(DeviceCodeRun.events(result.stdout))?["error"] == .string("invalid_grant"))
+    }
+
+    /// A signal while the request is on its way, and while polling: a final `interrupted` event,
+    /// the CIBA words on stderr (the request stays pending on the phone), and the end by that signal.
+    @Test(arguments: [(SIGINT, ["--delay-seconds", "6", "--delay-answers", "1"], "while sending the sign-in request; nothing was stored"),
+                      (SIGTERM, ["--ciba-interval", "1"], "the request stays pending on the user's device until it expires")])
+    func aSignalSaysWhatBecomesOfTheRequest(signal: Int32, serverArguments: [String], words: String) throws {
+        let server = try ReferenceServer(serverArguments)
+        let directory = TemporaryDirectory()
+        let cli = DevtrustBinary(keystore: directory.file("ks"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: cli.path)
+        process.arguments = ["login", "--ciba", "--server", server.url, "--client-id", "devtrust-app", "--login-hint", "alice", "--json"]
+        process.environment = cli.environment
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        // Until the request has reached the server (and, polling, been answered), then the signal.
+        let deadline = Date().addingTimeInterval(10)
+        while try CIBARun.requests(server).isEmpty && serverArguments.first == "--ciba-interval" && Date() < deadline { usleep(100_000) }
+        usleep(1_500_000)
+        kill(process.processIdentifier, signal)
+        let stdout = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let last = DeviceCodeRun.events(stdout).last
+        #expect(last?["event"] == .string("failure") && last?["error"] == .string("interrupted"), "\(stdout)")
+        #expect(stderr.contains(words) && !stderr.contains("code"), "\(stderr)")
+        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == signal, "\(process.terminationReason) \(process.terminationStatus) \(stderr)")
+    }
+
+    /// An unusable backchannel endpoint in discovery is said by --ciba, and the other sign-ins still work there.
+    @Test func anUnusableBackchannelEndpointBreaksOnlyCIBA() throws {
+        let server = try ReferenceServer(["--ciba-endpoint", "http://idp.example/ciba", "--device-interval", "1", "--device-approve-after", "1"])
+        let cli = DevtrustBinary(keystore: TemporaryDirectory().file("ks"))
+        // --discovery: a document that does not serve is an error there (--server would fall back to WSO2's paths).
+        let discovery = server.url + "/oauth2/token/.well-known/openid-configuration"
+        let device = try cli.run("login", "--device-code", "--discovery", discovery, "--client-id", "devtrust-app", "--json")
+        #expect(device.status == 0, "\(device)")
+        let ciba = try cli.run("login", "--ciba", "--discovery", discovery, "--client-id", "devtrust-app", "--login-hint", "alice")
+        #expect(ciba.status == 5 && ciba.stderr.contains("the backchannel authentication endpoint http://idp.example/ciba is not a usable URL"), "\(ciba)")
     }
 }
 
@@ -185,10 +301,21 @@ enum CIBARun {
         #expect(stderr.contains("devtrust test 1") && stderr.contains("signed in at"), "\(stderr)")
         let accessToken = try cli.run("access-token")
         #expect(accessToken.status == 0 && accessToken.output.split(separator: ".").count == 3, "\(accessToken)")
-        // glewlwyd echoes auth_req_id in its token answer: nothing of it is kept.
+        // glewlwyd echoes auth_req_id in its token answer, and its ID token carries it as CIBA Core's claim
+        // urn:openid:params:jwt:claim:auth_req_id. The echo is not kept; the signed ID token is, with the
+        // claim: the id was redeemed for these tokens, and glewlwyd refuses it from then on.
         let file = try #require(directory.entries("ks").first { $0.hasPrefix("signin-") })
         let stored = String(decoding: try #require(directory.read("ks/" + file)), as: UTF8.self)
-        #expect(!stored.contains("auth_req"), "\(stored)")
+        let record = try #require(try JSONParser.parse(stored).objectValue)
+        #expect(!record.members.contains { $0.key.contains("auth_req") }, "\(record.members.map(\.key))")
+        let idToken = try #require(record["idToken"]?.stringValue)
+        let claims = try #require(try JSONParser.parse(try Base64.decode(idToken.split(separator: ".")[1], alphabet: .url)).objectValue)
+        let authReqID = try #require(claims["urn:openid:params:jwt:claim:auth_req_id"]?.stringValue)
+        #expect(authReqID.count >= 20 && !stored.contains(authReqID), "\(claims)")
+        let again = try ProcessRunner.run("/usr/bin/curl", ["-s", "--max-time", "10", "-d", "client_id=\(peer.clientID)",
+                                                            "-d", "grant_type=urn:openid:params:grant-type:ciba", "-d", "auth_req_id=\(authReqID)",
+                                                            peer.base + "/api/oidc-dpop/token"])
+        #expect(again.stdout.contains(#""error""#) && !again.stdout.contains("access_token"), "\(again)")
     }
 
     @Test func aDeniedRequestEndsWithExitFour() throws {

@@ -93,7 +93,10 @@ import Testing
 
     /// A CIBA auth_req_id lets whoever holds it collect the user's tokens once approved: it
     /// appears in no stream (curl's debug log, --json events, -v, error messages) and in no
-    /// file, the keystore included, though the server echoes it with the tokens as glewlwyd does.
+    /// file, the keystore included, though the server echoes it with the tokens as glewlwyd does,
+    /// and repeats it in a page (a warning on every retry) and in an error_description (the
+    /// failure event and the error). The one place it stays is the claim of the signed ID token
+    /// kept, once the server has redeemed it (and refuses it from then on).
     @Test func noAuthReqIdInAnyStreamOrFileOfACIBASignIn() throws {
         let directory = TemporaryDirectory()
         var cli = DevtrustBinary(keystore: directory.file("ks"))
@@ -104,9 +107,10 @@ import Testing
         mkdir(directory.file("tmp"), 0o700)
         var streams = [String]()
         var authReqIDs = [String]()
-        // Approved (with the echo), denied, expired, and a failing poll whose error is reported.
+        // Approved (with the echo), denied, expired, a failing poll whose error is reported, and a server
+        // that repeats the id in a page and then in an invalid_grant's error_description.
         for (options, status) in [(["--ciba-approve-after", "2", "--ciba-unavailable-on", "1"], Int32(0)), (["--ciba-deny-on", "1"], 4),
-                                  (["--ciba-expire-on", "1"], 4)] {
+                                  (["--ciba-expire-on", "1"], 4), (["--ciba-page-on", "1", "--ciba-invalid-on", "2"], 4)] {
             let server = try ReferenceServer(["--ciba-interval", "1"] + options)
             let result = try cli.run("-v", "login", "--ciba", "--server", server.url, "--client-id", "devtrust-app", "--login-hint", "alice@example.com",
                                      "--binding-message", "hygiene", "--json")
@@ -119,8 +123,19 @@ import Testing
             #expect(result.status == 0, "\(arguments): \(result)")
             streams += [result.stdout, result.stderr]
         }
-        #expect(authReqIDs.count == 3 && authReqIDs.allSatisfy { $0.count >= 40 }, "\(authReqIDs)")
+        #expect(authReqIDs.count == 4 && authReqIDs.allSatisfy { $0.count >= 40 }, "\(authReqIDs)")
         #expect(streams.contains { $0.contains("devtrust: http: > POST /oauth2/ciba") } && streams.contains { $0.contains("HTTP 503") })
+        // The server did repeat it, in the warning and in the failure event and the error: shown as a placeholder.
+        #expect(streams.contains { $0.contains("without an OAuth error body: \"unknown auth_req_id [auth_req_id] (request id [auth_req_id])") }
+                && streams.contains { $0.contains(#""description":"auth_req_id [auth_req_id] is unknown, or a newer request replaced it""#) }
+                && streams.contains { $0.contains(#""message":"the server refused: invalid_grant (auth_req_id [auth_req_id] is unknown"#) },
+                "\(streams)")
+        let signInFile = try #require(directory.entries("ks").first { $0.hasPrefix("signin-") })
+        let storedBytes = try #require(directory.read("ks/" + signInFile))
+        let stored = try #require(try JSONParser.parse(storedBytes).objectValue)
+        let idToken = try #require(stored["idToken"]?.stringValue)
+        let claims = try JSONParser.parse(try Base64.decode(idToken.split(separator: ".")[1], alphabet: .url)).objectValue
+        #expect(claims?["urn:openid:params:jwt:claim:auth_req_id"] == .string(authReqIDs[0]), "\(String(describing: claims))")
         let files = Self.files(under: directory.file("ks")) + Self.files(under: directory.file("home")) + Self.files(under: directory.file("tmp"))
         #expect(files.contains { $0.contains("signin-") })
         let contents = files.compactMap { FileManager.default.contents(atPath: $0).map { String(decoding: $0, as: UTF8.self) } }

@@ -176,7 +176,7 @@ final class ScriptedServer: HTTPClient, Waiting, @unchecked Sendable {
         var shown = [Double]()
         let display = ScriptedServer(expiresIn: 20, interval: 5, answers: [Self.pending, Self.success], wallClockJump: 3600)
         _ = try Self.run(display) { event in
-            if case let .polling(_, _, nextPollAt) = event { shown.append(nextPollAt) }
+            if case let .polling(_, _, _, nextPollAt) = event { shown.append(nextPollAt) }
         }
         let startWall: Double = 1_701_000_000
         #expect(shown == [startWall + 5, startWall + 3600 + 10])

@@ -7,9 +7,13 @@ The token endpoint's grant urn:openid:params:grant-type:ciba polls it by the
 same rules as a device code: on chosen polls slow_down, access_denied,
 expired_token, a 503 with a JSON error or a closed connection; approval at the
 Nth poll. Like glewlwyd, the token answer echoes auth_req_id (a client must not
-keep or show it). GET /api/ciba/requests lists each request with its poll times
-and its auth_req_id, for the tests.
+keep or show it), and the ID token carries it as CIBA Core's claim
+urn:openid:params:jwt:claim:auth_req_id. A hostile or careless server (or a
+proxy) repeats the id in what it shows: a text page on a chosen poll, an
+invalid_grant whose error_description quotes it. GET /api/ciba/requests lists
+each request with its poll times and its auth_req_id, for the tests.
 """
+import json
 import secrets
 import threading
 import time
@@ -21,12 +25,32 @@ GRANT = "urn:openid:params:grant-type:ciba"
 
 def add_ciba_options(parser):
     parser.add_argument("--no-ciba", action="store_true", help="discovery without a backchannel_authentication_endpoint")
+    parser.add_argument("--ciba-endpoint", default=None, metavar="URL", help="the backchannel_authentication_endpoint that discovery gives")
     parser.add_argument("--ciba-expires", type=int, default=600, help="expires_in of a request without requested_expiry")
     parser.add_argument("--ciba-interval", type=int, default=5, help="the interval it answers (0: leave it out)")
     parser.add_argument("--ciba-approve-after", type=int, default=0, help="approve the request at the Nth poll")
     for name, what in (("slow-down", "slow_down"), ("deny", "access_denied"), ("expire", "expired_token"),
                        ("unavailable", "HTTP 503 {\"error\":\"temporarily_unavailable\"}"), ("drop", "a closed connection")):
         parser.add_argument("--ciba-%s-on" % name, type=int, action="append", default=[], metavar="N", help="answer the Nth poll with " + what)
+    parser.add_argument("--ciba-page-on", type=int, action="append", default=[], metavar="N",
+                        help="answer the Nth poll with an HTTP 400 text page that repeats the auth_req_id, as a proxy might")
+    parser.add_argument("--ciba-invalid-on", type=int, action="append", default=[], metavar="N",
+                        help="answer the Nth poll with invalid_grant and --ciba-invalid-description")
+    parser.add_argument("--ciba-invalid-description", default="auth_req_id {aid} is unknown, or a newer request replaced it",
+                        help="the error_description of --ciba-invalid-on ({aid}: the auth_req_id)")
+    parser.add_argument("--ciba-request-error", default=None, metavar="TEXT",
+                        help="refuse every backchannel authentication request: invalid_request with this error_description")
+    parser.add_argument("--ciba-max-expiry", type=int, default=0, help="grant at most this expires_in, whatever was requested (0: no limit)")
+    parser.add_argument("--ciba-answer-extra", default=None, metavar="JSON",
+                        help="members put into (or over) the backchannel authentication answer, such as {\"interval\": 0}")
+
+
+class Page(Exception):
+    """An answer that is no OAuth JSON: a proxy's or firewall's page."""
+
+    def __init__(self, status, body, content_type="text/plain"):
+        Exception.__init__(self, body)
+        self.status, self.body, self.content_type = status, body.encode(), content_type
 
 
 class CIBAServer:
@@ -38,7 +62,7 @@ class CIBAServer:
 
     def discovery(self, document):
         if not self.options.no_ciba:
-            document["backchannel_authentication_endpoint"] = self.signins.base_url() + "/oauth2/ciba"
+            document["backchannel_authentication_endpoint"] = self.options.ciba_endpoint or self.signins.base_url() + "/oauth2/ciba"
             document["backchannel_token_delivery_modes_supported"] = ["poll"]
             document.setdefault("grant_types_supported", []).append(GRANT)
         return document
@@ -53,9 +77,13 @@ class CIBAServer:
             raise signin.OAuthFailure(400, "invalid_scope", "scope must contain openid")
         if not get("login_hint"):
             raise signin.OAuthFailure(400, "invalid_request", "login_hint is required")
+        if self.options.ciba_request_error is not None:
+            raise signin.OAuthFailure(400, "invalid_request", self.options.ciba_request_error)
         expires = self.options.ciba_expires
         if get("requested_expiry") is not None:
             expires = int(get("requested_expiry"))
+        if self.options.ciba_max_expiry:
+            expires = min(expires, self.options.ciba_max_expiry)
         auth_req_id = secrets.token_urlsafe(32)
         request = {"created": time.time(), "expires_in": expires, "polls": [], "state": "pending", "scope": get("scope"),
                    "loginHint": get("login_hint"), "bindingMessage": get("binding_message"), "requestedExpiry": get("requested_expiry")}
@@ -64,6 +92,8 @@ class CIBAServer:
         answer = {"auth_req_id": auth_req_id, "expires_in": expires}
         if self.options.ciba_interval:
             answer["interval"] = self.options.ciba_interval
+        if self.options.ciba_answer_extra:
+            answer.update(json.loads(self.options.ciba_answer_extra))
         return answer
 
     def poll(self, form):
@@ -88,9 +118,13 @@ class CIBAServer:
             raise signin.OAuthFailure(400, "slow_down", "polling too fast")
         if count in options.ciba_deny_on:
             raise signin.OAuthFailure(403, "access_denied", "the user denied the request")
+        if count in options.ciba_page_on:
+            raise Page(400, "unknown auth_req_id %s (request id %s)\nask your administrator" % (auth_req_id, auth_req_id))
+        if count in options.ciba_invalid_on:
+            raise signin.OAuthFailure(400, "invalid_grant", options.ciba_invalid_description.replace("{aid}", auth_req_id))
         if options.ciba_approve_after and count >= options.ciba_approve_after:
             request["state"] = "done"
-            answer = self.signins.issue(signin.USER[0], request["scope"])
+            answer = self.signins.issue(signin.USER[0], request["scope"], claims={"urn:openid:params:jwt:claim:auth_req_id": auth_req_id})
             answer["auth_req_id"] = auth_req_id
             return answer
         raise signin.OAuthFailure(400, "authorization_pending", "waiting for the user")

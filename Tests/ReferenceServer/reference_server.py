@@ -725,6 +725,8 @@ def make_handler(server, signins, cibas):
                     return self.send_json(200 if found else 404, {"found": found})
             except signin.OAuthFailure as failure:
                 return self.send_json(failure.status, {"error": failure.error, "error_description": failure.description})
+            except ciba.Page as page:
+                return self.send_raw(page.status, page.body, page.content_type)
             except signin.DropConnection:
                 self.close_connection = True
                 return

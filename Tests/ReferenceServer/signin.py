@@ -68,11 +68,12 @@ class IDTokenSigner:
             {"kty": "RSA", "kid": "rsa-1", "use": "sig", "alg": "RS256", "n": int_b64url(rsa_numbers.n), "e": int_b64url(rsa_numbers.e)},
         ]}
 
-    def sign(self, issuer, user, nonce, now, refreshing=False):
+    def sign(self, issuer, user, nonce, now, refreshing=False, extra_claims=None):
         fault = self.options.id_token_fault
         alg = "RS256" if fault == "small-rsa-key" else self.options.id_token_alg
         claims = {"iss": issuer, "sub": "user-" + hashlib.sha256(user.encode()).hexdigest()[:12], "aud": CLIENT_ID,
                   "exp": int(now) + 3600, "iat": int(now), "name": "Alice Example", "preferred_username": user}
+        claims.update(extra_claims or {})
         if nonce is not None:
             claims["nonce"] = nonce
         if fault == "other-sub-on-refresh" and refreshing:
@@ -380,7 +381,8 @@ class SignInServer:
             self.stats["refreshFaults"] += 1
             return True
 
-    def issue(self, user, scope, nonce=None, refreshing=False):
+    def issue(self, user, scope, nonce=None, refreshing=False, claims=None):
+        """claims: more for the ID token (a CIBA one carries the auth_req_id)."""
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         with self.lock:
             self.stats["token"] += 1
@@ -388,7 +390,7 @@ class SignInServer:
             self.refresh_tokens[refresh] = {"user": user, "scope": scope}
         answer = {"access_token": access, "token_type": "Bearer", "expires_in": self.options.access_token_ttl,
                   "refresh_token": refresh, "scope": scope,
-                  "id_token": self.id_tokens.sign(self.issuer(), user, nonce, self.now(), refreshing)}
+                  "id_token": self.id_tokens.sign(self.issuer(), user, nonce, self.now(), refreshing, claims)}
         # Servers that leave out what RFC 6749 only recommends.
         if self.options.no_expires_in:
             del answer["expires_in"]

@@ -7,8 +7,12 @@ import DevtrustSignIn
 /// a countdown on stderr while it polls, as `--device-code` does (PollingSignIn),
 /// and `--json` gives the same event stream. The auth_req_id is never shown.
 enum CIBACommand {
-    /// The most characters of a binding message: it is read on a phone's screen.
+    /// The most characters of a binding message, counted as Unicode scalars (what a phone
+    /// draws, each accent too): it is read on a phone's screen.
     static let bindingMessageLimit = 64
+    /// The most combining marks on one character: enough for any script's accents, not a
+    /// flood of them drawn over the lines around.
+    static let combiningMarkLimit = 4
     /// The longest `--requested-expiry`: a day, as for a device code.
     static let requestedExpiryLimit: Int64 = 86_400
 
@@ -24,9 +28,14 @@ enum CIBACommand {
                                  command: "login")
             }
             if let message = bindingMessage {
-                guard !message.isEmpty, message.count <= CIBACommand.bindingMessageLimit else {
+                let length = message.unicodeScalars.count
+                guard length > 0, length <= CIBACommand.bindingMessageLimit else {
                     throw UsageError("--binding-message must be 1 to \(CIBACommand.bindingMessageLimit) characters (it is shown on the user's device); "
-                                     + "it has \(message.count)", command: "login")
+                                     + "it has \(length) (each accent counts)", command: "login")
+                }
+                guard message.allSatisfy({ $0.unicodeScalars.filter(Self.isCombiningMark).count <= CIBACommand.combiningMarkLimit }) else {
+                    throw UsageError("--binding-message must not stack more than \(CIBACommand.combiningMarkLimit) accents (combining marks) "
+                                     + "on one character", command: "login")
                 }
                 guard TerminalText.oneLine(message) == message else {
                     throw UsageError("--binding-message must be plain text on one line, without control or invisible characters: "
@@ -45,6 +54,10 @@ enum CIBACommand {
             self.bindingMessage = bindingMessage
             self.requestedExpiry = expiry
         }
+
+        static func isCombiningMark(_ scalar: Unicode.Scalar) -> Bool {
+            [.nonspacingMark, .spacingMark, .enclosingMark].contains(scalar.properties.generalCategory)
+        }
     }
 
     static func run(_ context: CommandContext, _ settings: SignInSettings, _ request: Request) throws {
@@ -57,10 +70,10 @@ enum CIBACommand {
         let server = try settings.authorizationServer(http: http, context: context)
         let waiting = SystemWaiting(interruption: { devtrust_interrupt_signal() })
         let signIn = CIBASignIn(
-            oauth: settings.http.oauthClient(context, stoppedBySignals: true), clientID: settings.clientID,
+            polling: PolledSignIn(oauth: settings.http.oauthClient(context, stoppedBySignals: true), clientID: settings.clientID, server: server,
+                                  waiting: waiting),
             request: BackchannelAuthenticationRequest(scope: settings.scope, loginHint: request.loginHint, bindingMessage: request.bindingMessage,
-                                                      requestedExpiry: request.requestedExpiry),
-            server: server, waiting: waiting)
+                                                      requestedExpiry: request.requestedExpiry))
         devtrust_watch_interrupts()
         let tokens = try signIn.run(events: { event in
             status.clear()

@@ -87,6 +87,13 @@ enum LoginCommand: DevtrustCommand {
         if !options.ciba, let (_, given) = cibaOnly.first(where: \.0) {
             throw UsageError("\(given.displayName) goes with --ciba", command: "login")
         }
+        // What the other sign-ins take is refused with --ciba, as --login-hint is without it.
+        let notForCIBA = [(options.signIn.redirectURI != nil, Options.redirectURI.spec), (options.authenticator != nil, Options.authenticator.spec),
+                          (!options.scriptedInputs.inputs.isEmpty, Options.input.spec), (options.scriptedInputs.file != nil, Options.inputsFile.spec),
+                          (options.nonInteractive, Options.nonInteractive.spec), (options.noQR, Options.noQR.spec)]
+        if options.ciba, let (_, given) = notForCIBA.first(where: \.0) {
+            throw UsageError("\(given.displayName) does not go with --ciba", command: "login")
+        }
         // Bad values are said before the configuration is read or anything goes over the network.
         let cibaRequest = try options.ciba ? CIBACommand.Request(loginHint: options.loginHint, bindingMessage: options.bindingMessage,
                                                                   requestedExpiry: options.requestedExpiry) : nil

@@ -36,14 +36,15 @@ enum PollingSignIn {
         switch event {
         case .started:
             break
-        case let .polling(count, interval, nextPollAt):
+        case let .polling(count, interval, wait, nextPollAt):
             emit(context, ["event": .string("polling"), "poll_count": .integer(count), "interval": .integer(interval),
                            "next_poll_at": .string(Timestamp.format(secondsSinceEpoch: Int64(nextPollAt.rounded(.up))))])
-            context.detail("poll \(count) in \(interval) s")
+            context.detail("poll \(count) in \(wait) s")
         case let .slowDown(newInterval):
             context.detail("the server asked to slow down: polling every \(newInterval) s from now on")
         case let .networkError(message, retryIn):
-            context.warn("\(message); trying again in \(retryIn) s")
+            // The server's words (an error_description, a page) on one line: a line break in them must not start a line of devtrust's own.
+            context.warn(TerminalText.oneLine(message) + "; trying again in \(retryIn) s")
         }
     }
 
