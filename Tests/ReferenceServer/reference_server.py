@@ -598,6 +598,10 @@ def make_handler(server, signins):
             if url.path == "/api/browser-reports":
                 with server.lock:
                     return self.send_json(200, list(server.browser_reports))
+            if url.path == "/resource":
+                return self.send_json(*signins.resource("GET", self.headers.get("Authorization"), self.headers.get("DPoP")))
+            if url.path == "/api/dpop-refusals":
+                return self.send_json(200, signins.dpop.refusals if signins.dpop else [])
             if url.path == "/api/token-stats":
                 return self.send_json(200, signins.stats)
             if url.path == "/api/device/polls":
@@ -620,6 +624,8 @@ def make_handler(server, signins):
             if url.path == "/api/device-check":
                 token = parse_qs(url.query).get("device_token", [None])[0] or self.headers.get("X-Device-Token")
                 return self.send_json(200, server.device_check(token))
+            if url.path == "/resource":
+                return self.send_json(*signins.resource("POST", self.headers.get("Authorization"), self.headers.get("DPoP")))
             if url.path not in ("/api/device/approve", "/api/device/deny"):
                 self.delay_answer()
             tenant_path = TENANT_SIGNIN_PATH.match(url.path)
@@ -683,7 +689,7 @@ def make_handler(server, signins):
                 if path == "/oauth2/token" and form.get("grant_type", [""])[0] == "refresh_token" and signins.take_refresh_fault():
                     return self.refresh_outage(server.options.refresh_fault)
                 if path == "/oauth2/token":
-                    return self.send_json(200, signins.token(form), {"Cache-Control": "no-store"})
+                    return self.send_json(200, signins.token(form, self.headers.get("DPoP")), dict(signins.nonce_headers(), **{"Cache-Control": "no-store"}))
                 if path == "/oauth2/revoke":
                     return self.send_json(200, signins.revoke(form))
                 if path == "/oauth2/device_authorize":
@@ -695,7 +701,7 @@ def make_handler(server, signins):
                     found = signins.decide(code, "approved" if path.endswith("approve") else "denied")
                     return self.send_json(200 if found else 404, {"found": found})
             except signin.OAuthFailure as failure:
-                return self.send_json(failure.status, {"error": failure.error, "error_description": failure.description})
+                return self.send_json(failure.status, {"error": failure.error, "error_description": failure.description}, failure.headers)
             except signin.DropConnection:
                 self.close_connection = True
                 return
