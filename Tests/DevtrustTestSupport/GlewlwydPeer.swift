@@ -14,6 +14,8 @@ public final class GlewlwydPeer: @unchecked Sendable {
     public let shortDiscovery: String
     /// Device codes that live 120 s (interval 2 s): for a code approved after a few polls.
     public let quickDiscovery: String
+    /// The `oidc-dpop` plugin: DPoP allowed with mandatory nonces (a nonce serves 4 proofs), CIBA.
+    public let dpopDiscovery: String
     public let clientID: String
     public let document: JSONObject
 
@@ -26,6 +28,7 @@ public final class GlewlwydPeer: @unchecked Sendable {
         discovery = info["discovery"]!.stringValue!
         shortDiscovery = info["shortDiscovery"]!.stringValue!
         quickDiscovery = info["quickDiscovery"]!.stringValue!
+        dpopDiscovery = info["dpopDiscovery"]!.stringValue!
         clientID = info["clientId"]!.stringValue!
         document = info["document"]!.objectValue!
     }
@@ -44,6 +47,16 @@ public final class GlewlwydPeer: @unchecked Sendable {
         let approval = try approve(userCode)
         guard approval.status == 0 else { throw SwtpmError("approving \(userCode) failed: \(approval)") }
         return login.finish()
+    }
+
+    /// RFC 7662 introspection of a token by the resource-server client: token_type, cnf.jkt, active.
+    public func introspect(_ token: String, plugin: String = "oidc-dpop") throws -> JSONObject {
+        let result = try ProcessRunner.run(ExternalTool.python.rawValue, [Repository.path("Tests/Peers/glewlwyd_peer.py"), "introspect", "--dir", directory.path,
+                                                                          "--plugin", plugin, token])
+        guard result.status == 0, case let .object(answer) = try JSONParser.parse(result.stdout) else {
+            throw SwtpmError("introspection failed: \(result.stderr)")
+        }
+        return answer
     }
 
     /// Approves a user code as the demo user would in a browser.

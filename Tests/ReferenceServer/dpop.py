@@ -58,6 +58,8 @@ class DPoPVerifier:
         self.nonce = secrets.token_urlsafe(12)
         self.nonce_served = 0
         self.refusals = []
+        # Every proof received, for the tests that look for them where they must not be.
+        self.proofs = []
 
     def current_nonce(self):
         with self.lock:
@@ -65,6 +67,9 @@ class DPoPVerifier:
 
     def verify(self, proof, method, url, access_token=None):
         """The proof's jkt, or ProofRefused. `url` is the one the server knows itself by."""
+        if proof:
+            with self.lock:
+                self.proofs.append(proof)
         try:
             return self.check(proof, method, url, access_token)
         except ProofRefused as refusal:

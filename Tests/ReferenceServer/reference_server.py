@@ -600,6 +600,8 @@ def make_handler(server, signins):
                     return self.send_json(200, list(server.browser_reports))
             if url.path == "/resource":
                 return self.send_json(*signins.resource("GET", self.headers.get("Authorization"), self.headers.get("DPoP")))
+            if url.path == "/api/dpop-proofs":
+                return self.send_json(200, signins.dpop.proofs if signins.dpop else [])
             if url.path == "/api/dpop-refusals":
                 return self.send_json(200, signins.dpop.refusals if signins.dpop else [])
             if url.path == "/api/token-stats":
