@@ -74,6 +74,8 @@ enum LoginCommand: DevtrustCommand {
             throw UsageError("\(given.displayName) goes with --browser", command: "login")
         }
         if let callback = options.callback {
+            // The code of an authorize-url sign-in is exchanged as it was asked for, without DPoP.
+            if options.signIn.dpop { throw UsageError("--dpop goes with app-native, --browser and --device-code sign-ins, not with --callback", command: "login") }
             return try finishBrowserSignIn(context, callback: callback)
         }
         let settings = try SignInSettings(options.signIn, context, command: "login")
