@@ -275,6 +275,19 @@ enum DPoPCheck {
         try JSONParser.parse(try Base64URL.decode(String(proof.split(separator: ".")[1]))).objectValue ?? JSONObject()
     }
 
+    /// A damaged nonce file is no nonce: the server asks for one, and the file is written anew.
+    @Test func aDamagedNonceFileDoesNotBlockTheSignIn() throws {
+        let server = try ReferenceServer(["--dpop", "--dpop-nonce", "--device-interval", "1", "--device-approve-after", "2"])
+        let directory = TemporaryDirectory()
+        let cli = try Self.signIn(server, directory)
+        let file = cli.cacheDirectory + "/dpop-nonces.json"
+        #expect(FileManager.default.createFile(atPath: file, contents: Array("{\"http://127.0.0.1:1\": [".utf8).withUnsafeBufferPointer { Data($0) },
+                                               attributes: [.posixPermissions: 0o600]))
+        let refreshed = try cli.run("access-token", "--refresh")
+        #expect(refreshed.status == 0, "\(refreshed)")
+        #expect(try DPoPCheck.cachedNonce(cli).count > 8)
+    }
+
     /// A refresh with another key (the device key replaced) is not attempted: devtrust says the sign-in is
     /// bound to the old key. And the server refuses a bound refresh token without a proof.
     @Test func aReplacedDeviceKeyCannotUseTheBoundSignIn() throws {
