@@ -275,6 +275,23 @@ enum DPoPCheck {
         try JSONParser.parse(try Base64URL.decode(String(proof.split(separator: ".")[1]))).objectValue ?? JSONObject()
     }
 
+    /// App-native sign-in: the code exchange carries the proof too (the profile asks for DPoP here).
+    @Test func appNativeSignInWithAProfileGetsBoundTokens() throws {
+        let server = try ReferenceServer(["--dpop", "--dpop-nonce"])
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        let profile: JSONObject = ["server": .string(server.url), "clientId": .string("devtrust-app"), "dpop": .bool(true)]
+        cli.extraEnvironment["DEVTRUST_CONFIG"] = directory.write("config.json", JSONWriter.string(.object(["signIn": .object(["profiles": .object(["app": .object(profile)])])])))
+        try cli.run("init", "--backend", "software", "-q")
+        let login = try cli.run("login", "--profile", "app", "--non-interactive", "--authenticator", "BasicAuthenticator",
+                                "--input", "username=alice@example.com", "--input", "password=correct horse")
+        let jkt = try DPoPCheck.fingerprint(cli)
+        #expect(login.status == 0 && login.stderr.contains("DPoP-bound to the device key \(jkt)"), "\(login)")
+        let answer = try DPoPCheck.runRecipe(cli, url: server.url + "/resource")
+        #expect(answer.stdout.hasPrefix("HTTP/1.1 200") && answer.stdout.contains("alice@example.com"), "\(answer)")
+    }
+
     /// A damaged nonce file is no nonce: the server asks for one, and the file is written anew.
     @Test func aDamagedNonceFileDoesNotBlockTheSignIn() throws {
         let server = try ReferenceServer(["--dpop", "--dpop-nonce", "--device-interval", "1", "--device-approve-after", "2"])
