@@ -42,10 +42,11 @@ enum DPoPProofCommand: DevtrustCommand {
             throw UsageError("--nonce must be the DPoP-Nonce header's value (printable ASCII, no spaces)", command: Options.spec.name)
         }
         let store = try context.deviceStore()
-        let record = try store.signIn(server: options.server, discovery: options.discovery)
+        // One read of the keystore for the key and the sign-in: this is the per-request path.
+        let device = try store.loadKey()
+        let record = try store.signIn(server: options.server, discovery: options.discovery, in: device.state)
         let tokens = try store.tokens(of: record)
         guard let jkt = tokens.dpopJkt else { throw DeviceError.notDPoPBound(server: record.server ?? record.discovery ?? "the server") }
-        let device = try store.loadKey()
         guard device.key.fingerprint == jkt else { throw DeviceError.dpopKeyChanged(boundTo: jkt, deviceKey: device.key.fingerprint) }
         // Without --nonce, the latest one devtrust was given at the URL's origin (a server that is both
         // authorization and resource server, as glewlwyd, shares them); none when it gave none.
