@@ -335,6 +335,7 @@ enum DPoPCheck {
         #expect(try DPoPCheck.storedTokens(directory)["dpopJkt"] == nil)
         let proof = try cli.run("dpop-proof", "--method", "GET", "--url", server.url + "/resource")
         #expect(proof.status == 3 && proof.stderr.contains("login --dpop"), "\(proof)")
-        #expect(try cli.run("--json", "access-token").output.contains(#""tokenType":"Bearer""#))
+        let json = try cli.run("--json", "access-token").output
+        #expect(json.contains(#""tokenType":"Bearer""#) && !json.contains("dpopJkt"), "\(json)")
     }
 }

@@ -62,15 +62,17 @@ enum AccessTokenCommand: DevtrustCommand {
     /// never the refresh token or the ID token. `expiresAt` is null when no expiry is known;
     /// `expiryAssumed` says it is devtrust's guess (the server gave no `expires_in`).
     static func document(_ tokens: TokenSet) -> JSONObject {
-        [
+        var document: JSONObject = [
             "accessToken": .string(tokens.accessToken),
             // What goes before the token in Authorization: "DPoP" for a bound token (which also needs a proof), as the server wrote it otherwise.
             "tokenType": .string(tokens.isDPoPBound ? "DPoP" : tokens.tokenType),
-            "dpopJkt": tokens.dpopJkt.map { .string($0) } ?? .null,
             "expiresAt": tokens.expiresAt.map { .string(Timestamp.format(secondsSinceEpoch: $0)) } ?? .null,
             "expiryAssumed": .bool(tokens.expiryAssumed),
             "scope": tokens.scope.map { .string($0) } ?? .null,
         ]
+        // Only for a bound sign-in: a bearer sign-in's document stays as it was.
+        if let jkt = tokens.dpopJkt { document["dpopJkt"] = .string(jkt) }
+        return document
     }
 
     /// What a refresh's answer means for the stored sign-in. Only a dead grant
