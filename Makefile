@@ -10,12 +10,26 @@ MANDIR    = $(DESTDIR)$(PREFIX)/share/man/man1
 # The browser extension's files (browser/), where `devtrust browser install` finds them.
 BROWSERDIR = $(DESTDIR)$(PREFIX)/share/devtrust/browser
 BROWSER_SOURCE ?= browser
+DOCDIR     = $(DESTDIR)$(PREFIX)/share/doc/devtrust
+# devtrust reads /etc/devtrust/config.json whatever PREFIX is; the example goes beside it.
+SYSCONFDIR ?= /etc
+CONFIGDIR  = $(DESTDIR)$(SYSCONFDIR)/devtrust
+# Completions where each shell looks for a package's: the vendor directories
+# below /usr; below another PREFIX, zsh's site-functions (in zsh's default fpath
+# for /usr/local). bash-completion and fish find theirs below each directory of
+# XDG_DATA_DIRS (bash-completion's default has /usr/local/share).
+BASH_COMPLETION_DIR ?= $(PREFIX)/share/bash-completion/completions
+ZSH_COMPLETION_DIR  ?= $(PREFIX)/share/zsh/$(if $(filter /usr,$(PREFIX)),vendor-completions,site-functions)
+FISH_COMPLETION_DIR ?= $(PREFIX)/share/fish/vendor_completions.d
 
 # What building needs, and what the tests and the demo add (independent verifiers;
 # jq, groff and man for the documentation's examples and the man page).
 BUILD_PACKAGES = libssl-dev libtss2-dev libcurl4-openssl-dev libqrencode4 pkg-config
-CHECK_PACKAGES = chromium firefox-esr curl dconf-cli gcc libqrencode4 openssl python3 python3-cryptography python3-jsonschema python3-json5 python3-rfc3986 python3-jwcrypto python3-jwt jose swtpm swtpm-tools tpm2-tools tpm2-openssl valgrind nghttp2-proxy zsh fish jq groff-base man-db tmux zbar-tools strace
+CHECK_PACKAGES = chromium firefox-esr bash-completion curl dconf-cli gcc libqrencode4 openssl python3 python3-cryptography python3-jsonschema python3-json5 python3-rfc3986 python3-jwcrypto python3-jwt jose swtpm swtpm-tools tpm2-tools tpm2-openssl valgrind nghttp2-proxy zsh fish jq groff-base man-db tmux zbar-tools strace
 BENCH_PACKAGES = time
+# What `make deb` adds (the package test also runs lintian).
+DEB_PACKAGES = debhelper dpkg-dev lintian
+DEB_DIR ?= .build/deb
 RELEASE_BINARY = .build/release/devtrust
 
 # The release build is tuned for `devtrust token`, which runs once per request
@@ -36,16 +50,19 @@ FUZZ_RUNS    ?= 0
 FUZZ_BUILD   ?= .build/fuzz
 FUZZ_TARGETS  = FlowResponse AppNativeResponse DERSignature CompactJWS TSS2KeyFile Configuration Keystore PrivateKeyFile LoopbackRequest
 
-.PHONY: all build test check-layers demo install uninstall clean deps-build deps-check deps-bench static-libs bench link-order fuzz
+.PHONY: all build test check-layers demo install install-files uninstall deb clean deps-build deps-check deps-deb deps-bench static-libs bench link-order fuzz
 
 all: build
 
 deps-build:
 	@scripts/ensure-packages.sh $(BUILD_PACKAGES)
 
-deps-check: deps-build
+deps-check: deps-deb
 	@scripts/ensure-packages.sh $(CHECK_PACKAGES)
 	@scripts/install-glewlwyd.sh
+
+deps-deb: deps-build
+	@scripts/ensure-packages.sh $(DEB_PACKAGES)
 
 # A directory holding only the static archives, searched before the system's:
 # the linker then takes libstdc++.a and libcrypto.a for -lstdc++ and -lcrypto.
@@ -98,10 +115,26 @@ fuzz: deps-build
 link-order: deps-bench build
 	scripts/update-link-order.py $(RELEASE_BINARY)
 
+# The binary, the man page, the shell completions (written by the binary), the
+# browser extension, the example configuration and the docs: the package's
+# files too (debian/rules installs them with install-files), which adds the
+# browsers' host manifests; after `make install`, `sudo devtrust browser
+# install --system` writes those (docs/deployment.md).
 install: build
-	install -d $(BINDIR) $(MANDIR)
-	install -m 0755 $(RELEASE_BINARY) $(BINDIR)/devtrust
+	@$(MAKE) --no-print-directory install-files
+
+INSTALL_BINARY ?= $(RELEASE_BINARY)
+install-files:
+	install -d $(BINDIR) $(MANDIR) $(DOCDIR) $(CONFIGDIR) \
+		$(DESTDIR)$(BASH_COMPLETION_DIR) $(DESTDIR)$(ZSH_COMPLETION_DIR) $(DESTDIR)$(FISH_COMPLETION_DIR)
+	install -m 0755 $(INSTALL_BINARY) $(BINDIR)/devtrust
 	install -m 0644 docs/devtrust.1 $(MANDIR)/devtrust.1
+	$(INSTALL_BINARY) completion bash > $(DESTDIR)$(BASH_COMPLETION_DIR)/devtrust
+	$(INSTALL_BINARY) completion zsh > $(DESTDIR)$(ZSH_COMPLETION_DIR)/_devtrust
+	$(INSTALL_BINARY) completion fish > $(DESTDIR)$(FISH_COMPLETION_DIR)/devtrust.fish
+	chmod 0644 $(DESTDIR)$(BASH_COMPLETION_DIR)/devtrust $(DESTDIR)$(ZSH_COMPLETION_DIR)/_devtrust $(DESTDIR)$(FISH_COMPLETION_DIR)/devtrust.fish
+	install -m 0644 docs/config.json.example $(CONFIGDIR)/config.json.example
+	install -m 0644 README.md debian/copyright $(DOCDIR)/
 	@# browser/ (when the checkout has it), readable by every user's browser; any failed step fails the install.
 	@set -e; if [ -d "$(BROWSER_SOURCE)" ]; then \
 		install -d -m 0755 "$(BROWSERDIR)"; \
@@ -111,11 +144,21 @@ install: build
 		echo "installed the browser extension in $(BROWSERDIR)"; \
 	fi
 
-# What install put in place; the browsers' host manifests are `devtrust browser uninstall`'s.
+# What install put in place, and the directories it made that are left empty;
+# an administrator's /etc/devtrust/config.json stays. The browsers' host
+# manifests are `devtrust browser uninstall --system`'s.
 uninstall:
-	rm -f $(BINDIR)/devtrust $(MANDIR)/devtrust.1
+	rm -f $(BINDIR)/devtrust $(MANDIR)/devtrust.1 \
+		$(DESTDIR)$(BASH_COMPLETION_DIR)/devtrust $(DESTDIR)$(ZSH_COMPLETION_DIR)/_devtrust $(DESTDIR)$(FISH_COMPLETION_DIR)/devtrust.fish \
+		$(CONFIGDIR)/config.json.example $(DOCDIR)/README.md $(DOCDIR)/copyright
 	rm -rf $(BROWSERDIR)
-	-rmdir $(DESTDIR)$(PREFIX)/share/devtrust 2>/dev/null
+	-rmdir $(DESTDIR)$(PREFIX)/share/devtrust $(DOCDIR) $(CONFIGDIR) 2>/dev/null
+
+# devtrust_VERSION_ARCH.deb in $(DEB_DIR), built with debhelper from the
+# release binary (scripts/build-deb.sh; docs/deployment.md); its path is the
+# last line printed.
+deb: deps-deb build
+	@scripts/build-deb.sh $(RELEASE_BINARY) $(DEB_DIR)
 
 clean:
 	$(SWIFT) package clean

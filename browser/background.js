@@ -7,7 +7,8 @@
 const HOST_NAME = "dev.devtrust.host";
 const PARAMETER = "device_token";
 const CONTINUE_PAGE = "continue.html";
-// How long a redirect to the continue page stays claimable, and a fallback's pass.
+// How long a redirect to the continue page stays claimable, and the longest a
+// fallback's pass (one URL in one tab, removed once that navigation went through) waits.
 const PENDING_MILLISECONDS = 30_000;
 const BYPASS_MILLISECONDS = 10_000;
 const REFRESH_ALARM = "devtrust-refresh-config";
@@ -62,6 +63,8 @@ function endpointOf(text) {
   return endpoints.has(endpoint) && text.startsWith(endpoint) ? endpoint : null;
 }
 
+// Whether the URL's query has a device_token parameter, its name percent-encoded or
+// not, with or without a value (as the host decides: such a URL never gets a token).
 function hasDeviceToken(text) {
   try { return new URL(text).searchParams.has(PARAMETER); } catch { return true; }
 }
@@ -157,9 +160,15 @@ async function refreshConfig(why) {
   try {
     reply = await askHost({ type: "config" });
   } catch (error) {
-    // No host, or a broken one: touch no navigation at all until it answers.
-    warn("cannot read the configuration from the native host " + HOST_NAME + " (" + why + "); no navigation gets a device token", error);
-    await applyEndpoints([], null);
+    // No host at all: touch no navigation until it answers. A host that answered before
+    // and fails now (slow, crashed) keeps the endpoints it gave: their navigations still
+    // ask it for a token, and go on without one when it gives none.
+    if (endpoints.size === 0) {
+      warn("cannot read the configuration from the native host " + HOST_NAME + " (" + why + "); no navigation gets a device token", error);
+      await applyEndpoints([], null);
+    } else {
+      warn("cannot read the configuration from the native host " + HOST_NAME + " (" + why + "); keeping the " + endpoints.size + " endpoint(s) it gave before", error);
+    }
     return;
   }
   const list = Array.isArray(reply.authorizationEndpoints) ? reply.authorizationEndpoints : [];
@@ -200,12 +209,15 @@ async function applyRedirectRules(list) {
     },
   }));
   if (rules.length > 0) {
-    // A URL that already carries a device token goes through untouched (no second token).
+    // A URL whose query already has a device_token parameter goes through untouched (no
+    // second token): the name right after the query's "?" or an "&", not text inside
+    // another parameter's value (state=x?device_token=...). A URL this misses, such as a
+    // name percent-encoded, still gets none: the background checks again (hasDeviceToken).
     rules.push({
       id: ALLOW_RULE_ID,
       priority: 2,
       action: { type: "allow" },
-      condition: { regexFilter: "[?&]" + PARAMETER + "([=&]|$)", isUrlFilterCaseSensitive: true, resourceTypes: ["main_frame"] },
+      condition: { regexFilter: "^[^?#]*\\?([^#]*&)?" + PARAMETER + "=", isUrlFilterCaseSensitive: true, resourceTypes: ["main_frame"] },
     });
   }
   const existing = await api.declarativeNetRequest.getDynamicRules();
@@ -219,24 +231,44 @@ function isContinuePage(text) {
   return typeof text === "string" && pages.some((page) => text === page || text.startsWith(page + "#") || text.startsWith(page + "?"));
 }
 
+// The method a request has after an HTTP redirect with this status (the Fetch standard's).
+function methodAfterRedirect(method, statusCode) {
+  if (statusCode === 303 && method !== "HEAD") return "GET";
+  if ((statusCode === 301 || statusCode === 302) && method === "POST") return "GET";
+  return method;
+}
+
 // A navigation this extension redirected to the continue page: the browser reports
 // the redirect of that tab's navigation to it (webRequest.onBeforeRedirect). The
 // token is asked for at once, while the continue page loads; whichever comes
 // first, the token or the page, takes the tab on to the URL (once).
+//
+// A navigation that reaches the endpoint through a server's redirect (a web
+// application's /login answering 302) is redirected to the continue page too, but
+// Chromium reports only the server's redirect, not its own to the continue page.
+// So a server's redirect to an endpoint URL that the rules send to the continue page
+// (a GET without device_token) is noted as well, without a token: the continue
+// page, when it comes, asks for one. Nothing navigates on such a note alone, since
+// only the continue page's request shows that the rule did redirect.
 function onBeforeRedirect(details) {
   if (details.type !== "main_frame" || details.tabId < 0) return;
-  if (!isContinuePage(details.redirectUrl)) return;
   const tabId = details.tabId;
   for (const [tab, old] of pendingByTab) if (Date.now() - old.at > PENDING_MILLISECONDS) pendingByTab.delete(tab);
-  const pending = { url: details.url, at: Date.now(), taken: false };
-  pending.target = destination(tabId, details.url);
-  pendingByTab.set(tabId, pending);
-  pending.target.then((url) => {
-    if (pending.taken || pendingByTab.get(tabId) !== pending) return;
-    pending.taken = true;
-    // Before the continue page is shown: that page then never enters the history.
-    api.tabs.update(tabId, { url }).catch((error) => warn("could not take the tab on to the sign-in", error));
-  });
+  if (isContinuePage(details.redirectUrl)) {
+    const noted = pendingByTab.get(tabId);
+    const pending = noted && noted.url === details.url && !noted.taken ? noted : { url: details.url, at: Date.now(), taken: false };
+    pending.target ??= destination(tabId, details.url);
+    pendingByTab.set(tabId, pending);
+    pending.target.then((url) => {
+      if (pending.taken || pendingByTab.get(tabId) !== pending) return;
+      pending.taken = true;
+      // Before the continue page is shown: that page then never enters the history.
+      api.tabs.update(tabId, { url }).catch((error) => warn("could not take the tab on to the sign-in", error));
+    });
+  } else if (methodAfterRedirect(details.method, details.statusCode) === "GET" && endpointOf(details.redirectUrl)
+             && !hasDeviceToken(details.redirectUrl) && bypassByTab.get(tabId)?.url !== details.redirectUrl) {
+    pendingByTab.set(tabId, { url: details.redirectUrl, at: Date.now(), taken: false, target: null });
+  }
 }
 
 // Where a redirected navigation goes on to: its URL with a fresh token, or, when the
@@ -248,18 +280,41 @@ async function destination(tabId, url) {
   } catch (error) {
     warn("no device token for " + new URL(url).origin + "; the sign-in goes on without one", error);
   }
-  await allowOnce(tabId);
+  await allowOnce(tabId, url);
   return url;
 }
 
-// A tab-scoped pass for one navigation that goes on without a token.
-async function allowOnce(tabId) {
+// Passes for navigations that go on without a token, by tab: { id, url }.
+const bypassByTab = new Map();
+
+// A pass for one navigation that goes on without a token: that URL, in that tab, once.
+// It is removed when that navigation's request is seen (webRequest.onBeforeRequest,
+// which the browser reports after the rules have decided), or after
+// BYPASS_MILLISECONDS, so the tab's next sign-in asks the host again.
+async function allowOnce(tabId, url) {
   const id = FIRST_BYPASS_RULE_ID + tabId;
-  await api.declarativeNetRequest.updateSessionRules({
-    removeRuleIds: [id],
-    addRules: [{ id, priority: 3, action: { type: "allow" }, condition: { tabIds: [tabId], resourceTypes: ["main_frame"] } }],
-  });
-  setTimeout(() => api.declarativeNetRequest.updateSessionRules({ removeRuleIds: [id] }).catch(() => {}), BYPASS_MILLISECONDS);
+  const condition = { tabIds: [tabId], resourceTypes: ["main_frame"], regexFilter: "^" + escapeRegex(url) + "$", isUrlFilterCaseSensitive: true };
+  try {
+    await api.declarativeNetRequest.updateSessionRules({ removeRuleIds: [id], addRules: [{ id, priority: 3, action: { type: "allow" }, condition }] });
+  } catch {
+    // A URL too long for a rule's regular expression: the whole tab, for that one navigation.
+    delete condition.regexFilter;
+    await api.declarativeNetRequest.updateSessionRules({ removeRuleIds: [id], addRules: [{ id, priority: 3, action: { type: "allow" }, condition }] });
+  }
+  const bypass = { id, url };
+  bypassByTab.set(tabId, bypass);
+  setTimeout(() => removeBypass(tabId, bypass), BYPASS_MILLISECONDS);
+}
+
+function removeBypass(tabId, bypass) {
+  if (bypassByTab.get(tabId) !== bypass) return;
+  bypassByTab.delete(tabId);
+  api.declarativeNetRequest.updateSessionRules({ removeRuleIds: [bypass.id] }).catch(() => {});
+}
+
+function onBeforeRequest(details) {
+  const bypass = bypassByTab.get(details.tabId);
+  if (bypass && details.url === bypass.url) removeBypass(details.tabId, bypass);
 }
 
 // The continue page, shown before the token came, asks where to go. It gets the
@@ -276,6 +331,8 @@ async function continueNavigation(sender) {
   }
   if (pending.taken) return { waiting: true };
   pending.taken = true;
+  // A note from a server's redirect has no token yet (onBeforeRedirect).
+  pending.target ??= destination(tabId, pending.url);
   return { url: await pending.target };
 }
 
@@ -302,7 +359,7 @@ async function tokenURL(url) {
 }
 
 // Firefox: the navigation itself waits for the token and is redirected with it.
-function onBeforeRequest(details) {
+function onBeforeRequestBlocking(details) {
   if (details.method !== "GET" || details.type !== "main_frame") return undefined;
   if (!endpointOf(details.url) || hasDeviceToken(details.url)) return undefined;
   return tokenURL(details.url).then(
@@ -318,9 +375,10 @@ const HOST_PATTERNS = ["https://*/*", "http://127.0.0.1/*", "http://localhost/*"
 if (usesBlockingWebRequest) {
   // Firefox checks every main-frame request against the endpoints itself; only
   // a match waits for the host.
-  api.webRequest.onBeforeRequest.addListener(onBeforeRequest, { urls: HOST_PATTERNS, types: ["main_frame"] }, ["blocking"]);
+  api.webRequest.onBeforeRequest.addListener(onBeforeRequestBlocking, { urls: HOST_PATTERNS, types: ["main_frame"] }, ["blocking"]);
 } else {
   api.webRequest.onBeforeRedirect.addListener(onBeforeRedirect, { urls: HOST_PATTERNS, types: ["main_frame"] });
+  api.webRequest.onBeforeRequest.addListener(onBeforeRequest, { urls: HOST_PATTERNS, types: ["main_frame"] });
   api.runtime.onMessage.addListener((message, sender, sendResponse) => {
     if (message?.type !== "continue") return false;
     continueNavigation(sender).then(sendResponse, (error) => {

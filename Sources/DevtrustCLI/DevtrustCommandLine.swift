@@ -57,14 +57,17 @@ public enum DevtrustCommandLine {
     /// after it plain), or with --json one JSON object on one line, never coloured.
     private static func report(_ error: any Error, terminal: any Terminal, style: TerminalStyle, verbose: Bool, json: Bool) -> Int32 {
         let report = ErrorReport.from(error)
-        if json {
-            terminal.writeError(JSONWriter.string(report.json(verbose: verbose)) + "\n")
-            return report.exitCode.rawValue
-        }
-        terminal.writeError(style.error("devtrust: error: " + TerminalText.printable(report.summary)) + TerminalText.printable(report.hintPart) + "\n")
-        if verbose, let detail = report.detail, !detail.isEmpty {
-            terminal.writeError("devtrust: detail: \(TerminalText.printable(detail))\n")
-        }
+        terminal.writeError(errorText(report, style: style, verbose: verbose, json: json))
         return report.exitCode.rawValue
+    }
+
+    /// What stderr gets for an error: the lines for people, or the one JSON object.
+    static func errorText(_ report: ErrorReport, style: TerminalStyle, verbose: Bool, json: Bool) -> String {
+        if json { return JSONWriter.string(report.json(verbose: verbose)) + "\n" }
+        var text = style.error("devtrust: error: " + TerminalText.printable(report.summary)) + TerminalText.printable(report.hintPart) + "\n"
+        if verbose, let detail = report.detail, !detail.isEmpty {
+            text += "devtrust: detail: \(TerminalText.printable(detail))\n"
+        }
+        return text
     }
 }

@@ -115,6 +115,8 @@ struct ErrorReport: Sendable, Equatable {
             return ErrorReport(.failure, error.description)
         case let error as DeviceCodeFailure:
             return ErrorReport(.serverRefused, error.description)
+        case let error as CIBAFailure:
+            return ErrorReport(.serverRefused, error.description)
         case let error as SignInUnsupportedError:
             return ErrorReport(.serverRefused, error.description)
         case let error as OAuthProtocolError:

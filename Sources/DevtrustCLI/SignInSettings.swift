@@ -124,6 +124,8 @@ struct SignInSettings {
             deviceAuthorization: overrides["deviceAuthorization"] ?? resolved.deviceAuthorization,
             revocation: overrides["revocation"] ?? resolved.revocation,
             pushedAuthorizationRequest: overrides["pushedAuthorizationRequest"] ?? resolved.pushedAuthorizationRequest,
-            jwks: resolved.jwks).withDPoPSigningAlgorithms(resolved.dpopSigningAlgorithms)
+            jwks: resolved.jwks,
+            backchannelAuthentication: overrides["backchannelAuthentication"] ?? resolved.backchannelAuthentication)
+            .withDPoPSigningAlgorithms(resolved.dpopSigningAlgorithms)
     }
 }

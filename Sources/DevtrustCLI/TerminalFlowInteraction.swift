@@ -16,6 +16,10 @@ final class TerminalFlowInteraction: FlowInteraction {
     private let acceptedActions: Set<String>
     /// The input names of the last VIEW answered, and whether all came from presets.
     private var lastView: (names: [String], fromPresets: Bool)?
+    /// The action IDs of every button the flow showed, in order: what `--accept` could have named.
+    private(set) var offeredActions = [String]()
+    /// The `--accept` actions a step was answered with.
+    private(set) var usedAcceptedActions = Set<String>()
 
     init(context: CommandContext, presets: [String: String], interactive: Bool, openBrowser: Bool, acceptedActions: Set<String> = []) {
         self.context = context
@@ -118,15 +122,24 @@ final class TerminalFlowInteraction: FlowInteraction {
     }
 
     private func chooseButton(_ buttons: [FlowComponent]) throws -> FlowComponent? {
-        if let wanted = presets["actionId"], let chosen = buttons.first(where: { $0.actionId == wanted }) { return chosen }
-        if let chosen = buttons.first(where: { $0.actionId.map(acceptedActions.contains) ?? false }) { return chosen }
+        for id in buttons.compactMap(\.actionId) where !offeredActions.contains(id) { offeredActions.append(id) }
+        if let wanted = presets["actionId"], let chosen = buttons.first(where: { $0.actionId == wanted }) {
+            if acceptedActions.contains(wanted) { usedAcceptedActions.insert(wanted) }
+            return chosen
+        }
+        if let chosen = buttons.first(where: { $0.actionId.map(acceptedActions.contains) ?? false }) {
+            usedAcceptedActions.insert(chosen.actionId!)
+            return chosen
+        }
         let primaryIndex = buttons.firstIndex { $0.variant?.uppercased() == "PRIMARY" } ?? 0
         // Off a terminal, devtrust never accepts on the user's behalf: the choice must be given.
         if !interactive, buttons.indices.contains(primaryIndex), Self.isAcceptance(buttons[primaryIndex]) {
             let action = buttons[primaryIndex]
             let id = action.actionId ?? "?"
             let others = buttons.compactMap(\.actionId).filter { $0 != id }
+            let given = acceptedActions.sorted()
             throw UsageError("this step asks to accept (action \(id)" + (action.text.map { ", \"\($0)\"" } ?? "") + "); devtrust does not accept for you when not at a terminal: "
+                             + (given.isEmpty ? "" : "--accept \(given.joined(separator: ", ")) names no action of this step; ")
                              + "pass --accept \(id) (or \"actionId\": \"\(id)\" in --inputs)"
                              + (others.isEmpty ? "" : ", or --input actionId=\(others[0]) to decline"), command: "register")
         }

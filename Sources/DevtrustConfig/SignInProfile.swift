@@ -13,7 +13,7 @@ public struct SignInProfile: Equatable, Sendable {
     public var acrValues: String?
     /// Endpoints the server does not advertise (WSO2 and PingAM publish no
     /// device_authorization_endpoint), by name: authorization, token,
-    /// deviceAuthorization, revocation, pushedAuthorizationRequest.
+    /// deviceAuthorization, revocation, pushedAuthorizationRequest, backchannelAuthentication (CIBA).
     public var endpoints: [String: String]
     /// The server ends refresh tokens with glewlwyd's non-standard `grant_type=delete_token`
     /// (its public clients cannot use RFC 7009); `logout` tries it only then.
@@ -21,7 +21,8 @@ public struct SignInProfile: Equatable, Sendable {
     /// Ask for DPoP-bound tokens (RFC 9449) even when the server's discovery does not advertise them.
     public var dpop: Bool?
 
-    public static let endpointNames = ["authorization", "token", "deviceAuthorization", "revocation", "pushedAuthorizationRequest"]
+    public static let endpointNames = ["authorization", "token", "deviceAuthorization", "revocation", "pushedAuthorizationRequest",
+                                       "backchannelAuthentication"]
     public static let knownFields = ["server", "discovery", "clientId", "scope", "redirectUri", "par", "acrValues", "endpoints", "deleteTokenGrant", "dpop"]
 
     public init(server: String? = nil, discovery: String? = nil, clientId: String? = nil, scope: String? = nil, redirectUri: String? = nil,
@@ -36,7 +37,16 @@ public struct SignInProfile: Equatable, Sendable {
         self.endpoints = endpoints
     }
 
+    /// Names a confidential client's secret goes by in other tools' configurations.
+    static let clientSecretFields = ["clientSecret", "client_secret"]
+
     static func parse(_ reader: JSONObjectReader) throws(JSONFieldError) -> SignInProfile {
+        // devtrust signs in as a public client, as the ThunderID SDK's CIBA does: a secret in a file
+        // every sign-in reads would be no secret. Said plainly rather than as an unknown field.
+        if let field = clientSecretFields.first(where: { reader.object[$0] != nil }) {
+            throw JSONFieldError(path: reader.fieldPath(field), kind: .invalidValue(
+                "devtrust signs in as a public client (every sign-in, CIBA too) and takes no client secret: remove it, and register the client as public"))
+        }
         try reader.rejectUnknownFields(known: knownFields)
         var profile = SignInProfile(
             server: try reader.optionalString("server"), discovery: try reader.optionalString("discovery"),

@@ -84,6 +84,11 @@ final class TPMContext {
                 let unknown = TPMSelection.unknownTCTI(name)
                 return .unreachable(tcti: configuration, reason: unknown.reason, hint: unknown.hint)
             }
+            // A library named by its file: no package name can be made from it.
+            if TPMSelection.namesLibrary(name) {
+                return .unreachable(tcti: configuration, reason: "no TCTI library \"\(name)\" can be loaded",
+                                    hint: "check the name or path (`ldconfig -p | grep libtss2-tcti` lists those installed), or name a TCTI: device, swtpm, mssim, tabrmd")
+            }
             return .unreachable(tcti: configuration, reason: "the TCTI library for \"\(name)\" is not installed",
                                 hint: name == "tabrmd" ? "install tpm2-abrmd, or use the kernel's resource manager (device:/dev/tpmrm0)" : "install libtss2-tcti-\(name)0")
         case 8?, 10?: // NO_CONNECTION, IO_ERROR

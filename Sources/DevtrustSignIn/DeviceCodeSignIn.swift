@@ -2,15 +2,20 @@ import Glibc
 import DevtrustHTTP
 import DevtrustKeystore
 
-/// What happens during a device-code sign-in, for the terminal or `--json`.
-public enum DeviceCodeEvent: Sendable {
-    case started(DeviceAuthorization, interval: Int64)
+/// What happens during a sign-in that polls the token endpoint (device code, CIBA),
+/// for the terminal or `--json`. `Started` is what the user is shown first; it
+/// carries no secret that the caller could print by mistake, or says which is one.
+public enum PollingSignInEvent<Started: Sendable>: Sendable {
+    case started(Started, interval: Int64)
     /// About to wait, then poll for the `pollCount`-th time at `nextPollAt` (epoch seconds, for display only).
     case polling(pollCount: Int, interval: Int64, nextPollAt: Double)
     case slowDown(newInterval: Int64)
     /// The poll did not reach the server, or the server failed (5xx, 429): polling goes on in `retryIn` seconds.
     case networkError(String, retryIn: Int64)
 }
+
+/// What happens during a device-code sign-in.
+public typealias DeviceCodeEvent = PollingSignInEvent<DeviceAuthorization>
 
 /// The device code ended without tokens: the server refused (expired or denied).
 public enum DeviceCodeFailure: Error, Equatable, Sendable, CustomStringConvertible {
@@ -60,16 +65,11 @@ public protocol Waiting: Sendable {
     func wait(until deadline: Double, tick: (Double) -> Void) throws
 }
 
-/// RFC 8628 device authorization grant, polling exactly as section 3.5 says:
-/// wait `interval` (5 s when absent) between polls; `slow_down` adds 5 s to
-/// this and every later interval; `authorization_pending` keeps polling;
-/// `access_denied` and `expired_token` end it; stop at `expires_in` even when
-/// the server never says so (measured on a monotonic clock); network errors and
-/// server failures (5xx, with or without a JSON error) back off and polling goes
-/// on within the deadline. The device code is never shown.
+/// RFC 8628 device authorization grant: asks for a code, then polls by `PollingLoop`'s rules.
+/// The device code is never shown.
 public struct DeviceCodeSignIn {
-    public static let defaultInterval: Int64 = 5
-    public static let maximumBackoff: Int64 = 60
+    public static let defaultInterval = PollingLoop.defaultInterval
+    public static let maximumBackoff = PollingLoop.maximumBackoff
 
     public let oauth: OAuthClient
     public let clientID: String
@@ -85,6 +85,42 @@ public struct DeviceCodeSignIn {
         self.waiting = waiting
     }
 
+    public static func backoff(after previous: Int64, interval: Int64) -> Int64 {
+        PollingLoop.backoff(after: previous, interval: interval)
+    }
+
+    public func run(events: (DeviceCodeEvent) -> Void, tick: (Double, Double) -> Void = { _, _ in }) throws -> TokenSet {
+        let authorization: DeviceAuthorization
+        do {
+            authorization = try oauth.authorizeDevice(clientID: clientID, scope: scope, server: server)
+        } catch let HTTPError.interrupted(_, signal) {
+            throw Interrupted(signal: signal, beforeCode: true)
+        }
+        return try PollingLoop(waiting: waiting).run(
+            started: authorization, expiresIn: authorization.expiresIn, interval: authorization.interval,
+            expired: DeviceCodeFailure.expired, denied: DeviceCodeFailure.denied,
+            poll: { try oauth.pollDevice(authorization, clientID: clientID, server: server) }, events: events, tick: tick)
+    }
+}
+
+/// Polling a token endpoint until the user approves elsewhere, by the rules of
+/// RFC 8628 section 3.5, which CIBA's poll mode (OpenID CIBA Core 7.3) shares:
+/// wait `interval` (5 s when absent) between polls; `slow_down` adds 5 s to
+/// this and every later interval; `authorization_pending` keeps polling;
+/// `access_denied` and `expired_token` end it; stop at `expires_in` even when
+/// the server never says so (measured on a monotonic clock); network errors and
+/// server failures (5xx, with or without a JSON error) back off and polling goes
+/// on within the deadline.
+public struct PollingLoop {
+    public static let defaultInterval: Int64 = 5
+    public static let maximumBackoff: Int64 = 60
+
+    public let waiting: any Waiting
+
+    public init(waiting: any Waiting) {
+        self.waiting = waiting
+    }
+
     /// The wait before the next poll after a network error or a server failure,
     /// `previous` being the wait after the one before (0 for the first in a row):
     /// the interval, doubled for each further one, never shorter than the
@@ -96,17 +132,17 @@ public struct DeviceCodeSignIn {
         return interval > maximumBackoff ? grown : min(grown, maximumBackoff)
     }
 
-    public func run(events: (DeviceCodeEvent) -> Void, tick: (Double, Double) -> Void = { _, _ in }) throws -> TokenSet {
-        let authorization: DeviceAuthorization
-        do {
-            authorization = try oauth.authorizeDevice(clientID: clientID, scope: scope, server: server)
-        } catch let HTTPError.interrupted(_, signal) {
-            throw Interrupted(signal: signal, beforeCode: true)
-        }
-        var interval = authorization.interval ?? Self.defaultInterval
-        // Monotonic: a wall clock set forward would end the sign-in at once, one set back would poll past the code's life.
-        let deadline = waiting.now() + Double(authorization.expiresIn)
-        events(.started(authorization, interval: interval))
+    /// - Parameters:
+    ///   - started: what the first event shows; `expiresIn` and `interval` are the server's (interval nil: 5 s).
+    ///   - expired, denied: thrown when the grant expires (or the deadline passes) or is denied.
+    ///   - poll: one request to the token endpoint.
+    public func run<Started>(started: Started, expiresIn: Int64, interval serverInterval: Int64?, expired: any Error, denied: any Error,
+                             poll: () throws -> DevicePollResult, events: (PollingSignInEvent<Started>) -> Void,
+                             tick: (Double, Double) -> Void) throws -> TokenSet {
+        var interval = serverInterval ?? Self.defaultInterval
+        // Monotonic: a wall clock set forward would end the sign-in at once, one set back would poll past the grant's life.
+        let deadline = waiting.now() + Double(expiresIn)
+        events(.started(started, interval: interval))
         var backoff: Int64 = 0
         var polls = 0
         while true {
@@ -115,14 +151,14 @@ public struct DeviceCodeSignIn {
             guard nextPoll < deadline else {
                 // The server's own expiry: no poll could come back with tokens now.
                 try waiting.wait(until: deadline) { tick($0, deadline) }
-                throw DeviceCodeFailure.expired
+                throw expired
             }
             polls += 1
             events(.polling(pollCount: polls, interval: interval, nextPollAt: waiting.wallClock() + Double(wait)))
             try waiting.wait(until: nextPoll) { tick($0, deadline) }
             let result: DevicePollResult
             do {
-                result = try oauth.pollDevice(authorization, clientID: clientID, server: server)
+                result = try poll()
             } catch let error as HTTPError {
                 if case let .interrupted(_, signal) = error { throw Interrupted(signal: signal) }
                 guard case .transport = error else { throw error }
@@ -146,8 +182,8 @@ public struct DeviceCodeSignIn {
             case .slowDown:
                 interval += 5
                 events(.slowDown(newInterval: interval))
-            case .denied: throw DeviceCodeFailure.denied
-            case .expired: throw DeviceCodeFailure.expired
+            case .denied: throw denied
+            case .expired: throw expired
             }
         }
     }

@@ -13,6 +13,8 @@ public struct AuthorizationServer: Equatable, Sendable {
     public var pushedAuthorizationRequest: String?
     /// The JWK set that signs ID tokens (`jwks_uri`).
     public var jwks: String?
+    /// OpenID CIBA Core's `backchannel_authentication_endpoint`.
+    public var backchannelAuthentication: String?
     /// `dpop_signing_alg_values_supported` (RFC 9449 section 5.1): the server takes DPoP proofs with these.
     public var dpopSigningAlgorithms: [String] = []
 
@@ -20,7 +22,8 @@ public struct AuthorizationServer: Equatable, Sendable {
     public var advertisesDPoP: Bool { dpopSigningAlgorithms.contains("ES256") }
 
     public init(issuer: String? = nil, authorization: String? = nil, token: String? = nil, deviceAuthorization: String? = nil,
-                revocation: String? = nil, pushedAuthorizationRequest: String? = nil, jwks: String? = nil) {
+                revocation: String? = nil, pushedAuthorizationRequest: String? = nil, jwks: String? = nil,
+                backchannelAuthentication: String? = nil) {
         self.issuer = issuer
         self.authorization = authorization
         self.token = token
@@ -28,6 +31,7 @@ public struct AuthorizationServer: Equatable, Sendable {
         self.revocation = revocation
         self.pushedAuthorizationRequest = pushedAuthorizationRequest
         self.jwks = jwks
+        self.backchannelAuthentication = backchannelAuthentication
     }
 
     /// WSO2 Identity Server's fixed paths below a base URL.
@@ -48,7 +52,8 @@ public struct AuthorizationServer: Equatable, Sendable {
         AuthorizationServer(
             issuer: issuer ?? other.issuer, authorization: authorization ?? other.authorization, token: token ?? other.token,
             deviceAuthorization: deviceAuthorization ?? other.deviceAuthorization, revocation: revocation ?? other.revocation,
-            pushedAuthorizationRequest: pushedAuthorizationRequest ?? other.pushedAuthorizationRequest, jwks: jwks ?? other.jwks)
+            pushedAuthorizationRequest: pushedAuthorizationRequest ?? other.pushedAuthorizationRequest, jwks: jwks ?? other.jwks,
+            backchannelAuthentication: backchannelAuthentication ?? other.backchannelAuthentication)
         .withDPoPSigningAlgorithms(dpopSigningAlgorithms.isEmpty ? other.dpopSigningAlgorithms : dpopSigningAlgorithms)
     }
 
@@ -84,7 +89,7 @@ public struct AuthorizationServer: Equatable, Sendable {
             issuer: issuer, authorization: try endpoint("authorization_endpoint"),
             token: try endpoint("token_endpoint"), deviceAuthorization: try endpoint("device_authorization_endpoint"),
             revocation: try endpoint("revocation_endpoint"), pushedAuthorizationRequest: try endpoint("pushed_authorization_request_endpoint"),
-            jwks: try endpoint("jwks_uri"))
+            jwks: try endpoint("jwks_uri"), backchannelAuthentication: try endpoint("backchannel_authentication_endpoint"))
         server.dpopSigningAlgorithms = document["dpop_signing_alg_values_supported"]?.arrayValue?.compactMap(\.stringValue) ?? []
         return server
     }

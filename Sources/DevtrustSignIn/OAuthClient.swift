@@ -87,10 +87,16 @@ public struct OAuthClient: Sendable {
     }
 
     public func pollDevice(_ authorization: DeviceAuthorization, clientID: String, server: AuthorizationServer) throws -> DevicePollResult {
+        try pollToken([("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", authorization.deviceCode),
+                       ("client_id", clientID)], clientID: clientID, server: server)
+    }
+
+    /// One poll of the token endpoint for a grant the user approves elsewhere (device code, CIBA):
+    /// the answers RFC 8628 section 3.5 and CIBA Core 11 share.
+    func pollToken(_ parameters: [(String, String)], clientID: String, server: AuthorizationServer) throws -> DevicePollResult {
         let endpoint = try require(server.token, "token endpoint")
         do {
-            let document = try post(endpoint, [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
-                                               ("device_code", authorization.deviceCode), ("client_id", clientID)])
+            let document = try post(endpoint, parameters)
             return .tokens(try tokens(document, endpoint: endpoint, server: server, previous: nil, clientID: clientID, nonce: nil))
         } catch let error as OAuthError {
             // A failing server is no refusal, whatever its body says (temporarily_unavailable, server_error, ...).

@@ -35,6 +35,7 @@ public struct OAuthError: Error, Equatable, Sendable, CustomStringConvertible {
         case "invalid_scope": return "check --scope"
         case "access_denied": return "the user or the server denied the request"
         case "expired_token": return "the code expired before it was approved: run the command again"
+        case "unknown_user_id": return "the server knows no user by --login-hint: check it, in the form the server wants"
         default: return nil
         }
     }

@@ -77,6 +77,35 @@ import Testing
             try (server ?? self.server).authorizeRecords().last { $0["state"]?.stringValue == state }
         }
 
+        func records(_ state: String) throws -> [JSONObject] {
+            try server.authorizeRecords().filter { $0["state"]?.stringValue == state }
+        }
+
+        /// Puts `script` (run by /usr/bin/python3 with the real host's path and the browser's
+        /// arguments) in place of the host in the manifests `browser install` wrote.
+        func replaceHost(_ name: String, _ script: String) throws {
+            for manifest in hostManifests {
+                let text = String(decoding: try #require(FileManager.default.contents(atPath: manifest)), as: UTF8.self)
+                let path = try #require(try JSONParser.parse(text).objectValue?["path"]?.stringValue)
+                let program = fixture.directory.write(name + ".py", script, mode: 0o644)
+                let wrapper = fixture.directory.write(name + "-" + URL(fileURLWithPath: manifest).deletingLastPathComponent().lastPathComponent,
+                                                      "#!/bin/sh\nexec /usr/bin/python3 '\(program)' '\(path)' \"$@\"\n", mode: 0o755)
+                let rewritten = text.replacingOccurrences(of: "\"" + path + "\"", with: "\"" + wrapper + "\"")
+                _ = FileManager.default.createFile(atPath: manifest, contents: Data(rewritten.utf8))
+            }
+        }
+
+        /// The page on an origin of another site (localhost, the start page being 127.0.0.1's)
+        /// that navigates to `url`: a cross-site page starting a sign-in.
+        func crossSite(_ url: String) -> String {
+            other.url.replacingOccurrences(of: "127.0.0.1", with: "localhost") + "/test/go?to=" + Self.encoded(url)
+        }
+
+        /// A server's 302 to `url`, as a web application's /login answers.
+        func serverRedirect(_ url: String) -> String { server.url + "/test/redirect?to=" + Self.encoded(url) }
+
+        static func encoded(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! }
+
         var registrationId: String? {
             (try? fixture.registrations())?.first?.objectValue?["registrationId"]?.stringValue
         }
@@ -219,6 +248,170 @@ import Testing
         }
         #expect(browser.waitForOutput(seconds: 30) { $0.contains("devtrust: no device token for \(setup.server.url); the sign-in goes on without one") },
                 "the extension did not say why: \(browser.output.suffix(3000))")
+    }
+
+    // MARK: redirects, cross-site pages, posts
+
+    /// A sign-in reached through a server's 302 (a web application's /login) gets a token in
+    /// both browsers (Chromium stuck on the continue page before). A cross-site page's navigation
+    /// to the endpoint gets one too; what the server sees of its cookies and Referer differs by
+    /// browser and is asserted as it is (docs/security.md): Firefox redirects the request itself,
+    /// so it stays the page's (Lax cookies, the page's origin as Referer); in Chromium the
+    /// extension starts the navigation that carries the token, so it has no Referer and carries
+    /// SameSite=Strict cookies too. A cross-site URL that already has device_token goes through
+    /// untouched, exactly as without the extension (the allow rule: through the continue page it
+    /// would lose its Referer); a device_token inside another parameter's value is no parameter
+    /// and the URL gets a token; a form POST to the endpoint arrives as it was sent.
+    @Test(arguments: kinds) func serverRedirectsCrossSitePagesAndPostsReachTheEndpointAsTheyShould(kind: HeadlessBrowser.Kind) throws {
+        let setup = try Setup()
+        let endpoint = setup.endpoint
+        let otherSite = setup.other.url.replacingOccurrences(of: "127.0.0.1", with: "localhost") + "/"
+        let browser = try setup.browser(kind, [
+            ("setcookies", "1"),
+            ("gate", endpoint + "?client_id=gate"),
+            ("open", setup.serverRedirect(endpoint + "?" + Self.query("redirected"))),
+            ("open", setup.crossSite(endpoint + "?" + Self.query("cross-site"))),
+            ("open", setup.crossSite(endpoint + "?" + Self.query("cross-site-preset", extra: "&device_token=preset.token.value"))),
+            ("open", endpoint + "?" + Self.query("in-value", extra: "&note=x?device_token=1")),
+            ("post", endpoint + "?" + Self.query("posted")),
+        ])
+        defer { browser.stop() }
+        try setup.waitFor(["redirected", "cross-site", "cross-site-preset", "in-value", "posted"], browser)
+
+        for (state, extra) in [("redirected", ""), ("cross-site", ""), ("in-value", "&note=x?device_token=1")] {
+            let record = try #require(try setup.record(state))
+            let token = try #require(record["deviceToken"]?.stringValue, "the \(state) navigation carried no device token: \(record)")
+            #expect(record["query"]?.stringValue == Self.query(state, extra: extra) + "&device_token=" + token, "\(record)")
+            #expect(record["deviceTokenCount"]?.int64Value == 1, "\(record)")
+            #expect(record["deviceCheck"]?.objectValue?["accepted"] == .bool(true), "the server refused it: \(record)")
+        }
+        let crossSite = try #require(try setup.record("cross-site"))
+        #expect(crossSite["secFetchSite"] == .string("cross-site"), "\(crossSite)")
+        switch kind {
+        case .firefox:
+            #expect(crossSite["cookies"] == .array([.string("lax")]), "\(crossSite)")
+            #expect(crossSite["referer"] == .string(otherSite), "\(crossSite)")
+        case .chromium:
+            #expect(crossSite["cookies"] == .array([.string("lax"), .string("strict")]), "\(crossSite)")
+            #expect(crossSite["referer"] == .null, "\(crossSite)")
+        }
+        let preset = try #require(try setup.record("cross-site-preset"))
+        #expect(preset["query"]?.stringValue == Self.query("cross-site-preset", extra: "&device_token=preset.token.value"), "\(preset)")
+        #expect(preset["cookies"] == .array([.string("lax")]), "it went through the extension: \(preset)")
+        #expect(preset["referer"] == .string(otherSite), "it went through the extension: \(preset)")
+        let posted = try #require(try setup.record("posted"))
+        #expect(posted["method"] == .string("POST"), "\(posted)")
+        #expect(posted["query"]?.stringValue == Self.query("posted"), "\(posted)")
+        #expect(posted["deviceTokenCount"]?.int64Value == 0, "\(posted)")
+    }
+
+    // MARK: one tab, and a host that fails
+
+    /// In place of the host: a script that passes each message to the real host, and answers
+    /// a token request by the URL's state instead: "slow" 3 s late, "hang" never (it exits
+    /// when its input ends, or after 60 s), "crash" by exiting, "refuse" with not_registered,
+    /// after which it never answers the next config request. It logs each token request's state.
+    static let failingHost = #"""
+        import json, os, select, struct, subprocess, sys, time
+        from urllib.parse import parse_qs, urlparse
+        log = open(os.path.splitext(os.path.abspath(__file__))[0] + ".log", "a")
+        real = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        def read(stream, count):
+            data = b""
+            while len(data) < count:
+                chunk = stream.read(count - len(data))
+                if not chunk:
+                    sys.exit(0)
+                data += chunk
+            return data
+        def frame(stream):
+            return read(stream, struct.unpack("=I", read(stream, 4))[0])
+        def send(stream, body):
+            stream.write(struct.pack("=I", len(body)) + body)
+            stream.flush()
+        def hang():
+            select.select([sys.stdin.buffer], [], [], 60)
+            sys.exit(0)
+        hang_config = False
+        while True:
+            body = frame(sys.stdin.buffer)
+            message = json.loads(body)
+            if message.get("type") == "token":
+                state = parse_qs(urlparse(message.get("url", "")).query).get("state", [""])[0]
+                log.write(state + "\n")
+                log.flush()
+                if state == "slow":
+                    time.sleep(3)
+                elif state == "hang":
+                    hang()
+                elif state == "crash":
+                    sys.exit(1)
+                elif state == "refuse":
+                    hang_config = True
+                    send(sys.stdout.buffer, json.dumps({"type": "error", "error": "not_registered", "message": "refused by the test", "id": message.get("id")}).encode())
+                    continue
+            elif message.get("type") == "config" and hang_config:
+                hang()
+            send(real.stdin, body)
+            send(sys.stdout.buffer, frame(real.stdout))
+        """#
+
+    /// Navigations in one tab: the same URL twice gets two tokens (two jti), each once; a reload
+    /// of the URL with the token, and Back to it, send that token again as the browser does (the
+    /// extension adds none and asks the host for none: it was asked exactly twice).
+    @Test(arguments: kinds) func oneTabsNavigationsReloadAndBackNeverGetASecondOrAReusedToken(kind: HeadlessBrowser.Kind) throws {
+        let setup = try Setup()
+        try setup.replaceHost("host-proxy", Self.failingHost)
+        let url = setup.endpoint + "?" + Self.query("repeat")
+        let browser = try setup.browser(kind, [
+            ("gate", setup.endpoint + "?client_id=gate"),
+            ("tab", url), ("tab", url), ("tab", "reload"), ("tab", setup.server.url + "/test/blank"), ("tab", "back"),
+        ])
+        defer { browser.stop() }
+        try setup.waitFor(["repeat"], browser, seconds: 200)
+        let reports = try setup.server.browserReports()
+        #expect(!reports.contains { $0.contains(" failed: ") }, "\(reports)")
+        let records = try setup.records("repeat")
+        #expect(records.count >= 3, "\(records)")
+        #expect(records.allSatisfy { $0["deviceTokenCount"]?.int64Value == 1 }, "\(records)")
+        let tokens = records.compactMap { $0["deviceToken"]?.stringValue }
+        guard records.count >= 3, tokens.count == records.count else { return }
+        let jtis = records.prefix(2).map { $0["deviceCheck"]?.objectValue?["claims"]?.objectValue?["jti"] }
+        #expect(tokens[0] != tokens[1] && jtis[0] != nil && jtis[0] != jtis[1], "one token twice: \(records)")
+        #expect(records.prefix(2).allSatisfy { $0["deviceCheck"]?.objectValue?["accepted"] == .bool(true) }, "\(records)")
+        #expect(tokens.dropFirst(2).allSatisfy { $0 == tokens[1] }, "a reload or Back got another token: \(tokens)")
+        let asked = String(decoding: FileManager.default.contents(atPath: setup.fixture.directory.file("host-proxy.log")) ?? Data(), as: UTF8.self)
+        #expect(asked.split(separator: "\n").filter { $0 == "repeat" }.count == 2, "the host was asked: \(asked)")
+    }
+
+    /// A host that answers late, never, by crashing, or with a refusal: each navigation goes on
+    /// (with its token when it came, else without one, the console saying why), and the next
+    /// one in the same tab, straight after, asks the host again and gets a token. A config
+    /// request that then never comes back keeps the endpoints the host gave before.
+    @Test(arguments: kinds) func aHostThatIsSlowHangsCrashesOrRefusesLetsTheSignInGoOn(kind: HeadlessBrowser.Kind) throws {
+        let setup = try Setup()
+        try setup.replaceHost("host-proxy", Self.failingHost)
+        let endpoint = setup.endpoint
+        let steps = ["slow", "hang", "after-hang", "crash", "after-crash", "refuse"].map { endpoint + "?" + Self.query($0) }
+            + ["wait:12000", endpoint + "?" + Self.query("after-config-hang")]
+        let browser = try setup.browser(kind, [("gate", endpoint + "?client_id=gate")] + steps.map { ("tab", $0) })
+        defer { browser.stop() }
+        try setup.waitFor(["slow", "hang", "after-hang", "crash", "after-crash", "refuse", "after-config-hang"], browser, seconds: 240)
+        for state in ["slow", "after-hang", "after-crash", "after-config-hang"] {
+            let record = try #require(try setup.record(state))
+            #expect(record["deviceTokenCount"]?.int64Value == 1 && record["deviceCheck"]?.objectValue?["accepted"] == .bool(true),
+                    "\(state): \(record)")
+        }
+        for state in ["hang", "crash", "refuse"] {
+            let record = try #require(try setup.record(state))
+            #expect(record["query"]?.stringValue == Self.query(state), "\(state): \(record)")
+        }
+        let why = "devtrust: no device token for \(setup.server.url); the sign-in goes on without one"
+        #expect(browser.waitForOutput(seconds: 30) { $0.contains(why + ": the native host did not answer within 10 s") },
+                "\(browser.output.suffix(3000))")
+        #expect(browser.waitForOutput(seconds: 30) { $0.components(separatedBy: why).count - 1 >= 3 }, "\(browser.output.suffix(3000))")
+        #expect(browser.waitForOutput(seconds: 30) { $0.contains("not_registered (refused by the test)") }, "\(browser.output.suffix(3000))")
+        #expect(browser.waitForOutput(seconds: 30) { $0.contains("keeping the 1 endpoint(s) it gave before") }, "\(browser.output.suffix(3000))")
     }
 
     // MARK: what a web page can do

@@ -456,8 +456,8 @@ import Testing
         for (extra, message) in [
             (["--browser", "--redirect-uri", "https://app.example/callback"], "login --browser needs a loopback redirect URI"),
             (["--browser", "--redirect-uri", "http://127.0.0.1.evil.example/callback"], "login --browser needs a loopback redirect URI"),
-            (["--browser", "--device-code"], "give one of --browser, --device-code and --callback"),
-            (["--browser", "--callback", "http://127.0.0.1:8765/callback?code=a&state=b"], "give one of --browser, --device-code and --callback"),
+            (["--browser", "--device-code"], "give one of --browser, --device-code, --ciba and --callback"),
+            (["--browser", "--callback", "http://127.0.0.1:8765/callback?code=a&state=b"], "give one of --browser, --device-code, --ciba and --callback"),
             (["--no-browser"], "--no-browser goes with --browser"),
             (["--timeout", "5"], "--timeout goes with --browser"),
         ] {

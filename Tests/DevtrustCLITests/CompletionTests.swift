@@ -116,6 +116,12 @@ import Testing
         // Sign-in profile names from the configuration the line names.
         #expect(Set(try setup.complete(shell, "devtrust --config \(setup.config) login --profile ")) == ["home", "work"], "\(shell)")
         #expect(Set(try setup.complete(shell, "devtrust --config \(setup.config) authorize-url --profile w")) == ["work"], "\(shell)")
+        // --config=FILE, and a ~ the shell leaves unexpanded on the line.
+        #expect(Set(try setup.complete(shell, "devtrust --config=\(setup.config) login --profile ")) == ["home", "work"], "\(shell)")
+        let home = setup.directory.file("home")
+        _ = setup.directory.write("home/tilde.json", #"{"signIn": {"profiles": {"tilde": {"server": "https://t.example", "clientId": "c"}}}}"#)
+        #expect(Set(try setup.complete(shell, "devtrust --config ~/tilde.json login --profile ")) == ["tilde"], "\(shell) (HOME \(home))")
+        #expect(Set(try setup.complete(shell, "devtrust --config=~/tilde.json login --profile ")) == ["tilde"], "\(shell)")
         // A value that is free text offers no files.
         #expect(try setup.complete(shell, "devtrust token --device-id ").isEmpty, "\(shell)")
     }

@@ -150,6 +150,27 @@ enum DPoPCheck {
         #expect(try DPoPCheck.runRecipe(cli, url: userinfo).stdout.hasPrefix("HTTP/1.1 200"))
     }
 
+    /// CIBA's token polls go through the same place: with a device key, a CIBA sign-in at a server that
+    /// advertises DPoP gets tokens bound to it.
+    @Test func aCIBASignInGetsBoundTokens() throws {
+        let peer = try GlewlwydPeer()
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        try cli.run("init", "--backend", "software", "-q")
+        let jkt = try DPoPCheck.fingerprint(cli)
+        let login = try RunningCommand(cli, ["login", "--ciba", "--dpop", "--discovery", peer.dpopDiscovery, "--client-id", peer.clientID,
+                                             "--login-hint", #"{"username":"demo"}"#, "--binding-message", "dpop ciba", "--scope", "openid offline_access", "--json"])
+        _ = login.nextLine()
+        let approval = try peer.approveCIBA(binding: "dpop ciba")
+        #expect(approval.status == 0, "\(approval)")
+        let (status, lines, stderr) = login.finish()
+        #expect(status == 0 && stderr.contains("DPoP-bound to the device key \(jkt)"), "\(lines) \(stderr)")
+        let introspection = try peer.introspect(try cli.run("access-token").output)
+        #expect(introspection["token_type"] == .string("DPoP") && introspection["cnf"]?.objectValue?["jkt"] == .string(jkt), "\(introspection)")
+        #expect(try cli.run("access-token", "--refresh").status == 0)
+    }
+
     /// The attacks: a copied refresh token with a proof of another key is refused; a proof is good once.
     @Test func aForeignKeyAndAReplayedProofAreRefused() throws {
         let peer = try GlewlwydPeer()

@@ -24,20 +24,20 @@ import Testing
             (DeviceCodeFailure.denied, "access_denied"),
         ]
         for (error, code) in cases {
-            let event = DeviceCodeCommand.failureEvent(error)
+            let event = PollingSignIn.failureEvent(error)
             #expect(event["event"] == .string("failure") && event["error"] == .string(code), "\(error): \(event)")
             #expect(event["description"] == .string(ErrorReport.from(error).message), "\(error): \(event)")
         }
         // The server's own description, when it gave one.
-        let described = DeviceCodeCommand.failureEvent(OAuthError(error: "invalid_client", errorDescription: "unknown client", httpStatus: 401))
+        let described = PollingSignIn.failureEvent(OAuthError(error: "invalid_client", errorDescription: "unknown client", httpStatus: 401))
         #expect(described["description"] == .string("unknown client"))
     }
 
     @Test func onlyAUsableIssuerIsRecorded() {
-        #expect(DeviceCodeCommand.recordableIssuer("https://idp.example/t/acme") == "https://idp.example/t/acme")
-        #expect(DeviceCodeCommand.recordableIssuer("http://127.0.0.1:4593/api/oidc") == "http://127.0.0.1:4593/api/oidc")
+        #expect(PollingSignIn.recordableIssuer("https://idp.example/t/acme") == "https://idp.example/t/acme")
+        #expect(PollingSignIn.recordableIssuer("http://127.0.0.1:4593/api/oidc") == "http://127.0.0.1:4593/api/oidc")
         for bad in [nil, "", "http://idp.example", "https://idp.example/?tenant=a", "https://idp.example/\u{1B}[2J", "https://idp .example", "acme"] as [String?] {
-            #expect(DeviceCodeCommand.recordableIssuer(bad) == nil, "\(String(describing: bad))")
+            #expect(PollingSignIn.recordableIssuer(bad) == nil, "\(String(describing: bad))")
         }
     }
 }

@@ -3,6 +3,7 @@ import DevtrustEncoding
 import DevtrustTestSupport
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 /// `devtrust doctor` against what an outside review broke it with, through the
@@ -255,6 +256,50 @@ import Testing
         let (tpmStatus, tpmStatusSeconds) = try Self.timed { try tpmKey.run("status") }
         #expect(tpmStatus.status == 6 && tpmStatusSeconds < 60 && tpmStatus.stderr.contains("no TPM at \(silent) (no answer within 10 s)"),
                 "\(tpmStatusSeconds) s: \(tpmStatus)")
+    }
+
+    /// The commands a script runs per request end with the TPM's exit code and a message when the TPM
+    /// accepts and never answers (they waited for ever: `$(devtrust token)` held the script).
+    @Test(.enabled(if: Swtpm.shouldRun)) func aTPMThatNeverAnswersEndsTheKeyCommandsWithExitSix() throws {
+        let holes = try ListeningProcess(ExternalTool.python.rawValue, ["-c", Self.blackHoles, "1"], what: "the black hole")
+        let silent = "swtpm:host=127.0.0.1,port=\(Self.ports(holes)[0])"
+        let setup = try SwtpmDeviceFixture()
+        #expect(try setup.cli.run("init", "--backend", "tpm", "-q").status == 0)
+        // pubkey reads the key file only, and answers.
+        var answering = setup.cli
+        answering.extraEnvironment["DEVTRUST_TCTI"] = silent
+        #expect(try answering.run("pubkey").status == 0)
+        var silentCLI = TimeLimitedRunner(setup.cli)
+        silentCLI.extraEnvironment["DEVTRUST_TCTI"] = silent
+        let cli = silentCLI
+        let hint = ": check that the TPM, its resource manager or the simulator is working (`devtrust doctor` checks it), then try again\n"
+        let cases: [([String], String)] = [(["token", "--device-id", "d"], "loading the device key and signing the token"),
+                                           (["device-data"], "signing the deviceData"), (["sign-challenge", "c2lnbiB0aGlzIHBsZWFzZQ"], "signing the challenge"),
+                                           (["token", "--device-id", "d", "--json"], "loading the device key and signing the token")]
+        // Side by side: each waits out the deadline.
+        let results = Mutex([Int: (Result<ProcessResult, any Error>, Double)]())
+        let finished = DispatchGroup()
+        for index in cases.indices {
+            finished.enter()
+            Thread {
+                let start = Date()
+                let result = Result { try cli.run(cases[index].0) }
+                results.withLock { $0[index] = (result, Date().timeIntervalSince(start)) }
+                finished.leave()
+            }.start()
+        }
+        finished.wait()
+        for (index, (arguments, what)) in cases.enumerated() {
+            let (outcome, seconds) = try #require(results.withLock { $0[index] })
+            let result = try outcome.get()
+            #expect(result.status == 6 && seconds < 60 && result.stdout.isEmpty, "\(arguments): \(seconds) s: \(result)")
+            if arguments.last == "--json" {
+                let error = try JSONParser.parse(result.stderr).objectValue?["error"]?.objectValue
+                #expect(error?["exitCode"] == .integer(6) && error?["message"] == .string("the TPM did not answer within 30 s (\(what))"), "\(result)")
+            } else {
+                #expect(result.stderr == "devtrust: error: the TPM did not answer within 30 s (\(what))" + hint, "\(arguments): \(result)")
+            }
+        }
     }
 
     /// Another program's key where the device key's storage root key was: the key works through a

@@ -180,6 +180,26 @@ import Testing
         #expect(try setup.server.devices().count == 1)
     }
 
+    /// A misspelt --accept is reported: in the refusal when the step's action is another, and as a warning
+    /// when the registration went through without it.
+    @Test func anAcceptThatNamesNoActionIsReported() throws {
+        let terms = try Setup(["--terms-step"])
+        let misspelt = try terms.register(["--accept", "accept-term"])
+        #expect(misspelt.status == 2, "\(misspelt)")
+        #expect(misspelt.stderr.contains("--accept accept-term names no action of this step; pass --accept accept-terms"), "\(misspelt)")
+        #expect(try terms.server.devices().isEmpty)
+        let extra = try terms.register(["--accept", "accept-terms", "--accept", "share-data", "--accept", "share-data"])
+        #expect(extra.status == 0, "\(extra)")
+        #expect(extra.stderr.components(separatedBy: "--accept share-data was not used: no step of this flow offered that action (the actions offered: ").count == 2,
+                "warned once: \(extra)")
+        #expect(extra.stderr.contains("accept-terms, decline-terms"), "\(extra)")
+        #expect(!extra.stderr.contains("--accept accept-terms was not used"), "\(extra)")
+        let plain = try Setup()
+        let unused = try plain.register(["--accept", "accept-terms"])
+        #expect(unused.status == 0, "\(unused)")
+        #expect(unused.stderr.contains("--accept accept-terms was not used: no step of this flow offered that action"), "\(unused)")
+    }
+
     /// A second registration with the same server needs --replace, and says the server keeps the old device record.
     @Test func registeringAgainNeedsReplaceAndNamesTheOldRecord() throws {
         let setup = try Setup()

@@ -130,6 +130,46 @@ import Testing
         }
     }
 
+    /// A CIBA auth_req_id lets whoever holds it collect the user's tokens once approved: it
+    /// appears in no stream (curl's debug log, --json events, -v, error messages) and in no
+    /// file, the keystore included, though the server echoes it with the tokens as glewlwyd does.
+    @Test func noAuthReqIdInAnyStreamOrFileOfACIBASignIn() throws {
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_HTTP_DEBUG"] = "1"
+        cli.extraEnvironment["HOME"] = directory.file("home")
+        cli.extraEnvironment["TMPDIR"] = directory.file("tmp")
+        mkdir(directory.file("home"), 0o700)
+        mkdir(directory.file("tmp"), 0o700)
+        var streams = [String]()
+        var authReqIDs = [String]()
+        // Approved (with the echo), denied, expired, and a failing poll whose error is reported.
+        for (options, status) in [(["--ciba-approve-after", "2", "--ciba-unavailable-on", "1"], Int32(0)), (["--ciba-deny-on", "1"], 4),
+                                  (["--ciba-expire-on", "1"], 4)] {
+            let server = try ReferenceServer(["--ciba-interval", "1"] + options)
+            let result = try cli.run("-v", "login", "--ciba", "--server", server.url, "--client-id", "devtrust-app", "--login-hint", "alice@example.com",
+                                     "--binding-message", "hygiene", "--json")
+            #expect(result.status == status, "\(options): \(result)")
+            streams += [result.stdout, result.stderr]
+            authReqIDs += try server.get("/api/ciba/requests").arrayValue?.compactMap { $0.objectValue?["authReqId"]?.stringValue } ?? []
+        }
+        for arguments in [["status", "--json"], ["-v", "access-token", "--json"]] {
+            let result = try cli.run(arguments)
+            #expect(result.status == 0, "\(arguments): \(result)")
+            streams += [result.stdout, result.stderr]
+        }
+        #expect(authReqIDs.count == 3 && authReqIDs.allSatisfy { $0.count >= 40 }, "\(authReqIDs)")
+        #expect(streams.contains { $0.contains("devtrust: http: > POST /oauth2/ciba") } && streams.contains { $0.contains("HTTP 503") })
+        let files = Self.files(under: directory.file("ks")) + Self.files(under: directory.file("home")) + Self.files(under: directory.file("tmp"))
+        #expect(files.contains { $0.contains("signin-") })
+        let contents = files.compactMap { FileManager.default.contents(atPath: $0).map { String(decoding: $0, as: UTF8.self) } }
+        for secret in authReqIDs {
+            for text in streams + contents {
+                #expect(!text.contains(secret), "an auth_req_id reached the output or a file: \(secret.prefix(6))…")
+            }
+        }
+    }
+
     /// The software key as PEM body lines, DER in base64, and the private scalar in hex and base64(url).
     static func privateKeyForms(_ directory: TemporaryDirectory) throws -> [String] {
         let file = try #require(directory.entries("ks").first { $0.hasPrefix("key-") })

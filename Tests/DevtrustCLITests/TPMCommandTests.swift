@@ -224,6 +224,13 @@ import Testing
                 + "tabrmd, swtpm, mssim, cmd and pcap, e.g. --tcti device:/dev/tpmrm0 or --tcti swtpm:host=localhost,port=2321\n", "\(library)")
         let bogus = try cli.run("init", "--backend", "tpm", "--tcti", "bogus")
         #expect(bogus.status == 6 && bogus.stderr.contains("(unknown TCTI \"bogus\")") && !bogus.stderr.contains("install"), "\(bogus)")
+        // A TCTI named by its library file: no package is made up from the file name (it once said
+        // "install libtss2-tcti-libtss2-tcti-bogus.so0").
+        for library in ["libtss2-tcti-bogus.so", setup.directory.file("nowhere/libtss2-tcti-x.so.0")] {
+            let file = try cli.run("init", "--backend", "tpm", "--tcti", library)
+            #expect(file.status == 6 && file.stderr == "devtrust: error: no TPM at \(library) (no TCTI library \"\(library)\" can be loaded): check the name or path "
+                    + "(`ldconfig -p | grep libtss2-tcti` lists those installed), or name a TCTI: device, swtpm, mssim, tabrmd\n", "\(file)")
+        }
         let resourceManager = try cli.run("init", "--backend", "tpm", "--tcti", "tabrmd")
         #expect(resourceManager.status == 6 && resourceManager.stderr.contains("no TPM at tabrmd"), "\(resourceManager)")
         // A TPM without the kernel's resource manager: /dev/tpm0 but no /dev/tpmrm0.

@@ -14,7 +14,7 @@ public final class GlewlwydPeer: @unchecked Sendable {
     public let shortDiscovery: String
     /// Device codes that live 120 s (interval 2 s): for a code approved after a few polls.
     public let quickDiscovery: String
-    /// The `oidc-dpop` plugin: DPoP allowed with mandatory nonces (a nonce serves 4 proofs), CIBA.
+    /// Plugin oidc-dpop: DPoP with mandatory nonces, and CIBA in poll mode for the public client.
     public let dpopDiscovery: String
     public let clientID: String
     public let document: JSONObject
@@ -64,6 +64,19 @@ public final class GlewlwydPeer: @unchecked Sendable {
     public func approve(_ userCode: String, plugin: String = "oidc") throws -> ProcessResult {
         try ProcessRunner.run(ExternalTool.python.rawValue, [Repository.path("Tests/Peers/glewlwyd_peer.py"), "approve", "--dir", directory.path,
                                                              "--plugin", plugin, userCode])
+    }
+}
+
+extension GlewlwydPeer {
+    /// Approves (or denies) the demo user's pending CIBA requests in plugin oidc-dpop, as the user
+    /// would on their phone; only the one with `binding` when given. Waits up to `wait` seconds for one.
+    @discardableResult
+    public func approveCIBA(binding: String? = nil, deny: Bool = false, wait: Double = 15) throws -> ProcessResult {
+        var arguments = [Repository.path("Tests/Peers/glewlwyd_peer.py"), "approve-ciba", "--dir", directory.path, "--plugin", "oidc-dpop",
+                         "--wait", "\(wait)"]
+        if let binding { arguments += ["--binding", binding] }
+        if deny { arguments.append("--deny") }
+        return try ProcessRunner.run(ExternalTool.python.rawValue, arguments)
     }
 }
 

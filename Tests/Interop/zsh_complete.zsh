@@ -2,12 +2,13 @@
 # Completes a command line in a real interactive zsh (on a pseudo-terminal,
 # through the zsh/zpty module) with a completion script loaded by compinit
 # from $fpath, and prints the candidates, one a line.
-# Usage: zsh -f zsh_complete.zsh COMPLETION_DIR 'devtrust lo'
+# Usage: zsh -f zsh_complete.zsh COMPLETION_DIR 'devtrust lo' [DUMP_FILE]
+# compinit's dump goes to DUMP_FILE (default COMPLETION_DIR/.zcompdump).
 zmodload zsh/zpty || exit 3
-directory=$1 line=$2
+directory=$1 line=$2 dump=${3:-$1/.zcompdump}
 zpty capture zsh -f -i
 zpty -w capture "PROMPT=''; RPROMPT=''; unsetopt zle_bracketed_paste 2>/dev/null; setopt no_beep"
-zpty -w capture "fpath=(${(q)directory} \$fpath); autoload -U compinit; compinit -u -d ${(q)directory}/.zcompdump"
+zpty -w capture "fpath=(${(q)directory} \$fpath); autoload -U compinit; compinit -u -d ${(q)dump}"
 # Each match that completion would add is printed instead, between markers.
 zpty -w capture 'compadd () {
     if [[ ${@[1,(i)(-|--)]} == *-(O|A|D)\ * ]]; then builtin compadd "$@"; return $?; fi

@@ -9,6 +9,7 @@ The start page, GET /test/start?..., served by the registered server:
                allows any origin); gives up after 150 s; repeatable, in order,
                each reported as "gate I: passed at N" or "gate I: no token"
   wait=MS      or first waits MS milliseconds (a browser without the host)
+  setcookies=1 first sets this origin's cookies (GET /test/set-cookies)
   open=URL     then opens each URL in a window of its own, in order (repeatable)
   attack=ID    then tries to reach extension ID as a web page can: runtime
                messages, its continue page opened with a crafted URL
@@ -16,6 +17,11 @@ The start page, GET /test/start?..., served by the registered server:
   popup=URL    opens /test/blank in a window, navigates it to URL (of this
                server, with a state), waits for it to arrive, and reports
                where the window is as its opener sees it: "popup: at URL"
+  tab=STEP     then takes one window through each STEP in turn (repeatable):
+               a URL (navigated to), "reload", "back", or "wait:MS"; after a
+               URL of this origin's /oauth2/ or a reload, it waits (up to 40 s;
+               after a back, 5 s) for one more authorization request on this origin
+  post=URL     submits a form (method POST, one field client_id=web-app) to URL
   frame=URL    also loads URL in an iframe, and
   xhr=URL      fetches URL (a registered endpoint: neither is a top-level navigation)
 and reports each step to GET /test/report?what=..., the last one "done".
@@ -24,11 +30,21 @@ import time
 from urllib.parse import parse_qs
 
 
-def authorize_record(query, check):
-    """One GET /oauth2/authorize as it arrived: the raw query, the device_token
-    (None when absent), the state, the arrival time (ms since the epoch), the check."""
+def authorize_record(query, check, headers, method="GET", body=b""):
+    """One request to /oauth2/authorize as it arrived: the method, the raw query, the
+    device_token (None when absent; a POST's counted in its body too), the state, the
+    arrival time (ms since the epoch), the check, the names of the cookies it carried,
+    its Referer and Sec-Fetch-Site (None when absent)."""
     fields = parse_qs(query, keep_blank_values=True)
+    if method == "POST":
+        for name, values in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items():
+            fields.setdefault(name, []).extend(values)
+    cookies = sorted(part.split("=", 1)[0].strip() for part in (headers.get("Cookie") or "").split(";") if part.strip())
     return {
+        "method": method,
+        "cookies": cookies,
+        "referer": headers.get("Referer"),
+        "secFetchSite": headers.get("Sec-Fetch-Site"),
         "query": query,
         "deviceToken": fields.get("device_token", [None])[0],
         "deviceTokenCount": len(fields.get("device_token", [])),
@@ -37,6 +53,12 @@ def authorize_record(query, check):
         "deviceCheck": check,
     }
 
+
+GO_PAGE = b"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>go</title></head><body>
+<script>location.href = new URLSearchParams(location.search).get("to");</script>
+</body></html>
+"""
 
 START_PAGE = b"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>devtrust extension test</title></head>
@@ -107,6 +129,44 @@ async function popup(url) {
   try { where = w.location.href; } catch (error) { where = "another origin"; }
   await report("popup: at " + where);
 }
+async function records() {
+  return (await (await fetch("/api/authorize-records")).json()).length;
+}
+async function tab(steps) {
+  let w = null;
+  for (const step of steps) {
+    const before = await records();
+    // Tenths of a second to wait for a request (Back may be answered from the cache: none comes).
+    let tenths = 400;
+    try {
+      if (step === "reload") w.location.reload();
+      else if (step === "back") { w.history.back(); tenths = 50; }
+      else if (step.startsWith("wait:")) { await sleep(Number(step.slice(5))); tenths = 0; }
+      else {
+        w = window.open(step, "devtrust-tab");
+        if (!step.startsWith(location.origin + "/oauth2/")) tenths = 0;
+      }
+    } catch (error) {
+      await report("tab: " + step + " failed: " + error);
+    }
+    for (let i = 0; i < tenths && (await records()) === before; i++) await sleep(100);
+    await sleep(tenths ? 500 : 1500);
+    await report("tab: " + step);
+  }
+}
+function post(url) {
+  const form = document.createElement("form");
+  form.method = "post";
+  form.action = url;
+  form.target = "devtrust-post";
+  const field = document.createElement("input");
+  field.type = "hidden";
+  field.name = "client_id";
+  field.value = "web-app";
+  form.appendChild(field);
+  document.body.appendChild(form);
+  form.submit();
+}
 async function subresources() {
   if (params.has("frame")) {
     const frame = document.createElement("iframe");
@@ -125,10 +185,17 @@ async function subresources() {
     const passes = await gate(gates[index - 1], index);
     await report(passes ? "gate " + index + ": passed at " + passes : "gate " + index + ": no token");
   }
+  if (params.has("setcookies")) await fetch("/test/set-cookies");
   if (params.has("wait")) await sleep(Number(params.get("wait")));
   for (const url of params.getAll("open")) {
     window.open(url, "_blank");
     await report("opened " + url);
+    await sleep(300);
+  }
+  if (params.has("tab")) await tab(params.getAll("tab"));
+  for (const url of params.getAll("post")) {
+    post(url);
+    await report("posted " + url);
     await sleep(300);
   }
   if (params.has("popup")) await popup(params.get("popup"));

@@ -25,6 +25,9 @@ Other endpoints: GET /api/devices, GET /api/outbox (the OTPs "sent"),
 GET /api/authorize-records (each GET /oauth2/authorize: its query, its
 device_token, when it arrived, what the device check said), GET /test/start
 (the page that drives a browser in the extension tests: browser_pages.py),
+GET /test/redirect?to=URL (a 302 to URL, as a web application's /login
+answers), GET /test/go?to=URL (a page that navigates to URL), GET /test/set-cookies (sets cookies strict=1, SameSite=Strict, and
+lax=1, SameSite=Lax),
 POST|GET /api/device-check (verifies X-Device-Token or ?device_token= like the
 server does at sign-in, and says whether it would be accepted).
 
@@ -57,6 +60,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Interop"))
 import browser_pages  # noqa: E402  (the browser extension tests' pages, beside this file)
+import ciba  # noqa: E402  (CIBA poll mode, beside this file)
 import lenient_jws  # noqa: E402  (the server's lenient token reading)
 import signin  # noqa: E402  (the sign-in side, beside this file)
 
@@ -524,7 +528,7 @@ def str_claim(value):
     return None if value is None else str(value)
 
 
-def make_handler(server, signins):
+def make_handler(server, signins, cibas):
     class Handler(BaseHTTPRequestHandler):
         def date_time_string(self, timestamp=None):
             # Every answer's Date header tells the server's clock (--clock-offset); with --cached-gets,
@@ -554,6 +558,13 @@ def make_handler(server, signins):
             self.end_headers()
             self.wfile.write(body)
 
+        def send_headers_only(self, status, headers):
+            self.send_response(status)
+            for name, value in headers:
+                self.send_header(name, value)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
         def send_raw(self, status, body, content_type):
             self.send_response(status)
             self.send_header("Content-Type", content_type)
@@ -566,7 +577,7 @@ def make_handler(server, signins):
             if url.path in ("/oauth2/token/.well-known/openid-configuration", "/.well-known/openid-configuration") or (
                     server.options.issuer and server.options.issuer.startswith("/")
                     and url.path in (server.options.issuer + "/.well-known/openid-configuration", "/.well-known/openid-configuration" + server.options.issuer)):
-                return self.send_json(200, signins.discovery())
+                return self.send_json(200, cibas.discovery(signins.discovery()))
             if url.path == "/oauth2/jwks":
                 if server.options.id_token_fault == "jwks-404":
                     return self.send_raw(404, b"<html>Not Found</html>", "text/html")
@@ -578,7 +589,7 @@ def make_handler(server, signins):
                 request = pushed or query
                 check = server.device_check(request.get("device_token"))
                 with server.lock:
-                    server.authorize_records.append(browser_pages.authorize_record(url.query, check))
+                    server.authorize_records.append(browser_pages.authorize_record(url.query, check, self.headers))
                 if server.options.browser_login:
                     return self.browser_login(signins.browser_authorize(request, pushed is not None, check))
                 return self.send_json(200, {"request": request, "pushed": pushed is not None, "deviceCheck": check})
@@ -589,6 +600,15 @@ def make_handler(server, signins):
                     return self.send_json(200, list(server.authorize_records), {"Access-Control-Allow-Origin": "*"})
             if url.path == "/test/blank":
                 return self.send_raw(200, b"<!DOCTYPE html><title>blank</title>", "text/html")
+            if url.path == "/test/redirect":
+                # A web application's /login: a 302 to the authorization URL it is given.
+                return self.send_headers_only(302, [("Location", parse_qs(url.query).get("to", ["/"])[0])])
+            if url.path == "/test/go":
+                # A page that navigates to the URL it is given (a cross-site page starting a sign-in).
+                return self.send_raw(200, browser_pages.GO_PAGE, "text/html; charset=utf-8")
+            if url.path == "/test/set-cookies":
+                return self.send_headers_only(204, [("Set-Cookie", "strict=1; Path=/; SameSite=Strict"),
+                                                    ("Set-Cookie", "lax=1; Path=/; SameSite=Lax")])
             if url.path == "/test/start":
                 return self.send_raw(200, browser_pages.START_PAGE, "text/html; charset=utf-8")
             if url.path == "/test/report":
@@ -606,6 +626,8 @@ def make_handler(server, signins):
                 return self.send_json(200, signins.dpop.refusals if signins.dpop else [])
             if url.path == "/api/token-stats":
                 return self.send_json(200, signins.stats)
+            if url.path == "/api/ciba/requests":
+                return self.send_json(200, cibas.list())
             if url.path == "/api/device/polls":
                 return self.send_json(200, signins.device_polls())
             if url.path == "/api/devices":
@@ -628,6 +650,9 @@ def make_handler(server, signins):
                 return self.send_json(200, server.device_check(token))
             if url.path == "/resource":
                 return self.send_json(*signins.resource("POST", self.headers.get("Authorization"), self.headers.get("DPoP")))
+            if url.path == "/oauth2/authorize":
+                with server.lock:
+                    server.authorize_records.append(browser_pages.authorize_record(url.query, None, self.headers, "POST", raw))
             if url.path not in ("/api/device/approve", "/api/device/deny"):
                 self.delay_answer()
             tenant_path = TENANT_SIGNIN_PATH.match(url.path)
@@ -690,8 +715,12 @@ def make_handler(server, signins):
                 form = signin.parse_form(raw)
                 if path == "/oauth2/token" and form.get("grant_type", [""])[0] == "refresh_token" and signins.take_refresh_fault():
                     return self.refresh_outage(server.options.refresh_fault)
+                if path == "/oauth2/token" and form.get("grant_type", [""])[0] == ciba.GRANT:
+                    return self.send_json(200, cibas.poll(form), {"Cache-Control": "no-store"})
                 if path == "/oauth2/token":
                     return self.send_json(200, signins.token(form, self.headers.get("DPoP")), dict(signins.nonce_headers(), **{"Cache-Control": "no-store"}))
+                if path == "/oauth2/ciba":
+                    return self.send_json(200, cibas.authenticate(form))
                 if path == "/oauth2/revoke":
                     return self.send_json(200, signins.revoke(form))
                 if path == "/oauth2/device_authorize":
@@ -959,6 +988,7 @@ def main():
     parser.add_argument("--delay-answers", type=int, default=1)
     parser.add_argument("--verbose", action="store_true")
     signin.add_device_code_options(parser)
+    ciba.add_ciba_options(parser)
     options = parser.parse_args()
     CLOCK_OFFSET[0] = options.clock_offset
 
@@ -966,7 +996,7 @@ def main():
     address = {}
     signins = signin.SignInServer(options, flow_server, lambda: address["url"])
     signins.now = server_now
-    httpd = ThreadingHTTPServer((options.host, options.port), make_handler(flow_server, signins))
+    httpd = ThreadingHTTPServer((options.host, options.port), make_handler(flow_server, signins, ciba.CIBAServer(options, signins)))
     httpd.daemon_threads = True
     scheme = "http"
     if options.tls_cert:

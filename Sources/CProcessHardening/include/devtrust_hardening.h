@@ -32,6 +32,8 @@ int devtrust_terminal_size(int fd, int *columns, int *rows);
    process exits with status 1. Returns 0 when armed. */
 #define DEVTRUST_WATCHDOG_REPLY_MAX 4096
 int devtrust_arm_watchdog(unsigned seconds, const unsigned char *reply, size_t length);
+/* The same, writing `reply` to `fd` and exiting with `status`. */
+int devtrust_arm_watchdog_writing(unsigned seconds, int fd, const unsigned char *reply, size_t length, int status);
 void devtrust_disarm_watchdog(void);
 
 #endif

@@ -34,7 +34,7 @@ enum BrowserLoginCommand {
         let request = try BrowserAuthorizationRequest.make(context, settings: settings, store: store, server: server,
                                                            redirectURI: listener.redirectURI)
         let deadline = LoopbackRedirectListener.now() + Int64(timeout) * 1000
-        DeviceCodeCommand.emit(context, [
+        PollingSignIn.emit(context, [
             "event": .string("started"), "authorization_url": .string(request.url), "redirect_uri": .string(listener.redirectURI),
             "url_expires_in": request.openWithinSeconds.map { .integer($0) } ?? .null, "timeout": .integer(Int64(timeout)),
         ])
@@ -73,11 +73,11 @@ enum BrowserLoginCommand {
         } catch {
             // Ended by a signal: said, then ended by that signal, as the shell expects.
             if let signal = Self.interruptingSignal(error) {
-                DeviceCodeCommand.emit(context, ["event": .string("failure"), "error": .string("interrupted"), "description": .string(error.description)])
+                PollingSignIn.emit(context, ["event": .string("failure"), "error": .string("interrupted"), "description": .string(error.description)])
                 listener.close()
-                DeviceCodeCommand.endBySignal(context, signal, error.description)
+                PollingSignIn.endBySignal(context, signal, error.description)
             }
-            DeviceCodeCommand.emit(context, ["event": .string("timeout")])
+            PollingSignIn.emit(context, ["event": .string("timeout")])
             throw error
         }
 
@@ -87,7 +87,7 @@ enum BrowserLoginCommand {
             // The server's words on one line: a line break in them must not start a line of devtrust's own.
             func oneLine(_ text: String, _ limit: Int) -> String { String(text.prefix(limit).map { $0.isNewline ? " " : $0 }) }
             let shortError = oneLine(error, 100), shortDescription = description.map { oneLine($0, 500) }
-            DeviceCodeCommand.emit(context, error == "access_denied"
+            PollingSignIn.emit(context, error == "access_denied"
                 ? ["event": .string("access_denied"), "description": shortDescription.map { .string($0) } ?? .null]
                 : ["event": .string("failure"), "error": .string(shortError), "description": shortDescription.map { .string($0) } ?? .null])
             throw OAuthError(error: shortError, errorDescription: shortDescription, httpStatus: 0)
@@ -98,16 +98,16 @@ enum BrowserLoginCommand {
                 try LoginCommand.save(context, store: store, settings: settings, method: "browser", tokens: tokens)
                 listener.finish(callback, page: .signedIn)
                 let now = context.environment.clock.secondsSinceEpoch()
-                DeviceCodeCommand.emit(context, ["event": .string("success"), "token_type": .string(tokens.tokenType),
+                PollingSignIn.emit(context, ["event": .string("success"), "token_type": .string(tokens.tokenType),
                                                  "expires_in": tokens.expiryAssumed ? .null : tokens.expiresAt.map { .integer($0 - now) } ?? .null,
                                                  "scope": tokens.scope.map { .string($0) } ?? .null])
             } catch {
                 listener.finish(callback, page: .notSignedIn)
                 if let error = error as? OAuthError {
-                    DeviceCodeCommand.emit(context, ["event": .string("failure"), "error": .string(error.error),
+                    PollingSignIn.emit(context, ["event": .string("failure"), "error": .string(error.error),
                                                      "description": error.errorDescription.map { .string($0) } ?? .null])
                 } else {
-                    DeviceCodeCommand.emit(context, ["event": .string("failure"), "error": .null, "description": .string("\(ErrorReport.from(error).message)")])
+                    PollingSignIn.emit(context, ["event": .string("failure"), "error": .null, "description": .string("\(ErrorReport.from(error).message)")])
                 }
                 throw error
             }

@@ -79,9 +79,13 @@ struct CompletionScripts {
             local config="" i
             for ((i = 1; i < ${#COMP_WORDS[@]}; i++)); do
                 case "${COMP_WORDS[i]}" in
-                    --config) config="${COMP_WORDS[i+1]}" ;;
+                    # --config FILE; --config=FILE, which bash splits into --config, =, FILE (or not, without = in COMP_WORDBREAKS).
+                    --config) if [[ "${COMP_WORDS[i+1]}" == "=" ]]; then config="${COMP_WORDS[i+2]}"; else config="${COMP_WORDS[i+1]}"; fi ;;
+                    --config=*) config="${COMP_WORDS[i]#--config=}" ;;
                 esac
             done
+            # The shell has not expanded a ~ on the line being completed.
+            [[ "$config" == "~/"* ]] && config="$HOME/${config:2}"
             "${COMP_WORDS[0]}" ${config:+--config "$config"} completion --\(Self.profilesOption) 2>/dev/null
         }
 
@@ -181,8 +185,14 @@ struct CompletionScripts {
         _devtrust_profiles() {
             local -a profiles config
             local i
-            i=${_devtrust_words[(I)--config]}
-            (( i > 0 )) && config=(--config "${_devtrust_words[i+1]}")
+            local file
+            i=${_devtrust_words[(I)--config(|=*)]}
+            if (( i > 0 )); then
+                # --config FILE or --config=FILE; the shell has not expanded a ~ on the line being completed.
+                if [[ ${_devtrust_words[i]} == --config=* ]]; then file=${_devtrust_words[i]#--config=}; else file=${_devtrust_words[i+1]}; fi
+                [[ $file == '~/'* ]] && file=$HOME/${file#\\~/}
+                config=(--config "$file")
+            fi
             profiles=(${(f)"$("${_devtrust_words[1]}" $config completion --\(Self.profilesOption) 2>/dev/null)"})
             _describe -t profiles 'sign-in profile' profiles
         }
@@ -248,8 +258,14 @@ struct CompletionScripts {
         function __devtrust_profiles
             set -l words (commandline -opc)
             set -l config
-            set -l index (contains -i -- --config $words)
-            and set config --config $words[(math $index + 1)]
+            # --config FILE or --config=FILE; the shell has not expanded a ~ on the line being completed.
+            for index in (seq (count $words))
+                if test "$words[$index]" = --config; and test $index -lt (count $words)
+                    set config --config (string replace -r '^~/' "$HOME/" -- $words[(math $index + 1)])
+                else if string match -q -- '--config=*' $words[$index]
+                    set config --config (string replace -r '^~/' "$HOME/" -- (string replace -- '--config=' '' $words[$index]))
+                end
+            end
             $words[1] $config completion --\(Self.profilesOption) 2>/dev/null
         end
 

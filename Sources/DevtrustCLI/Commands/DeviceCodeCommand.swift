@@ -8,28 +8,12 @@ import Glibc
 /// `login --device-code`: RFC 8628 on a device without a browser. On stderr:
 /// the user code and the verification URI, a QR code, the code in large type,
 /// a countdown, as the terminal's window leaves room (DeviceCodeScreen).
-/// With --json, one JSON object per status on stdout; none ever carries the
-/// device code or a token.
+/// With --json, one JSON object per status on stdout (PollingSignIn); none ever
+/// carries the device code or a token.
 enum DeviceCodeCommand {
-    /// With --json, every run that got this far ends with exactly one final
-    /// event: `success`, or `failure` with `error` and `description`, whatever
-    /// went wrong (an expired or denied code says `expired` or `access_denied`
-    /// first, then `failure`).
     /// `drawQR`: false with `--no-qr`.
     static func run(_ context: CommandContext, _ settings: SignInSettings, drawQR: Bool) throws {
-        // The countdown owns the status line while it shows: a poll that waits does not draw the network-wait indicator over it.
-        let status = context.statusLine
-        do {
-            try signIn(context, settings, drawQR: drawQR, status: status)
-        } catch {
-            status.clear()
-            if let failure = error as? DeviceCodeFailure {
-                emit(context, ["event": .string(failure == .expired ? "expired" : "access_denied")])
-            }
-            emit(context, failureEvent(error))
-            if let interrupted = error as? Interrupted { endBySignal(context, interrupted.signal, interrupted.description) }
-            throw error
-        }
+        try PollingSignIn.run(context) { status in try signIn(context, settings, drawQR: drawQR, status: status) }
     }
 
     private static func signIn(_ context: CommandContext, _ settings: SignInSettings, drawQR: Bool, status: StatusLine) throws {
@@ -41,94 +25,18 @@ enum DeviceCodeCommand {
                                       server: server, waiting: waiting)
         devtrust_watch_interrupts()
         let showQR = drawQR && context.terminal.errorIsTerminal
-        let countdown = StatusLine.isWanted(context)
         let tokens = try signIn.run(events: { event in
             status.clear()
-            switch event {
-            case let .started(authorization, interval):
-                emit(context, ["event": .string("started"), "user_code": .string(authorization.userCode),
-                               "verification_uri": .string(authorization.verificationURI),
-                               "verification_uri_complete": authorization.verificationURIComplete.map { .string($0) } ?? .null,
-                               "expires_in": .integer(authorization.expiresIn), "interval": .integer(interval)])
+            if case let .started(authorization, interval) = event {
+                PollingSignIn.emit(context, ["event": .string("started"), "user_code": .string(authorization.userCode),
+                                             "verification_uri": .string(authorization.verificationURI),
+                                             "verification_uri_complete": authorization.verificationURIComplete.map { .string($0) } ?? .null,
+                                             "expires_in": .integer(authorization.expiresIn), "interval": .integer(interval)])
                 present(context, authorization, qr: showQR)
-            case let .polling(count, interval, nextPollAt):
-                emit(context, ["event": .string("polling"), "poll_count": .integer(count), "interval": .integer(interval),
-                               "next_poll_at": .string(Timestamp.format(secondsSinceEpoch: Int64(nextPollAt.rounded(.up))))])
-                context.detail("poll \(count) in \(interval) s")
-            case let .slowDown(newInterval):
-                context.detail("the server asked to slow down: polling every \(newInterval) s from now on")
-            case let .networkError(message, retryIn):
-                context.warn("\(message); trying again in \(retryIn) s")
             }
-        }, tick: { now, deadline in
-            guard countdown else { return }
-            let size = DeviceCodeScreen.size(of: context.terminal, variables: context.environment.variables)
-            // While the poll that follows waits for its answer, the network-wait indicator redraws the
-            // countdown with the seconds waited: the time left keeps counting down.
-            status.show(DeviceCodeScreen.countdown(secondsLeft: Int(deadline - now), columns: size?.columns), as: .countdown,
-                        whileWaiting: { waited in
-                            DeviceCodeScreen.countdown(secondsLeft: Int(deadline - waiting.now()), columns: size?.columns, serverWait: waited)
-                        })
-        })
-        status.clear()
-        // Saved before `success` is said: a keystore that refuses the tokens makes the run a failure.
-        try LoginCommand.save(context, store: store, settings: settings, method: "device-code", tokens: tokens,
-                              issuer: settings.discovery != nil ? recordableIssuer(server.issuer) : nil)
-        let now = context.environment.clock.secondsSinceEpoch()
-        emit(context, ["event": .string("success"), "token_type": .string(tokens.tokenType),
-                       "expires_in": tokens.expiryAssumed ? .null : tokens.expiresAt.map { .integer($0 - now) } ?? .null,
-                       "scope": tokens.scope.map { .string($0) } ?? .null])
-    }
-
-    /// The discovery document's issuer, when it is a URL devtrust would use
-    /// (https, or http to loopback; no query, fragment or control characters).
-    static func recordableIssuer(_ issuer: String?) -> String? {
-        guard let issuer, !issuer.isEmpty, issuer.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }),
-              (try? ServerURL(issuer)) != nil else { return nil }
-        return issuer
-    }
-
-    /// The final event of a run that failed: the OAuth error code when the
-    /// server refused, else what kind of failure it was; and what happened.
-    static func failureEvent(_ error: any Error) -> JSONObject {
-        let report = ErrorReport.from(error)
-        var description = report.message
-        let code: String
-        switch error {
-        case let error as OAuthError:
-            code = error.error
-            description = error.errorDescription ?? report.message
-        case let failure as DeviceCodeFailure:
-            code = failure == .expired ? "expired_token" : "access_denied"
-        case is Interrupted:
-            code = "interrupted"
-        case is OAuthProtocolError:
-            code = "protocol_error"
-        case is SignInUnsupportedError:
-            code = "unsupported"
-        default:
-            switch report.exitCode {
-            case .usage: code = "usage_error"
-            case .noKeyOrNotRegistered: code = "not_registered"
-            case .serverRefused: code = "server_refused"
-            case .network: code = "network_error"
-            case .tpm: code = "tpm_error"
-            case .keystore: code = "keystore_error"
-            case .success, .failure: code = "error"
-            }
-        }
-        return ["event": .string("failure"), "error": .string(code), "description": .string(description)]
-    }
-
-    /// A wait ended by a signal, once its final event is out: said on stderr, then the
-    /// process ends by that same signal, as the shell expects. Does not return.
-    static func endBySignal(_ context: CommandContext, _ signal: Int32, _ description: String) {
-        context.warn(description)
-        devtrust_reraise(signal)
-    }
-
-    static func emit(_ context: CommandContext, _ event: JSONObject) {
-        if context.json { context.output(JSONWriter.string(.object(event))) }
+            PollingSignIn.report(context, event)
+        }, tick: PollingSignIn.countdown(context, status: status, waiting: waiting))
+        try PollingSignIn.finish(context, status: status, store: store, settings: settings, method: "device-code", tokens: tokens, server: server)
     }
 
     /// On a terminal, the screen laid out for its window (DeviceCodeScreen), the user code

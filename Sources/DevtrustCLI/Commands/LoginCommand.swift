@@ -6,12 +6,12 @@ import DevtrustKeystore
 import DevtrustSignIn
 
 /// `login`: app-native sign-in (default), `--browser` (a loopback redirect),
-/// `--device-code` (RFC 8628), or `--callback URL` to finish an `authorize-url`
+/// `--device-code` (RFC 8628), `--ciba` (OpenID CIBA, poll mode), or `--callback URL` to finish an `authorize-url`
 /// sign-in; stores the tokens.
 enum LoginCommand: DevtrustCommand {
     struct Options: CommandOptions {
         static let server = ValueOption<Self>("server", "URL", .url, "a WSO2-style base URL ({URL}/oauth2/...)")
-        static let discovery = ValueOption<Self>("discovery", "URL", .url, "an OpenID provider's discovery document (with --browser or --device-code)")
+        static let discovery = ValueOption<Self>("discovery", "URL", .url, "an OpenID provider's discovery document (with --browser, --device-code or --ciba)")
         static let clientID = ValueOption<Self>("client-id", "ID", .text, "the OAuth client id")
         static let redirectURI = ValueOption<Self>("redirect-uri", "URI", .url, "the client's registered redirect URI (default \(SignInSettings.defaultRedirectURI); "
                                                    + "with --browser \(BrowserLoginCommand.defaultRedirectURI) on a port the system chooses)")
@@ -27,13 +27,18 @@ enum LoginCommand: DevtrustCommand {
         static let par = FlagOption<Self>("par", "with --browser: push the request first (RFC 9126)")
         static let deviceCode = FlagOption<Self>("device-code", "RFC 8628: show a code to enter on another device, and poll")
         static let noQR = FlagOption<Self>("no-qr", "do not draw the QR code")
+        static let ciba = FlagOption<Self>("ciba", "OpenID CIBA: the server asks the user on their own device (a phone); poll until approved")
+        static let loginHint = ValueOption<Self>("login-hint", "HINT", .text, "with --ciba: who signs in, passed as given (glewlwyd: '{\"username\":\"NAME\"}')")
+        static let bindingMessage = ValueOption<Self>("binding-message", "TEXT", .text,
+                                                      "with --ciba: a short message shown here and on the user's device (at most \(CIBACommand.bindingMessageLimit) characters)")
+        static let requestedExpiry = ValueOption<Self>("requested-expiry", "SECONDS", .text, "with --ciba: how long the request may wait for approval (default the server's)")
         static let profile = ValueOption<Self>("profile", "NAME", .profile, "a sign-in profile of the configuration")
         static let dpop = FlagOption<Self>("dpop", "ask for DPoP-bound tokens (RFC 9449), proofs signed with the device key (also when the server advertises DPoP)")
         static let callback = ValueOption<Self>("callback", "URL", .url, "finish an authorize-url sign-in with the URL the browser was sent back to")
         static let spec = CommandSpec(
-            name: "login", summary: "sign in: app-native with a device token, --browser or --device-code; stores the tokens",
+            name: "login", summary: "sign in: app-native with a device token, --browser, --device-code or --ciba; stores the tokens",
             options: [server, discovery, clientID, redirectURI, scope, authenticator, input, inputsFile, nonInteractive,
-                      browser, noBrowser, timeout, par, deviceCode, noQR, profile, dpop, callback],
+                      browser, noBrowser, timeout, par, deviceCode, noQR, ciba, loginHint, bindingMessage, requestedExpiry, profile, dpop, callback],
             required: [.oneOf([server], [discovery], [profile], [callback])])
 
         var signIn: SignInSettings.Options
@@ -45,6 +50,10 @@ enum LoginCommand: DevtrustCommand {
         var timeout: String?
         var deviceCode: Bool
         var noQR: Bool
+        var ciba: Bool
+        var loginHint: String?
+        var bindingMessage: String?
+        var requestedExpiry: String?
         var callback: String?
 
         init(_ values: OptionValues<Self>) {
@@ -59,16 +68,29 @@ enum LoginCommand: DevtrustCommand {
             timeout = values[Self.timeout]
             deviceCode = values[Self.deviceCode]
             noQR = values[Self.noQR]
+            ciba = values[Self.ciba]
+            loginHint = values[Self.loginHint]
+            bindingMessage = values[Self.bindingMessage]
+            requestedExpiry = values[Self.requestedExpiry]
             callback = values[Self.callback]
         }
     }
 
     static func run(_ context: CommandContext, _ options: Options) throws {
-        let ways = [(options.browser, Options.browser.spec), (options.deviceCode, Options.deviceCode.spec), (options.callback != nil, Options.callback.spec)]
+        let ways = [(options.browser, Options.browser.spec), (options.deviceCode, Options.deviceCode.spec), (options.ciba, Options.ciba.spec),
+                    (options.callback != nil, Options.callback.spec)]
             .filter(\.0).map(\.1.displayName)
         if ways.count > 1 {
-            throw UsageError("give one of --browser, --device-code and --callback, not " + ways.joined(separator: " and "), command: "login")
+            throw UsageError("give one of --browser, --device-code, --ciba and --callback, not " + ways.joined(separator: " and "), command: "login")
         }
+        let cibaOnly = [(options.loginHint != nil, Options.loginHint.spec), (options.bindingMessage != nil, Options.bindingMessage.spec),
+                        (options.requestedExpiry != nil, Options.requestedExpiry.spec)]
+        if !options.ciba, let (_, given) = cibaOnly.first(where: \.0) {
+            throw UsageError("\(given.displayName) goes with --ciba", command: "login")
+        }
+        // Bad values are said before the configuration is read or anything goes over the network.
+        let cibaRequest = try options.ciba ? CIBACommand.Request(loginHint: options.loginHint, bindingMessage: options.bindingMessage,
+                                                                  requestedExpiry: options.requestedExpiry) : nil
         let browserOnly = [(options.noBrowser, Options.noBrowser.spec), (options.timeout != nil, Options.timeout.spec), (options.signIn.par, Options.par.spec)]
         if !options.browser, let (_, given) = browserOnly.first(where: \.0) {
             throw UsageError("\(given.displayName) goes with --browser", command: "login")
@@ -85,8 +107,11 @@ enum LoginCommand: DevtrustCommand {
         if options.deviceCode {
             return try DeviceCodeCommand.run(context, settings, drawQR: !options.noQR)
         }
+        if let cibaRequest {
+            return try CIBACommand.run(context, settings, cibaRequest)
+        }
         guard let server = settings.server else {
-            throw UsageError("app-native sign-in needs --server URL (a WSO2-style base); --discovery goes with --device-code", command: "login")
+            throw UsageError("app-native sign-in needs --server URL (a WSO2-style base); --discovery goes with --browser, --device-code or --ciba", command: "login")
         }
         // Bad inputs are said before anything goes over the network.
         let presets = try ScriptedInputs.read(options.scriptedInputs, context, command: "login")

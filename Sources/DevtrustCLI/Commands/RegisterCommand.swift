@@ -114,6 +114,13 @@ enum RegisterCommand: DevtrustCommand {
             keyFingerprint: device.record.fingerprint,
             registeredAt: Timestamp.format(secondsSinceEpoch: context.environment.clock.secondsSinceEpoch()))
         try store.recordRegistration(record)
+        // A misspelt --accept is not silently ignored: the registration went another way than the user may think.
+        var warned = Set<String>()
+        for unused in options.accept where !terminalInteraction.usedAcceptedActions.contains(unused) && warned.insert(unused).inserted {
+            let offered = terminalInteraction.offeredActions
+            context.warn("--accept \(unused) was not used: no step of this flow offered that action"
+                         + (offered.isEmpty ? " (no step offered any)" : " (the actions offered: \(offered.joined(separator: ", ")))"))
+        }
         if let previous {
             context.warn("replaced the registration \(previous.registrationId) with \(previous.server): the server keeps that old device record; " + Self.oldRecordAdvice)
         }

@@ -31,8 +31,11 @@ enum SignChallengeCommand: DevtrustCommand {
         if let refusal = ChallengePolicy.refusal(bytes) {
             throw UsageError("devtrust refuses to sign this challenge: \(refusal)", command: "sign-challenge")
         }
-        let device = try context.deviceStore().loadKey()
+        let store = try context.deviceStore()
+        KeyUseDeadline.arm(context, "signing the challenge")
+        let device = try store.loadKey()
         let signature = try device.key.sign(message: bytes)
+        KeyUseDeadline.disarm()
         let encoded = Base64.encode(signature.der)
         context.output(context.json ? JSONWriter.string(.object(["signature": .string(encoded)])) : encoded)
     }

@@ -19,11 +19,13 @@ enum DeviceDataCommand: DevtrustCommand {
         let claims = try DeviceAttributesForKey.addedClaims(options.claims, command: Options.spec.name)
         let configuration = try context.configuration()
         let store = try context.deviceStore()
+        KeyUseDeadline.arm(context, "signing the deviceData")
         let device = try store.loadKey()
         let attributes = DeviceAttributesForKey(configuration: configuration, addedClaims: claims)
             .attributes(context, backend: device.record.backend)
         let deviceData = try DeviceTokenMinter(key: device.key, clock: context.environment.clock, random: context.environment.random)
             .deviceData(attributes: attributes)
+        KeyUseDeadline.disarm()
         context.output(context.json ? JSONWriter.string(.object(["deviceData": .string(deviceData)])) : deviceData)
     }
 }
@@ -58,6 +60,7 @@ enum TokenCommand: DevtrustCommand {
         }
         let configuration = try context.configuration()
         let store = try context.deviceStore()
+        KeyUseDeadline.arm(context, "loading the device key and signing the token")
         let device = try store.loadKey()
         let registration = try explicitDeviceID.map { id in device.state.registrations.first { $0.registrationId == id } }
             ?? RegistrationSelector.select(from: device.state, server: options.server)
@@ -87,6 +90,7 @@ enum TokenCommand: DevtrustCommand {
         }
         let token = try DeviceTokenMinter(key: device.key, clock: clock, random: context.environment.random)
             .deviceToken(deviceId: deviceID, attributes: attributes)
+        KeyUseDeadline.disarm()
         context.output(context.json ? JSONWriter.string(.object(["token": .string(token)])) : token)
     }
 }

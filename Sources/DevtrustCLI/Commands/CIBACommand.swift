@@ -1,0 +1,86 @@
+import CProcessHardening
+import DevtrustEncoding
+import DevtrustSignIn
+
+/// `login --ciba`: OpenID CIBA in poll mode for a public client. The server asks
+/// the user on their own device (a phone); devtrust shows the binding message and
+/// a countdown on stderr while it polls, as `--device-code` does (PollingSignIn),
+/// and `--json` gives the same event stream. The auth_req_id is never shown.
+enum CIBACommand {
+    /// The most characters of a binding message: it is read on a phone's screen.
+    static let bindingMessageLimit = 64
+    /// The longest `--requested-expiry`: a day, as for a device code.
+    static let requestedExpiryLimit: Int64 = 86_400
+
+    /// What the user gave with --ciba, checked before anything goes over the network.
+    struct Request {
+        let loginHint: String
+        let bindingMessage: String?
+        let requestedExpiry: Int64?
+
+        init(loginHint: String?, bindingMessage: String?, requestedExpiry: String?) throws {
+            guard let loginHint, !loginHint.isEmpty else {
+                throw UsageError("--ciba needs --login-hint HINT: who is signing in, in the form the server wants (glewlwyd: '{\"username\":\"NAME\"}')",
+                                 command: "login")
+            }
+            if let message = bindingMessage {
+                guard !message.isEmpty, message.count <= CIBACommand.bindingMessageLimit else {
+                    throw UsageError("--binding-message must be 1 to \(CIBACommand.bindingMessageLimit) characters (it is shown on the user's device); "
+                                     + "it has \(message.count)", command: "login")
+                }
+                guard TerminalText.oneLine(message) == message else {
+                    throw UsageError("--binding-message must be plain text on one line, without control or invisible characters: "
+                                     + TerminalText.oneLine(message), command: "login")
+                }
+            }
+            var expiry: Int64?
+            if let text = requestedExpiry {
+                guard let seconds = Int64(text), (1...CIBACommand.requestedExpiryLimit).contains(seconds) else {
+                    throw UsageError("--requested-expiry must be a whole number of seconds from 1 to \(CIBACommand.requestedExpiryLimit), not "
+                                     + TerminalText.oneLine(text), command: "login")
+                }
+                expiry = seconds
+            }
+            self.loginHint = loginHint
+            self.bindingMessage = bindingMessage
+            self.requestedExpiry = expiry
+        }
+    }
+
+    static func run(_ context: CommandContext, _ settings: SignInSettings, _ request: Request) throws {
+        try PollingSignIn.run(context) { status in try signIn(context, settings, request, status: status) }
+    }
+
+    private static func signIn(_ context: CommandContext, _ settings: SignInSettings, _ request: Request, status: StatusLine) throws {
+        let store = try context.deviceStore()
+        let http = settings.http.client(context)
+        let server = try settings.authorizationServer(http: http, context: context)
+        let waiting = SystemWaiting(interruption: { devtrust_interrupt_signal() })
+        let signIn = CIBASignIn(
+            oauth: try settings.oauthClient(context, server: server, stoppedBySignals: true), clientID: settings.clientID,
+            request: BackchannelAuthenticationRequest(scope: settings.scope, loginHint: request.loginHint, bindingMessage: request.bindingMessage,
+                                                      requestedExpiry: request.requestedExpiry),
+            server: server, waiting: waiting)
+        devtrust_watch_interrupts()
+        let tokens = try signIn.run(events: { event in
+            status.clear()
+            if case let .started(started, interval) = event {
+                PollingSignIn.emit(context, ["event": .string("started"), "binding_message": started.bindingMessage.map { .string($0) } ?? .null,
+                                             "expires_in": .integer(started.expiresIn), "interval": .integer(interval)])
+                present(context, loginHint: request.loginHint, bindingMessage: started.bindingMessage)
+            }
+            PollingSignIn.report(context, event)
+        }, tick: PollingSignIn.countdown(context, status: status, waiting: waiting))
+        try PollingSignIn.finish(context, status: status, store: store, settings: settings, method: "ciba", tokens: tokens, server: server)
+    }
+
+    /// What the user does now, on stderr; the hint and message on lines of their own, made safe.
+    static func present(_ context: CommandContext, loginHint: String, bindingMessage: String?) {
+        guard !context.quiet else { return }
+        var text = "\nA sign-in request went to the device of \(TerminalText.oneLine(loginHint)): approve it there.\n"
+        if let bindingMessage {
+            text += "Approve it only if it shows this message:\n\n    \(TerminalText.oneLine(bindingMessage))\n"
+        }
+        context.terminal.writeError(text + "\n")
+    }
+}

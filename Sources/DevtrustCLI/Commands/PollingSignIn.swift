@@ -1,0 +1,138 @@
+import CProcessHardening
+import DevtrustEncoding
+import DevtrustDevice
+import DevtrustHTTP
+import DevtrustKeystore
+import DevtrustSignIn
+
+/// What `login --device-code` and `login --ciba` share: both poll the token
+/// endpoint while the user approves elsewhere, show a countdown on stderr, and
+/// with --json print one JSON object per status on stdout (`started`, then
+/// `polling` before each poll, then `success` or `failure`); none ever carries
+/// a device code, an auth_req_id or a token.
+enum PollingSignIn {
+    /// With --json, every run that got this far ends with exactly one final
+    /// event: `success`, or `failure` with `error` and `description`, whatever
+    /// went wrong (an expired or denied request says `expired` or `access_denied`
+    /// first, then `failure`).
+    static func run(_ context: CommandContext, _ signIn: (StatusLine) throws -> Void) throws {
+        // The countdown owns the status line while it shows: a poll that waits does not draw the network-wait indicator over it.
+        let status = context.statusLine
+        do {
+            try signIn(status)
+        } catch {
+            status.clear()
+            if let ending = refusal(error) {
+                emit(context, ["event": .string(ending == "expired_token" ? "expired" : "access_denied")])
+            }
+            emit(context, failureEvent(error))
+            if let interrupted = error as? Interrupted { endBySignal(context, interrupted.signal, interrupted.description) }
+            throw error
+        }
+    }
+
+    /// What every event after `started` says: a `polling` event, and on stderr the interval (-v), a slow-down (-v) or a network error.
+    static func report<Started>(_ context: CommandContext, _ event: PollingSignInEvent<Started>) {
+        switch event {
+        case .started:
+            break
+        case let .polling(count, interval, nextPollAt):
+            emit(context, ["event": .string("polling"), "poll_count": .integer(count), "interval": .integer(interval),
+                           "next_poll_at": .string(Timestamp.format(secondsSinceEpoch: Int64(nextPollAt.rounded(.up))))])
+            context.detail("poll \(count) in \(interval) s")
+        case let .slowDown(newInterval):
+            context.detail("the server asked to slow down: polling every \(newInterval) s from now on")
+        case let .networkError(message, retryIn):
+            context.warn("\(message); trying again in \(retryIn) s")
+        }
+    }
+
+    /// The countdown on the status line, about once a second, where one is wanted.
+    static func countdown(_ context: CommandContext, status: StatusLine, waiting: any Waiting) -> (Double, Double) -> Void {
+        let countdown = StatusLine.isWanted(context)
+        return { now, deadline in
+            guard countdown else { return }
+            let size = DeviceCodeScreen.size(of: context.terminal, variables: context.environment.variables)
+            // While the poll that follows waits for its answer, the network-wait indicator redraws the
+            // countdown with the seconds waited: the time left keeps counting down.
+            status.show(DeviceCodeScreen.countdown(secondsLeft: Int(deadline - now), columns: size?.columns), as: .countdown,
+                        whileWaiting: { waited in
+                            DeviceCodeScreen.countdown(secondsLeft: Int(deadline - waiting.now()), columns: size?.columns, serverWait: waited)
+                        })
+        }
+    }
+
+    /// Stores the tokens, then says `success`: a keystore that refuses the tokens makes the run a failure.
+    static func finish(_ context: CommandContext, status: StatusLine, store: DeviceStore, settings: SignInSettings, method: String,
+                       tokens: TokenSet, server: AuthorizationServer) throws {
+        status.clear()
+        try LoginCommand.save(context, store: store, settings: settings, method: method, tokens: tokens,
+                              issuer: settings.discovery != nil ? recordableIssuer(server.issuer) : nil)
+        let now = context.environment.clock.secondsSinceEpoch()
+        emit(context, ["event": .string("success"), "token_type": .string(tokens.tokenType),
+                       "expires_in": tokens.expiryAssumed ? .null : tokens.expiresAt.map { .integer($0 - now) } ?? .null,
+                       "scope": tokens.scope.map { .string($0) } ?? .null])
+    }
+
+    /// The discovery document's issuer, when it is a URL devtrust would use
+    /// (https, or http to loopback; no query, fragment or control characters).
+    static func recordableIssuer(_ issuer: String?) -> String? {
+        guard let issuer, !issuer.isEmpty, issuer.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }),
+              (try? ServerURL(issuer)) != nil else { return nil }
+        return issuer
+    }
+
+    /// `expired_token` or `access_denied` when the server ended the grant so.
+    private static func refusal(_ error: any Error) -> String? {
+        switch error {
+        case let failure as DeviceCodeFailure: return failure == .expired ? "expired_token" : "access_denied"
+        case let failure as CIBAFailure: return failure == .expired ? "expired_token" : "access_denied"
+        default: return nil
+        }
+    }
+
+    /// The final event of a run that failed: the OAuth error code when the
+    /// server refused, else what kind of failure it was; and what happened.
+    static func failureEvent(_ error: any Error) -> JSONObject {
+        let report = ErrorReport.from(error)
+        var description = report.message
+        let code: String
+        if let refused = refusal(error) {
+            code = refused
+        } else {
+            switch error {
+            case let error as OAuthError:
+                code = error.error
+                description = error.errorDescription ?? report.message
+            case is Interrupted:
+                code = "interrupted"
+            case is OAuthProtocolError:
+                code = "protocol_error"
+            case is SignInUnsupportedError:
+                code = "unsupported"
+            default:
+                switch report.exitCode {
+                case .usage: code = "usage_error"
+                case .noKeyOrNotRegistered: code = "not_registered"
+                case .serverRefused: code = "server_refused"
+                case .network: code = "network_error"
+                case .tpm: code = "tpm_error"
+                case .keystore: code = "keystore_error"
+                case .success, .failure: code = "error"
+                }
+            }
+        }
+        return ["event": .string("failure"), "error": .string(code), "description": .string(description)]
+    }
+
+    /// A wait ended by a signal, once its final event is out: said on stderr, then the
+    /// process ends by that same signal, as the shell expects. Does not return.
+    static func endBySignal(_ context: CommandContext, _ signal: Int32, _ description: String) {
+        context.warn(description)
+        devtrust_reraise(signal)
+    }
+
+    static func emit(_ context: CommandContext, _ event: JSONObject) {
+        if context.json { context.output(JSONWriter.string(.object(event))) }
+    }
+}

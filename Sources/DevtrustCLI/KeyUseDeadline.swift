@@ -1,0 +1,25 @@
+import CProcessHardening
+
+/// A bound on loading the device key and signing with it. A TPM (or a resource manager or
+/// simulator) that accepts a connection and never answers would otherwise hold a script's
+/// `$(devtrust token)` for ever: after `seconds`, the error a TPM failure gets is written
+/// to stderr and the process exits 6. Arming costs a few system calls, nothing a token
+/// would notice.
+struct KeyUseDeadline {
+    /// Far beyond what loading a key and signing take, even on a slow TPM that must first
+    /// make its storage root key again.
+    static let seconds: UInt32 = 30
+
+    /// Arms the deadline for `what` (said in the error); `disarm` ends it.
+    static func arm(_ context: CommandContext, _ what: String) {
+        let report = ErrorReport(.tpm, summary: "the TPM did not answer within \(seconds) s (\(what))",
+                                 hint: "check that the TPM, its resource manager or the simulator is working (`devtrust doctor` checks it), then try again",
+                                 joinedBy: ": ")
+        let text = Array(DevtrustCommandLine.errorText(report, style: context.style, verbose: false, json: context.json).utf8)
+        _ = text.withUnsafeBufferPointer { devtrust_arm_watchdog_writing(seconds, 2, $0.baseAddress, $0.count, ExitCode.tpm.rawValue) }
+    }
+
+    static func disarm() {
+        devtrust_disarm_watchdog()
+    }
+}
