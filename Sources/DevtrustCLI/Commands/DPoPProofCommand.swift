@@ -42,6 +42,9 @@ enum DPoPProofCommand: DevtrustCommand {
             throw UsageError("--nonce must be the DPoP-Nonce header's value (printable ASCII, no spaces)", command: Options.spec.name)
         }
         let store = try context.deviceStore()
+        // A TPM that never answers must not hold a script's $(devtrust dpop-proof) for ever, as for token.
+        KeyUseDeadline.arm(context, "loading the device key and signing the proof")
+        defer { KeyUseDeadline.disarm() }
         // One read of the keystore for the key and the sign-in: this is the per-request path.
         let device = try store.loadKey()
         let record = try store.signIn(server: options.server, discovery: options.discovery, in: device.state)
@@ -53,6 +56,7 @@ enum DPoPProofCommand: DevtrustCommand {
         let nonce = options.nonce ?? DPoPKey.nonces(context).nonce(for: options.url)
         let proof = try DPoPKey.minter(context, key: device.key, server: options.url)
             .proof(method: options.method, url: options.url, nonce: nonce, accessToken: tokens.accessToken)
+        KeyUseDeadline.disarm()
         context.output(context.json ? JSONWriter.string(.object(["proof": .string(proof), "jkt": .string(jkt)])) : proof)
     }
 }
