@@ -11,6 +11,8 @@ thresholds in scripts/bench-thresholds.json):
      identified by name before it is authorized), Load, Sign, FlushContext
   3. in-process mint rate            >= 0.8 x openssl speed ecdsap256 sign rate
   4. peak RSS of `devtrust token`    <= 8 MiB (/usr/bin/time)
+  5. `devtrust dpop-proof`, software key <= 0.75 x jose jws sig (the same
+     header and claims), for a DPoP sign-in made at the reference server
 
 Exits 1 when a goal is missed. Usage:
   bench.py --binary RELEASE_DEVTRUST --bench RELEASE_DEVTRUST_BENCH --thresholds FILE
@@ -98,6 +100,39 @@ def software_token(args, directory, environment, thresholds, report):
                 % (devtrust_ms, jose_ms, ratio, limit, len(b64url_decode(payload))),
                 ratio <= limit, devtrust_ms=round(devtrust_ms, 3), reference_ms=round(jose_ms, 3), ratio=round(ratio, 3))
     return keystore
+
+
+def dpop_proof(args, directory, environment, thresholds, report):
+    """`dpop-proof` for a DPoP-bound sign-in (made at the reference server, which is stopped
+    before the timing: the command sends nothing) against jose signing the same proof."""
+    keystore = os.path.join(directory, "dpop")
+    dpop_environment = dict(environment, XDG_CACHE_HOME=os.path.join(directory, "dpop-cache"), DEVTRUST_TCTI="device:/nonexistent")
+    server_script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "ReferenceServer", "reference_server.py")
+    server = subprocess.Popen(["/usr/bin/python3", server_script, "--port", "0", "--db", os.path.join(directory, "server.sqlite"), "--dpop",
+                               "--device-interval", "1", "--device-approve-after", "1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        url = server.stdout.readline().strip().rsplit(" ", 1)[-1]
+        output_of([args.binary, "--keystore", keystore, "init", "--backend", "software"], dpop_environment)
+        output_of([args.binary, "--keystore", keystore, "login", "--device-code", "--server", url, "--client-id", "devtrust-app", "--json"],
+                  dpop_environment)
+    finally:
+        server.kill()
+        server.wait()
+    ours = [args.binary, "--keystore", keystore, "dpop-proof", "--method", "GET", "--url", url + "/resource"]
+    proof, _ = output_of(ours, dpop_environment)
+    header, payload, _ = proof.strip().split(".")
+    with open(os.path.join(directory, "proof-claims.json"), "wb") as file:
+        file.write(b64url_decode(payload))
+    jwk = os.path.join(directory, "dpop-key.jwk")
+    output_of(["jose", "jwk", "gen", "-i", '{"alg":"ES256"}', "-o", jwk], environment)
+    template = json.dumps({"protected": json.loads(b64url_decode(header))})
+    jose = ["jose", "jws", "sig", "-I", os.path.join(directory, "proof-claims.json"), "-k", jwk, "-s", template, "-c", "-o", "/dev/null"]
+    devtrust_ms, jose_ms = alternate([ours, jose], dpop_environment, args.runs)
+    ratio = devtrust_ms / jose_ms
+    limit = thresholds["dpop_proof_vs_jose_max_ratio"]
+    report.goal("dpop_proof", "dpop-proof %.2f ms vs jose jws sig %.2f ms: ratio %.2f (goal <= %.2f; software key, the same header and claims)"
+                % (devtrust_ms, jose_ms, ratio, limit),
+                ratio <= limit, devtrust_ms=round(devtrust_ms, 3), reference_ms=round(jose_ms, 3), ratio=round(ratio, 3))
 
 
 def tpm_token(args, directory, environment, thresholds, report):
@@ -207,6 +242,7 @@ def main(argv):
                                                               " ".join(open("/proc/loadavg").read().split()[:3]), os.uname().release)
         print(header, flush=True)
         keystore = software_token(args, directory, environment, thresholds, report)
+        dpop_proof(args, directory, environment, thresholds, report)
         tpm_token(args, directory, environment, thresholds, report)
         mint_rate(args, environment, thresholds, report)
         peak_rss(args, keystore, environment, thresholds, report)

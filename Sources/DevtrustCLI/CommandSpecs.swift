@@ -62,7 +62,7 @@ enum CommandSpecs {
     /// Every command, in the order help lists them.
     static let all: [any DevtrustCommand.Type] = [
         InitCommand.self, PubkeyCommand.self, SignChallengeCommand.self, DeviceDataCommand.self, TokenCommand.self,
-        AttributesCommand.self, VerifyCommand.self, RegisterCommand.self, LoginCommand.self, AccessTokenCommand.self,
+        AttributesCommand.self, VerifyCommand.self, RegisterCommand.self, LoginCommand.self, AccessTokenCommand.self, DPoPProofCommand.self,
         AuthorizeURLCommand.self, LogoutCommand.self, StatusCommand.self, DoctorCommand.self, ResetCommand.self, BrowserCommand.self,
         NativeHostCommand.self, CompletionCommand.self, HelpCommand.self,
     ]

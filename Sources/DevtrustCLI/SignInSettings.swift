@@ -1,4 +1,5 @@
 import DevtrustConfig
+import DevtrustDevice
 import DevtrustHTTP
 import DevtrustSignIn
 
@@ -15,6 +16,8 @@ struct SignInSettings {
         var scope: String?
         var par: Bool
         var profile: String?
+        /// `--dpop`: ask for DPoP-bound tokens even when the server's discovery does not advertise them.
+        var dpop = false
     }
 
     let server: ServerURL?
@@ -28,6 +31,8 @@ struct SignInSettings {
     let acrValues: String?
     let endpointOverrides: [String: String]
     let deleteTokenGrant: Bool
+    /// `--dpop` or the profile's `dpop`: DPoP-bound tokens, whatever discovery says.
+    let dpop: Bool
     let configuration: Configuration
     let http: HTTPClientSettings
 
@@ -65,6 +70,23 @@ struct SignInSettings {
         acrValues = profile.acrValues
         endpointOverrides = profile.endpoints
         deleteTokenGrant = profile.deleteTokenGrant ?? false
+        dpop = options.dpop || (profile.dpop ?? false)
+    }
+
+    /// The OAuth client for the sign-in's token requests: DPoP-bound to the device key when `--dpop` or
+    /// the profile asks, or when the server's discovery lists ES256 for DPoP. Asked for, a missing key
+    /// is an error; only advertised, it is a warning, and the tokens are bearer tokens.
+    func oauthClient(_ context: CommandContext, server: AuthorizationServer, stoppedBySignals: Bool = false) throws -> OAuthClient {
+        var oauth = http.oauthClient(context, stoppedBySignals: stoppedBySignals)
+        guard dpop || server.advertisesDPoP, let token = server.token else { return oauth }
+        do {
+            oauth.dpop = try DPoPKey.binding(context, store: try context.deviceStore(), server: token)
+            context.detail("DPoP: token requests carry proofs of the device key \(oauth.dpop!.thumbprint)"
+                           + (dpop ? "" : " (the server advertises DPoP with ES256)"))
+        } catch let error as DeviceError where !dpop {
+            context.warn("the server offers DPoP-bound tokens, but \(error); signing in for bearer tokens")
+        }
+        return oauth
     }
 
     /// The record's key: the server base URL or the discovery URL.
@@ -104,5 +126,6 @@ struct SignInSettings {
             pushedAuthorizationRequest: overrides["pushedAuthorizationRequest"] ?? resolved.pushedAuthorizationRequest,
             jwks: resolved.jwks,
             backchannelAuthentication: overrides["backchannelAuthentication"] ?? resolved.backchannelAuthentication)
+            .withDPoPSigningAlgorithms(resolved.dpopSigningAlgorithms)
     }
 }

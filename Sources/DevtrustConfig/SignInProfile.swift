@@ -18,10 +18,12 @@ public struct SignInProfile: Equatable, Sendable {
     /// The server ends refresh tokens with glewlwyd's non-standard `grant_type=delete_token`
     /// (its public clients cannot use RFC 7009); `logout` tries it only then.
     public var deleteTokenGrant: Bool?
+    /// Ask for DPoP-bound tokens (RFC 9449) even when the server's discovery does not advertise them.
+    public var dpop: Bool?
 
     public static let endpointNames = ["authorization", "token", "deviceAuthorization", "revocation", "pushedAuthorizationRequest",
                                        "backchannelAuthentication"]
-    public static let knownFields = ["server", "discovery", "clientId", "scope", "redirectUri", "par", "acrValues", "endpoints", "deleteTokenGrant"]
+    public static let knownFields = ["server", "discovery", "clientId", "scope", "redirectUri", "par", "acrValues", "endpoints", "deleteTokenGrant", "dpop"]
 
     public init(server: String? = nil, discovery: String? = nil, clientId: String? = nil, scope: String? = nil, redirectUri: String? = nil,
                 par: Bool? = nil, acrValues: String? = nil, endpoints: [String: String] = [:]) {
@@ -52,6 +54,7 @@ public struct SignInProfile: Equatable, Sendable {
             redirectUri: try reader.optionalString("redirectUri"), par: try reader.optionalBool("par"),
             acrValues: try reader.optionalString("acrValues"))
         profile.deleteTokenGrant = try reader.optionalBool("deleteTokenGrant")
+        profile.dpop = try reader.optionalBool("dpop")
         guard profile.server != nil || profile.discovery != nil else {
             throw JSONFieldError(path: reader.fieldPath("server"), kind: .missingRequiredField)
         }

@@ -20,6 +20,10 @@ public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
     case refreshFailed(place: String, reason: String, mayPass: Bool)
     /// The key was replaced (init --force) while a registration flow ran.
     case keyChangedDuringRegistration
+    /// The sign-in's tokens are DPoP-bound to a key (its thumbprint) that is no longer the device key.
+    case dpopKeyChanged(boundTo: String, deviceKey: String)
+    /// The sign-in's tokens are bearer tokens: no proof goes with them.
+    case notDPoPBound(server: String)
 
     public var description: String {
         switch self {
@@ -49,6 +53,10 @@ public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
                     : ": check the sign-in's settings, or run `devtrust login` again")
         case .keyChangedDuringRegistration:
             return "the device key was replaced while the registration ran, so the server registered the old key; nothing was recorded: run `devtrust register` again"
+        case let .dpopKeyChanged(boundTo, deviceKey):
+            return "the sign-in's tokens are DPoP-bound to the key \(boundTo), but the device key is now \(deviceKey); run `devtrust login` again"
+        case let .notDPoPBound(server):
+            return "the sign-in at \(server) holds bearer tokens, not DPoP-bound ones; run `devtrust login --dpop` to sign in for DPoP-bound tokens"
         case let .registrationForOtherKey(registrationId, server):
             return "registration \(registrationId) with \(server) was made with a different key than the current one; run `devtrust register --server \(server)` again"
         }

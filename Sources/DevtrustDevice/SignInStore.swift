@@ -48,8 +48,9 @@ extension DeviceStore {
     /// issuer, the discovery URL's own: the URL without `/.well-known/...`), under
     /// either option. Where several answer, `--server` prefers those made with
     /// `--server` and `--discovery` those made with that discovery URL.
-    public func signIn(server: String?, discovery: String?) throws -> SignInRecord {
-        let records = try state().signIns
+    /// - Parameter state: the keystore as already read (by `loadKey`), to spare reading it again.
+    public func signIn(server: String?, discovery: String?, in state: KeystoreState? = nil) throws -> SignInRecord {
+        let records = try (state ?? self.state()).signIns
         var candidates = records
         if let wanted = discovery ?? server {
             candidates = records.filter { Self.names(of: $0).contains { RegistrationSelector.matches($0, wanted) } }

@@ -24,6 +24,9 @@ public struct TokenSet: Equatable, Sendable {
     public var jwksURI: String?
     /// The sign-in's profile says the server ends refresh tokens with glewlwyd's `delete_token` grant.
     public var deleteTokenGrant = false
+    /// The RFC 7638 thumbprint of the key the tokens are bound to (RFC 9449 DPoP: the server's
+    /// `token_type` was DPoP); nil for bearer tokens. Refreshes and resource requests need proofs of that key.
+    public var dpopJkt: String?
     /// Why the server's ID token was not kept (not stored: said once, at sign-in).
     public var idTokenNote: String?
 
@@ -52,6 +55,7 @@ public struct TokenSet: Equatable, Sendable {
         if let issuer { object["issuer"] = .string(issuer) }
         if let jwksURI { object["jwksUri"] = .string(jwksURI) }
         if deleteTokenGrant { object["deleteTokenGrant"] = .bool(true) }
+        if let dpopJkt { object["dpopJkt"] = .string(dpopJkt) }
         return JSONWriter.bytes(.object(object))
     }
 
@@ -66,7 +70,11 @@ public struct TokenSet: Equatable, Sendable {
         issuer = object["issuer"]?.stringValue
         jwksURI = object["jwksUri"]?.stringValue
         deleteTokenGrant = object["deleteTokenGrant"]?.boolValue ?? false
+        dpopJkt = object["dpopJkt"]?.stringValue
     }
+
+    /// Whether the access token is DPoP-bound: sent as `Authorization: DPoP`, with a proof of the key.
+    public var isDPoPBound: Bool { dpopJkt != nil }
 
     /// Whether to refresh before use: when the access token has less than `margin` seconds
     /// left, by the server's word or by the assumed lifetime, or has no known expiry at all.

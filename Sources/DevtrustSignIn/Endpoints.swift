@@ -15,6 +15,11 @@ public struct AuthorizationServer: Equatable, Sendable {
     public var jwks: String?
     /// OpenID CIBA Core's `backchannel_authentication_endpoint`.
     public var backchannelAuthentication: String?
+    /// `dpop_signing_alg_values_supported` (RFC 9449 section 5.1): the server takes DPoP proofs with these.
+    public var dpopSigningAlgorithms: [String] = []
+
+    /// Whether the server advertises DPoP with ES256, the device key's algorithm.
+    public var advertisesDPoP: Bool { dpopSigningAlgorithms.contains("ES256") }
 
     public init(issuer: String? = nil, authorization: String? = nil, token: String? = nil, deviceAuthorization: String? = nil,
                 revocation: String? = nil, pushedAuthorizationRequest: String? = nil, jwks: String? = nil,
@@ -49,6 +54,13 @@ public struct AuthorizationServer: Equatable, Sendable {
             deviceAuthorization: deviceAuthorization ?? other.deviceAuthorization, revocation: revocation ?? other.revocation,
             pushedAuthorizationRequest: pushedAuthorizationRequest ?? other.pushedAuthorizationRequest, jwks: jwks ?? other.jwks,
             backchannelAuthentication: backchannelAuthentication ?? other.backchannelAuthentication)
+        .withDPoPSigningAlgorithms(dpopSigningAlgorithms.isEmpty ? other.dpopSigningAlgorithms : dpopSigningAlgorithms)
+    }
+
+    public func withDPoPSigningAlgorithms(_ algorithms: [String]) -> AuthorizationServer {
+        var server = self
+        server.dpopSigningAlgorithms = algorithms
+        return server
     }
 
     /// Fetches and reads an OpenID Provider configuration document.
@@ -73,12 +85,14 @@ public struct AuthorizationServer: Equatable, Sendable {
         guard let issuer = document["issuer"]?.stringValue, let derived = DiscoveryURL.issuer(of: url), issuer == derived || issuer == derived + "/" else {
             throw OAuthProtocolError("the discovery document \(url) names the issuer \(document["issuer"]?.stringValue ?? "(none)"), but an issuer's document is at {issuer}/.well-known/openid-configuration (OpenID Connect Discovery 4.3; or RFC 8414's {origin}/.well-known/openid-configuration{path}): check the URL")
         }
-        return AuthorizationServer(
+        var server = AuthorizationServer(
             issuer: issuer, authorization: try endpoint("authorization_endpoint"),
             token: try endpoint("token_endpoint"), deviceAuthorization: try endpoint("device_authorization_endpoint"),
             revocation: try endpoint("revocation_endpoint"), pushedAuthorizationRequest: try endpoint("pushed_authorization_request_endpoint"),
             jwks: try endpoint("jwks_uri"),
             // Checked when a CIBA sign-in uses it (initiateCIBA): an unusable one must not break the other sign-ins.
             backchannelAuthentication: document["backchannel_authentication_endpoint"]?.stringValue)
+        server.dpopSigningAlgorithms = document["dpop_signing_alg_values_supported"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        return server
     }
 }

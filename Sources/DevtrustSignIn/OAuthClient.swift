@@ -41,6 +41,10 @@ public struct OAuthClient: Sendable {
     /// exp and iat are read against. This machine's clock when not given.
     public let serverTime: @Sendable (String) -> Int64
 
+    /// Set: every token request (one with a `grant_type`: code, device code, CIBA, refresh) carries a
+    /// DPoP proof of this key (RFC 9449), and the tokens come back bound to it.
+    public var dpop: DPoPBinding?
+
     public init(http: any HTTPClient, clock: @escaping @Sendable () -> Int64, serverTime: (@Sendable (String) -> Int64)? = nil) {
         self.http = http
         self.clock = clock
@@ -166,9 +170,7 @@ public struct OAuthClient: Sendable {
     /// - Parameter allowEmpty: an empty body is an empty object; `ignoreBody`: any body is (RFC 7009: the revocation answer's body is ignored).
     func post(_ url: String, _ parameters: [(String, String)], expectedStatus: Set<Int> = [200], allowEmpty: Bool = false,
               ignoreBody: Bool = false) throws -> JSONObject {
-        let response = try http.send(HTTPRequest(method: "POST", url: url, headers: [
-            ("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json"),
-        ], body: Array(FormEncoding.encode(parameters).utf8)))
+        let response = try send(url, parameters)
         let document = try? JSONParser.parse(response.body)
         if !expectedStatus.contains(response.status) {
             // Whatever the server says is shown: without the secrets this request carried.
@@ -196,6 +198,32 @@ public struct OAuthClient: Sendable {
         return object
     }
 
+    /// The POST itself. A token request (RFC 6749 3.2: it has a `grant_type`) carries a DPoP proof when the
+    /// client is bound; a server that answers `use_dpop_nonce` with a `DPoP-Nonce` gets the request once
+    /// more with a new proof of that nonce (RFC 9449 section 8). Any nonce the server sends is kept for later requests.
+    private func send(_ url: String, _ parameters: [(String, String)]) throws -> HTTPResponse {
+        let body = Array(FormEncoding.encode(parameters).utf8)
+        let headers: [(name: String, value: String)] = [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")]
+        guard let dpop, parameters.contains(where: { $0.0 == "grant_type" }) else {
+            return try http.send(HTTPRequest(method: "POST", url: url, headers: headers, body: body))
+        }
+        var retried = false
+        while true {
+            let response = try http.send(HTTPRequest(method: "POST", url: url, headers: headers + [(name: "DPoP", value: try dpop.proof(method: "POST", url: url))],
+                                                     body: body))
+            guard let nonce = response.header("DPoP-Nonce"), !nonce.isEmpty else { return response }
+            dpop.nonces.remember(nonce, for: url)
+            guard !retried, response.status == 400 || response.status == 401, Self.asksForNonce(response) else { return response }
+            retried = true
+        }
+    }
+
+    /// `use_dpop_nonce` in the JSON error body or in `WWW-Authenticate` (RFC 9449 sections 8 and 9).
+    static func asksForNonce(_ response: HTTPResponse) -> Bool {
+        if case let .object(object)? = try? JSONParser.parse(response.body), object["error"]?.stringValue == "use_dpop_nonce" { return true }
+        return response.header("WWW-Authenticate")?.includes("use_dpop_nonce") ?? false
+    }
+
     /// - Parameter secrets: the request's, hidden from the note on an ID token that is not kept (its claims are the server's text).
     func tokens(_ document: JSONObject, endpoint: String, server: AuthorizationServer, previous: TokenSet?, clientID: String,
                 nonce: String?, secrets: RequestSecrets) throws -> TokenSet {
@@ -218,6 +246,8 @@ public struct OAuthClient: Sendable {
         tokens.issuer = server.issuer ?? previous?.issuer
         tokens.jwksURI = server.jwks ?? previous?.jwksURI
         tokens.deleteTokenGrant = previous?.deleteTokenGrant ?? false
+        // Bound only when the server says so: a server that ignores the proof gives a bearer token.
+        if let dpop, tokens.tokenType.lowercased() == "dpop" { tokens.dpopJkt = dpop.thumbprint }
         if let idToken = document["id_token"]?.stringValue {
             // Kept only when it checks out; a refresh's new one that does not leaves the one kept before.
             do {

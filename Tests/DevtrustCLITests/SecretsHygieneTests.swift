@@ -91,6 +91,45 @@ import Testing
         }
     }
 
+    /// DPoP: the proofs devtrust sent to the token endpoint and the tokens bound with them appear in no
+    /// stream of a verbose run with curl's debug log (the `DPoP` and `Authorization: DPoP` headers are
+    /// redacted there); `dpop-proof`'s proof is on its stdout only, and `access-token`'s token on its.
+    @Test func noDPoPProofOrTokenInAnyStreamOfAVerboseRun() throws {
+        let server = try ReferenceServer(["--dpop", "--dpop-nonce", "--dpop-nonce-uses", "2", "--device-interval", "1", "--device-approve-after", "2"])
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        cli.extraEnvironment["DEVTRUST_HTTP_DEBUG"] = "1"
+        var streams = [String]()
+        var secrets = [String]()
+        func run(_ arguments: [String], secretOutput: Bool = false) throws {
+            let result = try cli.run(["-v"] + arguments)
+            #expect(result.status == 0, "\(arguments): \(result)")
+            streams.append(result.stderr)
+            if secretOutput { secrets.append(result.output) } else { streams.append(result.stdout) }
+        }
+        try run(["init", "--backend", "software"])
+        try run(["login", "--device-code", "--dpop", "--server", server.url, "--client-id", "devtrust-app", "--json"])
+        secrets += try Self.storedTokens(directory)
+        try run(["access-token", "--refresh"], secretOutput: true)
+        secrets += try Self.storedTokens(directory)
+        try run(["dpop-proof", "--method", "GET", "--url", server.url + "/resource"], secretOutput: true)
+        try run(["--json", "dpop-proof", "--method", "POST", "--url", server.url + "/resource", "--nonce", "n-1"], secretOutput: true)
+        try run(["status"])
+        try run(["logout"])
+        let sent = try server.get("/api/dpop-proofs").arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(sent.count >= 3, "the server saw no proofs: \(sent)")
+        secrets += sent
+        // The debug log did run, and named the header it left out.
+        #expect(streams.contains { $0.contains("POST /oauth2/token") } && streams.contains { $0.lowercased().contains("dpop: [redacted]") }, "\(streams)")
+        for secret in secrets {
+            // A proof's signature, a token's tail: no 20-character part of a secret appears either.
+            for stream in streams {
+                #expect(!stream.contains(secret) && !stream.contains(String(secret.suffix(20))), "a secret reached the output: \(secret.prefix(6))…")
+            }
+        }
+    }
+
     /// A CIBA auth_req_id lets whoever holds it collect the user's tokens once approved: it
     /// appears in no stream (curl's debug log, --json events, -v, error messages) and in no
     /// file, the keystore included, though the server echoes it with the tokens as glewlwyd does,

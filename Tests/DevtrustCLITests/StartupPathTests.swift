@@ -27,6 +27,20 @@ import Testing
         #expect(!libraries.contains { $0.contains("curl") || $0.contains("icu") || $0.contains("Foundation") || $0.contains("tss2") || $0.contains("qrencode") }, "\(libraries)")
     }
 
+    /// `dpop-proof` is on the same path: a proof for a stored DPoP sign-in loads no HTTP stack.
+    @Test(.enabled(if: ReferenceServer.shouldRun)) func dpopProofLoadsNeitherLibcurlNorICUNorTheTSS() throws {
+        let server = try ReferenceServer(["--dpop", "--device-interval", "1", "--device-approve-after", "1"])
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        try cli.run("init", "--backend", "software", "-q")
+        let login = try cli.run("login", "--device-code", "--server", server.url, "--client-id", "devtrust-app", "--json")
+        #expect(login.status == 0 && login.stdout.contains(#""token_type":"DPoP""#), "\(login)")
+        let libraries = try Self.loadedLibraries(cli, ["dpop-proof", "--method", "GET", "--url", server.url + "/resource"])
+        #expect(libraries.contains { $0.contains("libc.so") }, "the trace shows no libraries: \(libraries)")
+        #expect(!libraries.contains { $0.contains("curl") || $0.contains("icu") || $0.contains("Foundation") || $0.contains("tss2") || $0.contains("qrencode") }, "\(libraries)")
+    }
+
     @Test(.enabled(if: Swtpm.shouldRun)) func tpmTokenLoadsTheTSSButNotLibcurl() throws {
         let tpm = try Swtpm()
         let directory = TemporaryDirectory()

@@ -49,6 +49,16 @@ public final class GlewlwydPeer: @unchecked Sendable {
         return login.finish()
     }
 
+    /// RFC 7662 introspection of a token by the resource-server client: token_type, cnf.jkt, active.
+    public func introspect(_ token: String, plugin: String = "oidc-dpop") throws -> JSONObject {
+        let result = try ProcessRunner.run(ExternalTool.python.rawValue, [Repository.path("Tests/Peers/glewlwyd_peer.py"), "introspect", "--dir", directory.path,
+                                                                          "--plugin", plugin, token])
+        guard result.status == 0, case let .object(answer) = try JSONParser.parse(result.stdout) else {
+            throw SwtpmError("introspection failed: \(result.stderr)")
+        }
+        return answer
+    }
+
     /// Approves a user code as the demo user would in a browser.
     @discardableResult
     public func approve(_ userCode: String, plugin: String = "oidc") throws -> ProcessResult {

@@ -618,6 +618,12 @@ def make_handler(server, signins, cibas):
             if url.path == "/api/browser-reports":
                 with server.lock:
                     return self.send_json(200, list(server.browser_reports))
+            if url.path == "/resource":
+                return self.send_json(*signins.resource("GET", self.headers.get("Authorization"), self.headers.get("DPoP")))
+            if url.path == "/api/dpop-proofs":
+                return self.send_json(200, signins.dpop.proofs if signins.dpop else [])
+            if url.path == "/api/dpop-refusals":
+                return self.send_json(200, signins.dpop.refusals if signins.dpop else [])
             if url.path == "/api/token-stats":
                 return self.send_json(200, signins.stats)
             if url.path == "/api/ciba/requests":
@@ -642,6 +648,8 @@ def make_handler(server, signins, cibas):
             if url.path == "/api/device-check":
                 token = parse_qs(url.query).get("device_token", [None])[0] or self.headers.get("X-Device-Token")
                 return self.send_json(200, server.device_check(token))
+            if url.path == "/resource":
+                return self.send_json(*signins.resource("POST", self.headers.get("Authorization"), self.headers.get("DPoP")))
             if url.path == "/oauth2/authorize":
                 with server.lock:
                     server.authorize_records.append(browser_pages.authorize_record(url.query, None, self.headers, "POST", raw))
@@ -710,7 +718,7 @@ def make_handler(server, signins, cibas):
                 if path == "/oauth2/token" and form.get("grant_type", [""])[0] == ciba.GRANT:
                     return self.send_json(200, cibas.poll(form), {"Cache-Control": "no-store"})
                 if path == "/oauth2/token":
-                    return self.send_json(200, signins.token(form), {"Cache-Control": "no-store"})
+                    return self.send_json(200, signins.token(form, self.headers.get("DPoP")), dict(signins.nonce_headers(), **{"Cache-Control": "no-store"}))
                 if path == "/oauth2/ciba":
                     return self.send_json(200, cibas.authenticate(form))
                 if path == "/oauth2/revoke":
@@ -724,7 +732,7 @@ def make_handler(server, signins, cibas):
                     found = signins.decide(code, "approved" if path.endswith("approve") else "denied")
                     return self.send_json(200 if found else 404, {"found": found})
             except signin.OAuthFailure as failure:
-                return self.send_json(failure.status, {"error": failure.error, "error_description": failure.description})
+                return self.send_json(failure.status, {"error": failure.error, "error_description": failure.description}, failure.headers)
             except ciba.Page as page:
                 return self.send_raw(page.status, page.body, page.content_type)
             except signin.DropConnection:

@@ -21,6 +21,7 @@ import time
 import uuid
 from urllib.parse import parse_qs, urlencode
 
+import dpop
 from cryptography.hazmat.primitives import hashes, hmac, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
@@ -123,9 +124,10 @@ class IDTokenSigner:
 
 
 class OAuthFailure(Exception):
-    def __init__(self, status, error, description):
+    def __init__(self, status, error, description, headers=None):
         super().__init__(description)
         self.status, self.error, self.description = status, error, description
+        self.headers = headers or {}
 
 
 class DropConnection(Exception):
@@ -138,6 +140,11 @@ class NotFoundPage(Exception):
 
 def add_device_code_options(parser):
     """Options of the device-code side beyond --device-expires/--device-interval/... (own function: easy merges)."""
+    parser.add_argument("--dpop", action="store_true",
+                        help="DPoP (RFC 9449), checked strictly: advertised in discovery, proofs at the token endpoint bind the tokens "
+                             "(token_type DPoP, cnf.jkt), a bound refresh token needs a proof of its key, /resource checks ath and the key")
+    parser.add_argument("--dpop-nonce", action="store_true", help="with --dpop: demand the server's nonce in every proof (use_dpop_nonce)")
+    parser.add_argument("--dpop-nonce-uses", type=int, default=4, help="with --dpop-nonce: a nonce serves this many proofs, then rotates")
     parser.add_argument("--issuer", help="the discovery document's issuer (default: {base}/oauth2/token)")
     parser.add_argument("--device-unavailable-on", type=int, action="append", default=[], metavar="N",
                         help="answer the Nth device-code poll with HTTP 503 {\"error\":\"temporarily_unavailable\"}")
@@ -170,6 +177,8 @@ class SignInServer:
         self.id_tokens = IDTokenSigner(options)
         # The server's clock (reference_server.py sets its --clock-offset one).
         self.now = time.time
+        self.request_state = threading.local()
+        self.dpop = dpop.DPoPVerifier(lambda: int(self.now()), options.dpop_nonce, options.dpop_nonce_uses) if options.dpop else None
 
     # -- discovery -------------------------------------------------------------
 
@@ -200,6 +209,8 @@ class SignInServer:
             del document["revocation_endpoint"]
         if self.options.par_endpoint:
             document["pushed_authorization_request_endpoint"] = self.options.par_endpoint
+        if self.dpop:
+            document["dpop_signing_alg_values_supported"] = ["ES256"]
         return document
 
     # -- app-native authentication --------------------------------------------
@@ -341,11 +352,33 @@ class SignInServer:
 
     # -- token endpoint ----------------------------------------------------------
 
-    def token(self, form):
+    def nonce_headers(self):
+        """What every answer of a server that demands nonces carries: the current one."""
+        return {"DPoP-Nonce": self.dpop.current_nonce()} if self.dpop and self.dpop.demand_nonce else {}
+
+    def proof_key(self, proof):
+        """The jkt of the token request's DPoP proof (None without one, or without --dpop); a bad proof is refused."""
+        if not self.dpop or proof is None:
+            return None
+        try:
+            return self.dpop.verify(proof, "POST", self.base_url() + "/oauth2/token")
+        except dpop.ProofRefused as refusal:
+            raise OAuthFailure(400, refusal.error, refusal.reason, self.nonce_headers())
+
+    def token(self, form, proof=None):
         get = lambda name: form.get(name, [None])[0]
         grant = get("grant_type")
         if get("client_id") != CLIENT_ID:
             raise OAuthFailure(401, "invalid_client", "unknown client")
+        jkt = self.proof_key(proof)
+        if grant == "refresh_token" and self.dpop:
+            # RFC 9449 section 5: a refresh token bound to a key is refreshed only with a proof of that key.
+            with self.lock:
+                bound = (self.refresh_tokens.get(get("refresh_token") or "") or {}).get("jkt")
+            if bound and jkt != bound:
+                raise OAuthFailure(400, "invalid_dpop_proof", "the refresh token is bound to another key" if jkt else "the refresh token is DPoP-bound: a proof is needed")
+        # The token request's key, for issue() on this request's thread.
+        self.request_state.jkt = jkt
         if grant == "authorization_code":
             with self.lock:
                 entry = self.codes.pop(get("code") or "", None)
@@ -384,11 +417,12 @@ class SignInServer:
     def issue(self, user, scope, nonce=None, refreshing=False, claims=None):
         """claims: more for the ID token (a CIBA one carries the auth_req_id)."""
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        jkt = getattr(self.request_state, "jkt", None)
         with self.lock:
             self.stats["token"] += 1
-            self.access_tokens[access] = {"user": user, "scope": scope}
-            self.refresh_tokens[refresh] = {"user": user, "scope": scope}
-        answer = {"access_token": access, "token_type": "Bearer", "expires_in": self.options.access_token_ttl,
+            self.access_tokens[access] = {"user": user, "scope": scope, "jkt": jkt}
+            self.refresh_tokens[refresh] = {"user": user, "scope": scope, "jkt": jkt}
+        answer = {"access_token": access, "token_type": "DPoP" if jkt else "Bearer", "expires_in": self.options.access_token_ttl,
                   "refresh_token": refresh, "scope": scope,
                   "id_token": self.id_tokens.sign(self.issuer(), user, nonce, self.now(), refreshing, claims)}
         # Servers that leave out what RFC 6749 only recommends.
@@ -397,6 +431,32 @@ class SignInServer:
         if self.options.no_refresh_token:
             del answer["refresh_token"]
         return answer
+
+    def resource(self, method, authorization, proof):
+        """/resource: who the access token is for. A DPoP-bound token needs `Authorization: DPoP` and a proof
+        of its key with ath; a bearer token passes as Bearer. (status, body, headers)."""
+        scheme, _, token = (authorization or "").partition(" ")
+        with self.lock:
+            entry = self.access_tokens.get(token)
+        if entry is None:
+            return 401, {"error": "invalid_token"}, {"WWW-Authenticate": 'Bearer error="invalid_token"'}
+        if not entry.get("jkt"):
+            if scheme.lower() != "bearer":
+                return 401, {"error": "invalid_token", "error_description": "a bearer token goes as Bearer"}, {"WWW-Authenticate": 'Bearer error="invalid_token"'}
+            return 200, {"sub": entry["user"], "scope": entry["scope"], "jkt": None}, {}
+        if scheme != "DPoP":
+            return 401, {"error": "invalid_token", "error_description": "a DPoP-bound token goes as DPoP"}, {"WWW-Authenticate": 'DPoP error="invalid_token"'}
+        try:
+            jkt = self.dpop.verify(proof, method, self.base_url() + "/resource", access_token=token)
+        except dpop.ProofRefused as refusal:
+            return 401, {"error": refusal.error, "error_description": refusal.reason}, dict(
+                self.nonce_headers(), **{"WWW-Authenticate": 'DPoP error="%s", algs="ES256"' % refusal.error})
+        if jkt != entry["jkt"]:
+            with self.lock:
+                self.dpop.refusals.append("the proof key is not the token's cnf.jkt")
+            return 401, {"error": "invalid_dpop_proof", "error_description": "the proof key is not the token's"}, {
+                "WWW-Authenticate": 'DPoP error="invalid_dpop_proof"'}
+        return 200, {"sub": entry["user"], "scope": entry["scope"], "jkt": jkt}, self.nonce_headers()
 
     def revoke(self, form):
         token = form.get("token", [""])[0]

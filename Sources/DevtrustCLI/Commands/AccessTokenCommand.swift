@@ -42,23 +42,37 @@ enum AccessTokenCommand: DevtrustCommand {
         let margin = forced ? Int64.max / 2 : refreshMargin
         let tokens = try DeviceStore(keystore: keystore, clock: store.clock, tpm: store.tpm, random: store.random).freshTokens(record, margin: margin) { current in
             context.detail("refreshing the access token")
-            return try refreshOutcome { try oauth.refresh(current, clientID: record.clientId) }
+            var client = oauth
+            // A DPoP-bound refresh token is refreshed only with a proof of its key (RFC 9449 section 5).
+            if let jkt = current.dpopJkt { client.dpop = try boundKey(context, store: store, jkt: jkt, tokenEndpoint: current.tokenEndpoint) }
+            return try refreshOutcome { try client.refresh(current, clientID: record.clientId) }
         }
         if let note = tokens.idTokenNote { context.warn(note) }
         context.output(context.json ? JSONWriter.string(.object(document(tokens))) : tokens.accessToken)
+    }
+
+    /// The device key as the DPoP key of a sign-in bound to `jkt`; an error when the device key is no longer that key.
+    static func boundKey(_ context: CommandContext, store: DeviceStore, jkt: String, tokenEndpoint: String) throws -> DPoPBinding {
+        let binding = try DPoPKey.binding(context, store: store, server: tokenEndpoint)
+        guard binding.thumbprint == jkt else { throw DeviceError.dpopKeyChanged(boundTo: jkt, deviceKey: binding.thumbprint) }
+        return binding
     }
 
     /// `--json`: what a script needs to use the access token and to know when to ask again;
     /// never the refresh token or the ID token. `expiresAt` is null when no expiry is known;
     /// `expiryAssumed` says it is devtrust's guess (the server gave no `expires_in`).
     static func document(_ tokens: TokenSet) -> JSONObject {
-        [
+        var document: JSONObject = [
             "accessToken": .string(tokens.accessToken),
-            "tokenType": .string(tokens.tokenType),
+            // What goes before the token in Authorization: "DPoP" for a bound token (which also needs a proof), as the server wrote it otherwise.
+            "tokenType": .string(tokens.isDPoPBound ? "DPoP" : tokens.tokenType),
             "expiresAt": tokens.expiresAt.map { .string(Timestamp.format(secondsSinceEpoch: $0)) } ?? .null,
             "expiryAssumed": .bool(tokens.expiryAssumed),
             "scope": tokens.scope.map { .string($0) } ?? .null,
         ]
+        // Only for a bound sign-in: a bearer sign-in's document stays as it was.
+        if let jkt = tokens.dpopJkt { document["dpopJkt"] = .string(jkt) }
+        return document
     }
 
     /// What a refresh's answer means for the stored sign-in. Only a dead grant

@@ -27,6 +27,8 @@ enum BrowserLoginCommand {
         let timeout = try timeoutSeconds(timeoutText)
         let store = try context.deviceStore()
         let server = try settings.authorizationServer(http: settings.http.client(context), context: context)
+        // Before the browser opens: a DPoP key that cannot be used fails the run before the user signs in.
+        let oauth = try settings.oauthClient(context, server: server)
         let listener = try LoopbackRedirectListener(redirect)
         defer { listener.close() }
         let request = try BrowserAuthorizationRequest.make(context, settings: settings, store: store, server: server,
@@ -91,7 +93,7 @@ enum BrowserLoginCommand {
             throw OAuthError(error: shortError, errorDescription: shortDescription, httpStatus: 0)
         case let .code(code):
             do {
-                let tokens = try settings.http.oauthClient(context).exchangeCode(code, verifier: request.pkce.verifier, redirectURI: listener.redirectURI,
+                let tokens = try oauth.exchangeCode(code, verifier: request.pkce.verifier, redirectURI: listener.redirectURI,
                                                                       clientID: settings.clientID, server: server, nonce: request.nonce)
                 try LoginCommand.save(context, store: store, settings: settings, method: "browser", tokens: tokens)
                 listener.finish(callback, page: .signedIn)

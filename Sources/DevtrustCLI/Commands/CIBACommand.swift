@@ -70,7 +70,7 @@ enum CIBACommand {
         let server = try settings.authorizationServer(http: http, context: context)
         let waiting = SystemWaiting(interruption: { devtrust_interrupt_signal() })
         let signIn = CIBASignIn(
-            polling: PolledSignIn(oauth: settings.http.oauthClient(context, stoppedBySignals: true), clientID: settings.clientID, server: server,
+            polling: PolledSignIn(oauth: try settings.oauthClient(context, server: server, stoppedBySignals: true), clientID: settings.clientID, server: server,
                                   waiting: waiting),
             request: BackchannelAuthenticationRequest(scope: settings.scope, loginHint: request.loginHint, bindingMessage: request.bindingMessage,
                                                       requestedExpiry: request.requestedExpiry))

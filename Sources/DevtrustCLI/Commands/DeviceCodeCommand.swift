@@ -21,7 +21,7 @@ enum DeviceCodeCommand {
         let http = settings.http.client(context)
         let server = try settings.authorizationServer(http: http, context: context)
         let waiting = SystemWaiting(interruption: { devtrust_interrupt_signal() })
-        let signIn = DeviceCodeSignIn(oauth: settings.http.oauthClient(context, stoppedBySignals: true), clientID: settings.clientID, scope: settings.scope,
+        let signIn = DeviceCodeSignIn(oauth: try settings.oauthClient(context, server: server, stoppedBySignals: true), clientID: settings.clientID, scope: settings.scope,
                                       server: server, waiting: waiting)
         devtrust_watch_interrupts()
         let showQR = drawQR && context.terminal.errorIsTerminal

@@ -33,11 +33,12 @@ enum LoginCommand: DevtrustCommand {
                                                       "with --ciba: a short message shown here and on the user's device (at most \(CIBACommand.bindingMessageLimit) characters)")
         static let requestedExpiry = ValueOption<Self>("requested-expiry", "SECONDS", .text, "with --ciba: how long the request may wait for approval (default the server's)")
         static let profile = ValueOption<Self>("profile", "NAME", .profile, "a sign-in profile of the configuration")
+        static let dpop = FlagOption<Self>("dpop", "ask for DPoP-bound tokens (RFC 9449), proofs signed with the device key (also when the server advertises DPoP)")
         static let callback = ValueOption<Self>("callback", "URL", .url, "finish an authorize-url sign-in with the URL the browser was sent back to")
         static let spec = CommandSpec(
             name: "login", summary: "sign in: app-native with a device token, --browser, --device-code or --ciba; stores the tokens",
             options: [server, discovery, clientID, redirectURI, scope, authenticator, input, inputsFile, nonInteractive,
-                      browser, noBrowser, timeout, par, deviceCode, noQR, ciba, loginHint, bindingMessage, requestedExpiry, profile, callback],
+                      browser, noBrowser, timeout, par, deviceCode, noQR, ciba, loginHint, bindingMessage, requestedExpiry, profile, dpop, callback],
             required: [.oneOf([server], [discovery], [profile], [callback])])
 
         var signIn: SignInSettings.Options
@@ -58,7 +59,7 @@ enum LoginCommand: DevtrustCommand {
         init(_ values: OptionValues<Self>) {
             signIn = SignInSettings.Options(server: values[Self.server], discovery: values[Self.discovery], clientID: values[Self.clientID],
                                             redirectURI: values[Self.redirectURI], scope: values[Self.scope], par: values[Self.par],
-                                            profile: values[Self.profile])
+                                            profile: values[Self.profile], dpop: values[Self.dpop])
             authenticator = values[Self.authenticator]
             scriptedInputs = ScriptedInputs.Options(file: values[Self.inputsFile], inputs: values[Self.input])
             nonInteractive = values[Self.nonInteractive]
@@ -102,6 +103,8 @@ enum LoginCommand: DevtrustCommand {
             throw UsageError("\(given.displayName) goes with --browser", command: "login")
         }
         if let callback = options.callback {
+            // The code of an authorize-url sign-in is exchanged as it was asked for, without DPoP.
+            if options.signIn.dpop { throw UsageError("--dpop goes with app-native, --browser and --device-code sign-ins, not with --callback", command: "login") }
             return try finishBrowserSignIn(context, callback: callback)
         }
         let settings = try SignInSettings(options.signIn, context, command: "login")
@@ -126,7 +129,7 @@ enum LoginCommand: DevtrustCommand {
         let interaction = TerminalSignInInteraction(context: context, presets: presets, authenticator: options.authenticator,
                                                     interactive: !options.nonInteractive && context.terminal.inputIsTerminal)
         let signIn = AppNativeSignIn(
-            server: server, http: http, oauth: settings.http.oauthClient(context), clientID: settings.clientID, redirectURI: settings.redirectURI,
+            server: server, http: http, oauth: try settings.oauthClient(context, server: tokenServer), clientID: settings.clientID, redirectURI: settings.redirectURI,
             scope: settings.scope, state: try PKCE.state(using: random), nonce: try PKCE.state(using: random), pkce: try PKCE.make(using: random),
             deviceToken: { try deviceToken(context, store: store, server: server.description, destinations: [server.appending("/oauth2/authorize")],
                                            settings: settings) },
@@ -177,6 +180,9 @@ enum LoginCommand: DevtrustCommand {
     static func save(_ context: CommandContext, store: DeviceStore, settings: SignInSettings, method: String, tokens: TokenSet,
                      issuer: String? = nil) throws {
         if let note = tokens.idTokenNote { context.warn(note) }
+        if settings.dpop && !tokens.isDPoPBound {
+            context.warn("the server answered token_type \(tokens.tokenType), not DPoP: these tokens are not bound to the device key")
+        }
         var tokens = tokens
         tokens.deleteTokenGrant = settings.deleteTokenGrant
         let record = try store.saveSignIn(server: settings.serverName ?? issuer, discovery: settings.discovery, clientId: settings.clientID,
@@ -184,7 +190,8 @@ enum LoginCommand: DevtrustCommand {
         let lifetime = tokens.expiryAssumed
             ? " (the server gave no lifetime for the access token: devtrust refreshes it after \(TokenSet.assumedLifetime) s, or with `access-token --refresh`)"
             : tokens.expiresAt.map { " (access token valid for \($0 - context.environment.clock.secondsSinceEpoch()) s)" } ?? ""
-        context.success("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId)\(identityText(tokens))\(lifetime); `devtrust access-token` prints the access token")
+        let bound = tokens.dpopJkt.map { ", DPoP-bound to the device key \($0)" } ?? ""
+        context.success("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId)\(identityText(tokens))\(bound)\(lifetime); `devtrust access-token` prints the access token")
     }
 
     /// ", user NAME (sub SUB)" from the kept (checked) ID token, or nothing.

@@ -20,6 +20,8 @@ enum DeviceDataCommand: DevtrustCommand {
         let configuration = try context.configuration()
         let store = try context.deviceStore()
         KeyUseDeadline.arm(context, "signing the deviceData")
+        // A command that fails before it signs must not leave the deadline to end the process later (the in-process tests' runner).
+        defer { KeyUseDeadline.disarm() }
         let device = try store.loadKey()
         let attributes = DeviceAttributesForKey(configuration: configuration, addedClaims: claims)
             .attributes(context, backend: device.record.backend)
@@ -61,6 +63,8 @@ enum TokenCommand: DevtrustCommand {
         let configuration = try context.configuration()
         let store = try context.deviceStore()
         KeyUseDeadline.arm(context, "loading the device key and signing the token")
+        // A command that fails before it signs must not leave the deadline to end the process later (the in-process tests' runner).
+        defer { KeyUseDeadline.disarm() }
         let device = try store.loadKey()
         let registration = try explicitDeviceID.map { id in device.state.registrations.first { $0.registrationId == id } }
             ?? RegistrationSelector.select(from: device.state, server: options.server)

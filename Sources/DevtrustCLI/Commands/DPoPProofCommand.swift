@@ -1,0 +1,62 @@
+import DevtrustDevice
+import DevtrustEncoding
+import DevtrustHTTP
+import DevtrustJOSE
+
+/// `dpop-proof`: a DPoP proof (RFC 9449) for a request to a resource with the stored sign-in's
+/// access token (`ath` is its hash). On the path of `token`: no HTTP, no refresh; run
+/// `devtrust access-token` first, as the curl recipe in docs/sign-in.md does.
+enum DPoPProofCommand: DevtrustCommand {
+    struct Options: CommandOptions {
+        static let method = ValueOption<Self>("method", "METHOD", .text, "the request's HTTP method (GET, POST, ...)")
+        static let url = ValueOption<Self>("url", "URL", .url, "the request's URL (htu is this without query and fragment)")
+        static let nonce = ValueOption<Self>("nonce", "NONCE", .text, "the resource server's DPoP-Nonce (default: the latest one devtrust was given at the URL's origin, if any)")
+        static let server = ValueOption<Self>("server", "URL|NAME", .url, "the sign-in with this server")
+        static let discovery = ValueOption<Self>("discovery", "URL", .url, "the sign-in with this provider")
+        static let spec = CommandSpec(name: "dpop-proof", summary: "print a DPoP proof for a resource request with the stored sign-in's access token",
+                                      options: [method, url, nonce, server, discovery], required: [.option(method), .option(url)])
+
+        var method: String
+        var url: String
+        var nonce: String?
+        var server: String?
+        var discovery: String?
+
+        init(_ values: OptionValues<Self>) {
+            method = values[Self.method] ?? ""
+            url = values[Self.url] ?? ""
+            nonce = values[Self.nonce]
+            server = values[Self.server]
+            discovery = values[Self.discovery]
+        }
+    }
+
+    static func run(_ context: CommandContext, _ options: Options) throws {
+        // RFC 9110 5.6.2: a method is a token; 16 characters is more than any method has.
+        let tokenCharacters = Set("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+        guard (1...16).contains(options.method.count), options.method.allSatisfy(tokenCharacters.contains) else {
+            throw UsageError("--method must be an HTTP method such as GET or POST", command: Options.spec.name)
+        }
+        _ = try ServerURL(DPoPProofMinter.targetURI(options.url))
+        if let nonce = options.nonce, nonce.isEmpty || nonce.count > 1024 || nonce.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value > 0x7E }) {
+            throw UsageError("--nonce must be the DPoP-Nonce header's value (printable ASCII, no spaces)", command: Options.spec.name)
+        }
+        let store = try context.deviceStore()
+        // A TPM that never answers must not hold a script's $(devtrust dpop-proof) for ever, as for token.
+        KeyUseDeadline.arm(context, "loading the device key and signing the proof")
+        defer { KeyUseDeadline.disarm() }
+        // One read of the keystore for the key and the sign-in: this is the per-request path.
+        let device = try store.loadKey()
+        let record = try store.signIn(server: options.server, discovery: options.discovery, in: device.state)
+        let tokens = try store.tokens(of: record)
+        guard let jkt = tokens.dpopJkt else { throw DeviceError.notDPoPBound(server: record.server ?? record.discovery ?? "the server") }
+        guard device.key.fingerprint == jkt else { throw DeviceError.dpopKeyChanged(boundTo: jkt, deviceKey: device.key.fingerprint) }
+        // Without --nonce, the latest one devtrust was given at the URL's origin (a server that is both
+        // authorization and resource server, as glewlwyd, shares them); none when it gave none.
+        let nonce = options.nonce ?? DPoPKey.nonces(context).nonce(for: options.url)
+        let proof = try DPoPKey.minter(context, key: device.key, server: options.url)
+            .proof(method: options.method, url: options.url, nonce: nonce, accessToken: tokens.accessToken)
+        KeyUseDeadline.disarm()
+        context.output(context.json ? JSONWriter.string(.object(["proof": .string(proof), "jkt": .string(jkt)])) : proof)
+    }
+}

@@ -1,0 +1,25 @@
+import DevtrustDevice
+import DevtrustJOSE
+import DevtrustKeys
+import DevtrustKeystore
+import DevtrustSignIn
+
+/// The key and nonces a DPoP sign-in uses. The key is the device key (in the TPM where there is
+/// one): the authorization server can then tie the tokens to the device it registered. The cost,
+/// documented in docs/security.md: every resource server sees the same public key in the proofs.
+struct DPoPKey {
+    /// A binding of the device key, with the nonces of the cache directory (or of this run, when there is none).
+    static func binding(_ context: CommandContext, store: DeviceStore, server url: String) throws -> DPoPBinding {
+        let device = try store.loadKey()
+        return DPoPBinding(minter: minter(context, key: device.key, server: url), nonces: nonces(context))
+    }
+
+    /// Proofs in the server's time when its clock was measured to differ (as device tokens are).
+    static func minter(_ context: CommandContext, key: any DeviceKey, server url: String) -> DPoPProofMinter {
+        DPoPProofMinter(key: key, clock: context.clocks.clock(for: url, base: context.environment.clock), random: context.environment.random)
+    }
+
+    static func nonces(_ context: CommandContext) -> any DPoPNonceStore {
+        context.cacheDirectory.map { DPoPNonceFile(cache: $0) } ?? DPoPNonceMemory()
+    }
+}

@@ -1,0 +1,47 @@
+import DevtrustEncoding
+import DevtrustKeys
+
+/// RFC 9449 DPoP proofs: ES256 JWTs with header `typ` `dpop+jwt` and the key's public `jwk`,
+/// and claims `jti`, `htm`, `htu`, `iat` (plus `nonce` when the server gave one, and `ath`
+/// when the proof goes with an access token to a resource).
+public struct DPoPProofMinter: Sendable {
+    public let key: any DeviceKey
+    public let clock: any Clock
+    public let random: any RandomSource
+
+    public init(key: any DeviceKey, clock: any Clock = SystemClock(), random: any RandomSource = SystemRandom()) {
+        self.key = key
+        self.clock = clock
+        self.random = random
+    }
+
+    /// The RFC 7638 thumbprint of the proof key: what a bound token's `cnf.jkt` holds.
+    public var thumbprint: String { key.publicKey.thumbprint }
+
+    /// A proof for one request.
+    /// - Parameter accessToken: the token the request carries (a resource request): its hash goes in `ath`.
+    public func proof(method: String, url: String, nonce: String? = nil, accessToken: String? = nil) throws -> String {
+        let header: JSONObject = ["typ": .string("dpop+jwt"), "alg": .string("ES256"), "jwk": .object(key.publicKey.jwk)]
+        var claims: JSONObject = [
+            "jti": .string(try UUIDv4.make(using: random)),
+            "htm": .string(method),
+            "htu": .string(Self.targetURI(url)),
+            "iat": .integer(clock.secondsSinceEpoch()),
+        ]
+        if let nonce { claims["nonce"] = .string(nonce) }
+        if let accessToken { claims["ath"] = .string(Self.accessTokenHash(accessToken)) }
+        return try CompactJWS.sign(header: header, payload: claims, with: key)
+    }
+
+    /// `htu`: the URL without its query and fragment (RFC 9449 section 4.2), otherwise as given:
+    /// servers compare it with their own URL byte for byte.
+    public static func targetURI(_ url: String) -> String {
+        guard let end = url.firstIndex(where: { $0 == "?" || $0 == "#" }) else { return url }
+        return String(url[..<end])
+    }
+
+    /// `ath`: base64url(SHA-256(ASCII of the access token)).
+    public static func accessTokenHash(_ accessToken: String) -> String {
+        Base64URL.encode(SHA256.hash(accessToken.utf8).bytes)
+    }
+}

@@ -1,0 +1,89 @@
+import DevtrustEncoding
+import DevtrustHTTP
+import DevtrustJOSE
+import DevtrustKeystore
+import Synchronization
+
+/// Where the latest DPoP nonce of each server is kept (RFC 9449 section 8), keyed by the
+/// token endpoint's origin: a nonce learnt in one command is sent by the next.
+public protocol DPoPNonceStore: Sendable {
+    func nonce(for url: String) -> String?
+    func remember(_ nonce: String, for url: String)
+}
+
+extension DPoPNonceStore {
+    /// `scheme://host[:port]` of a URL, the key of its nonce.
+    public static func origin(of url: String) -> String {
+        (try? ServerURL(DPoPProofMinter.targetURI(url)))?.origin ?? DPoPProofMinter.targetURI(url)
+    }
+}
+
+/// Nonces in the cache directory (`dpop-nonces.json`, replaced atomically). A nonce is no
+/// secret, and a file that cannot be read is no nonce: the server asks for one again.
+public struct DPoPNonceFile: DPoPNonceStore {
+    public static let fileName = "dpop-nonces.json"
+    /// A nonce is a server's short string; anything longer is not kept.
+    static let maximumNonceLength = 1024
+    static let maximumServers = 64
+    public let cache: CacheDirectory
+
+    public init(cache: CacheDirectory) {
+        self.cache = cache
+    }
+
+    func nonces() -> JSONObject {
+        guard let bytes = cache.read(Self.fileName), case let .object(document)? = try? JSONParser.parse(bytes) else { return JSONObject() }
+        return document
+    }
+
+    public func nonce(for url: String) -> String? {
+        nonces()[Self.origin(of: url)]?.stringValue
+    }
+
+    public func remember(_ nonce: String, for url: String) {
+        guard !nonce.isEmpty, nonce.utf8.count <= Self.maximumNonceLength else { return }
+        let origin = Self.origin(of: url)
+        var document = JSONObject()
+        for member in nonces().members where member.key != origin && member.value.stringValue != nil && document.members.count < Self.maximumServers - 1 {
+            document[member.key] = member.value
+        }
+        document[origin] = .string(nonce)
+        cache.write(Self.fileName, JSONWriter.bytes(.object(document)))
+    }
+}
+
+/// Nonces for one run only: where there is no cache directory.
+public final class DPoPNonceMemory: DPoPNonceStore {
+    private let nonces = Mutex<[String: String]>([:])
+
+    public init() {}
+
+    public func nonce(for url: String) -> String? {
+        let origin = Self.origin(of: url)
+        return nonces.withLock { $0[origin] }
+    }
+
+    public func remember(_ nonce: String, for url: String) {
+        let origin = Self.origin(of: url)
+        nonces.withLock { $0[origin] = nonce }
+    }
+}
+
+/// What makes an OAuthClient's token requests DPoP requests: the proof key and the nonces.
+public struct DPoPBinding: Sendable {
+    public let minter: DPoPProofMinter
+    public let nonces: any DPoPNonceStore
+
+    public init(minter: DPoPProofMinter, nonces: any DPoPNonceStore) {
+        self.minter = minter
+        self.nonces = nonces
+    }
+
+    /// The key's RFC 7638 thumbprint: what the server puts in a bound token's `cnf.jkt`.
+    public var thumbprint: String { minter.thumbprint }
+
+    /// The `DPoP` header's value for a request, with the server's latest nonce when one is known.
+    func proof(method: String, url: String) throws -> String {
+        try minter.proof(method: method, url: url, nonce: nonces.nonce(for: url))
+    }
+}
