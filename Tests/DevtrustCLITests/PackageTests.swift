@@ -459,6 +459,25 @@ import Testing
         #expect(root.contents(below: "var/cache/devtrust").keys.sorted() == ["keystore.json"])
     }
 
+    /// A configuration that devtrust refuses (here, an extension ID that is no string) stops
+    /// the manifests, not the package: postinst says what failed and what to run once it is
+    /// fixed, dpkg configures the package, and removing it still works.
+    @Test(.enabled(if: shouldRun, skipped))
+    func aConfigurationThatIsRefusedWarnsAndThePackageIsStillConfigured() throws {
+        let built = try Built.get()
+        let root = try ScratchRoot()
+        try root.write("etc/devtrust/config.json", #"{"browser": {"extensionIds": [42]}}"# + "\n")
+        let install = try root.dpkg(["--install", built.path])
+        #expect(install.status == 0, "\(install)")
+        #expect(install.stderr.contains("devtrust: the browsers' host manifests were not written: devtrust: error: ")
+                && install.stderr.contains("/etc/devtrust/config.json")
+                && install.stderr.contains("then run: sudo devtrust browser install --system"), "\(install)")
+        #expect(try root.status() == "ii ")
+        #expect(try root.manifest("etc/chromium") == nil && (try root.manifest("usr/lib/mozilla")) == nil)
+        let remove = try root.dpkg(["--remove", "devtrust"])
+        #expect(remove.status == 0 && !remove.stderr.contains("devtrust: the browsers' host manifests"), "\(remove)")
+    }
+
     /// With --no-install-recommends: only what the binary links is on the machine (a root holding
     /// libc, libm and the loader, no host libraries bound in). Software keys and tokens work; a TPM
     /// key, a sign-in and doctor name the packages to install.
