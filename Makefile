@@ -11,9 +11,13 @@ MANDIR    = $(DESTDIR)$(PREFIX)/share/man/man1
 BROWSERDIR = $(DESTDIR)$(PREFIX)/share/devtrust/browser
 BROWSER_SOURCE ?= browser
 DOCDIR     = $(DESTDIR)$(PREFIX)/share/doc/devtrust
-# devtrust reads /etc/devtrust/config.json whatever PREFIX is; the example goes beside it.
+# devtrust reads /etc/devtrust/config.json whatever PREFIX is. The package
+# (PREFIX=/usr) puts the example beside it; another PREFIX puts it with the
+# docs, in $(PREFIX)/share/doc/devtrust/examples (not $(PREFIX)/etc, which
+# devtrust never reads), so that make install and make uninstall never touch
+# /etc/devtrust, where a package's example may be.
 SYSCONFDIR ?= /etc
-CONFIGDIR  = $(DESTDIR)$(SYSCONFDIR)/devtrust
+EXAMPLEDIR  = $(if $(filter /usr,$(PREFIX)),$(DESTDIR)$(SYSCONFDIR)/devtrust,$(DOCDIR)/examples)
 # Completions where each shell looks for a package's: the vendor directories
 # below /usr; below another PREFIX, zsh's site-functions (in zsh's default fpath
 # for /usr/local). bash-completion and fish find theirs below each directory of
@@ -27,8 +31,9 @@ FISH_COMPLETION_DIR ?= $(PREFIX)/share/fish/vendor_completions.d
 BUILD_PACKAGES = libssl-dev libtss2-dev libcurl4-openssl-dev libqrencode4 pkg-config
 CHECK_PACKAGES = chromium firefox-esr bash-completion curl dconf-cli gcc libqrencode4 openssl python3 python3-cryptography python3-jsonschema python3-json5 python3-rfc3986 python3-jwcrypto python3-jwt jose swtpm swtpm-tools tpm2-tools tpm2-openssl valgrind nghttp2-proxy zsh fish jq groff-base man-db tmux zbar-tools strace
 BENCH_PACKAGES = time
-# What `make deb` adds (the package test also runs lintian).
-DEB_PACKAGES = debhelper dpkg-dev lintian
+# What `make deb` adds (the package test also runs lintian, and reads
+# debian/copyright with python3-debian).
+DEB_PACKAGES = debhelper dpkg-dev lintian python3-debian
 DEB_DIR ?= .build/deb
 RELEASE_BINARY = .build/release/devtrust
 
@@ -117,15 +122,15 @@ link-order: deps-bench build
 
 # The binary, the man page, the shell completions (written by the binary), the
 # browser extension, the example configuration and the docs: the package's
-# files too (debian/rules installs them with install-files), which adds the
-# browsers' host manifests; after `make install`, `sudo devtrust browser
-# install --system` writes those (docs/deployment.md).
+# files too (debian/rules installs them with install-files). The browsers'
+# host manifests are no files of either: `sudo devtrust browser install
+# --system` writes them (the package's postinst runs it; docs/deployment.md).
 install: build
 	@$(MAKE) --no-print-directory install-files
 
 INSTALL_BINARY ?= $(RELEASE_BINARY)
 install-files:
-	install -d $(BINDIR) $(MANDIR) $(DOCDIR) $(CONFIGDIR) \
+	install -d $(BINDIR) $(MANDIR) $(DOCDIR) $(EXAMPLEDIR) \
 		$(DESTDIR)$(BASH_COMPLETION_DIR) $(DESTDIR)$(ZSH_COMPLETION_DIR) $(DESTDIR)$(FISH_COMPLETION_DIR)
 	install -m 0755 $(INSTALL_BINARY) $(BINDIR)/devtrust
 	install -m 0644 docs/devtrust.1 $(MANDIR)/devtrust.1
@@ -133,7 +138,7 @@ install-files:
 	$(INSTALL_BINARY) completion zsh > $(DESTDIR)$(ZSH_COMPLETION_DIR)/_devtrust
 	$(INSTALL_BINARY) completion fish > $(DESTDIR)$(FISH_COMPLETION_DIR)/devtrust.fish
 	chmod 0644 $(DESTDIR)$(BASH_COMPLETION_DIR)/devtrust $(DESTDIR)$(ZSH_COMPLETION_DIR)/_devtrust $(DESTDIR)$(FISH_COMPLETION_DIR)/devtrust.fish
-	install -m 0644 docs/config.json.example $(CONFIGDIR)/config.json.example
+	install -m 0644 docs/config.json.example $(EXAMPLEDIR)/config.json.example
 	install -m 0644 README.md debian/copyright $(DOCDIR)/
 	@# browser/ (when the checkout has it), readable by every user's browser; any failed step fails the install.
 	@set -e; if [ -d "$(BROWSER_SOURCE)" ]; then \
@@ -144,15 +149,30 @@ install-files:
 		echo "installed the browser extension in $(BROWSERDIR)"; \
 	fi
 
-# What install put in place, and the directories it made that are left empty;
-# an administrator's /etc/devtrust/config.json stays. The browsers' host
-# manifests are `devtrust browser uninstall --system`'s.
+# What install put in place; the browsers' host manifests when they name
+# this PREFIX's binary (a package's, naming /usr/bin/devtrust, stay); and the
+# directories install made that are left empty, but for the FHS's own below
+# PREFIX (bin, share, share/man, share/man/man1). An administrator's
+# /etc/devtrust/config.json stays.
+HOST_MANIFESTS = $(DESTDIR)/etc/chromium/native-messaging-hosts/dev.devtrust.host.json \
+	$(DESTDIR)/usr/lib/mozilla/native-messaging-hosts/dev.devtrust.host.json
 uninstall:
+	@for manifest in $(HOST_MANIFESTS); do \
+		if grep -qsF '"path": "$(PREFIX)/bin/devtrust"' "$$manifest"; then \
+			rm -f "$$manifest" && echo "removed $$manifest (it named $(PREFIX)/bin/devtrust)"; \
+			rmdir --ignore-fail-on-non-empty "$${manifest%/*}"; \
+		fi; \
+	done
 	rm -f $(BINDIR)/devtrust $(MANDIR)/devtrust.1 \
 		$(DESTDIR)$(BASH_COMPLETION_DIR)/devtrust $(DESTDIR)$(ZSH_COMPLETION_DIR)/_devtrust $(DESTDIR)$(FISH_COMPLETION_DIR)/devtrust.fish \
-		$(CONFIGDIR)/config.json.example $(DOCDIR)/README.md $(DOCDIR)/copyright
+		$(EXAMPLEDIR)/config.json.example $(DOCDIR)/README.md $(DOCDIR)/copyright
 	rm -rf $(BROWSERDIR)
-	-rmdir $(DESTDIR)$(PREFIX)/share/devtrust $(DOCDIR) $(CONFIGDIR) 2>/dev/null
+	@for directory in $(DESTDIR)$(PREFIX)/share/devtrust $(EXAMPLEDIR) $(DOCDIR) $(DESTDIR)$(PREFIX)/share/doc \
+		$(DESTDIR)$(BASH_COMPLETION_DIR) $(DESTDIR)$(PREFIX)/share/bash-completion \
+		$(DESTDIR)$(ZSH_COMPLETION_DIR) $(DESTDIR)$(PREFIX)/share/zsh \
+		$(DESTDIR)$(FISH_COMPLETION_DIR) $(DESTDIR)$(PREFIX)/share/fish; do \
+		if [ -d "$$directory" ]; then rmdir --ignore-fail-on-non-empty "$$directory"; fi; \
+	done
 
 # devtrust_VERSION_ARCH.deb in $(DEB_DIR), built with debhelper from the
 # release binary (scripts/build-deb.sh; docs/deployment.md); its path is the

@@ -23,7 +23,9 @@ rm -rf "$staging"
 mkdir -p "$staging"
 cp -R debian "$staging/debian"
 
-# The changelog's date is the commit's, so that the same commit builds the same package.
+# The changelog is dated with the commit, not the clock: the same commit built
+# again in the same checkout gives the same package (another checkout path
+# changes the binary: the build path reaches it).
 if epoch=$(git -C "$source_dir" log -1 --format=%ct 2>/dev/null) && [ -n "$epoch" ]; then
     commit=" from commit $(git -C "$source_dir" rev-parse --short=12 HEAD)"
 else

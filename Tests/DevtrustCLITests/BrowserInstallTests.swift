@@ -189,6 +189,33 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: root.file("etc/chromium")))
     }
 
+    /// A package's maintainer script under `dpkg --root DIR` runs DIR/usr/bin/devtrust with
+    /// `--root DIR`: the manifests name /usr/bin/devtrust, where the binary is once DIR is /,
+    /// and the checks still look at the binary that runs. The root is named through a link.
+    @Test(.enabled(if: getuid() == 0)) func aBinaryBelowTheRootIsNamedAsTheRootSeesIt() throws {
+        let scratch = TemporaryDirectory()
+        chmod(scratch.path, 0o755)
+        let root = scratch.file("root")
+        try FileManager.default.createDirectory(atPath: root + "/usr/bin", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: root + "/usr/share/devtrust/browser", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: root + "/usr/share/devtrust/browser/manifest.json", contents: Data("{}".utf8))
+        let binary = DevtrustBinary.copyForOtherUsers(DevtrustBinary.defaultPath, into: root + "/usr/bin")
+        symlink(root, scratch.file("link"))
+        let cli = DevtrustBinary(keystore: scratch.file("ks"), path: binary)
+        let installed = try cli.run("browser", "install", "--system", "--root", scratch.file("link") + "/", "--json")
+        #expect(installed.status == 0, "\(installed)")
+        let report = try #require(try JSONParser.parse(installed.stdout).objectValue)
+        #expect(report["host"] == .string("/usr/bin/devtrust"), "\(report)")
+        #expect(report["extension"]?.objectValue?["directory"] == .string("/usr/share/devtrust/browser"), "\(report)")
+        for manifest in ["etc/chromium/native-messaging-hosts", "usr/lib/mozilla/native-messaging-hosts"] {
+            #expect(try Self.manifest(root + "/" + manifest + "/dev.devtrust.host.json")["path"] == .string("/usr/bin/devtrust"), "\(manifest)")
+        }
+        // A binary outside the root is still named by its own path.
+        let outside = TemporaryDirectory()
+        #expect(try User().cli.run("browser", "install", "--system", "--root", outside.path, "-q").status == 0)
+        #expect(try Self.manifest(outside.file("etc/chromium/native-messaging-hosts/dev.devtrust.host.json"))["path"] == .string(Self.binaryPath))
+    }
+
     /// A user without the right to write the system's directories is told to use sudo.
     @Test(.enabled(if: getuid() == 0)) func systemInstallAsAUserNamesSudo() throws {
         let shared = TemporaryDirectory()

@@ -18,7 +18,8 @@ enum BrowserCommand: DevtrustCommand {
         static let system = FlagOption<Self>("system", "for every user: /etc/chromium, /usr/lib/mozilla (as root)")
         static let chromiumDirectory = ValueOption<Self>("chromium-dir", "DIR", .directory,
                                                          "Chromium's user data directory (default $XDG_CONFIG_HOME/chromium)")
-        static let root = ValueOption<Self>("root", "DIR", .directory, "with --system: below DIR instead of / (a staging tree)")
+        static let root = ValueOption<Self>("root", "DIR", .directory,
+                                            "with --system: below DIR instead of / (a staging tree; a binary below DIR is named as DIR's /)")
         static let spec = CommandSpec(name: "browser", summary: "install or uninstall the browsers' native messaging host for sign-in",
                                       positionalUsage: "install|uninstall", maximumPositionals: 1,
                                       positionalKind: .choice(Action.allCases.map(\.rawValue)),
@@ -68,10 +69,10 @@ enum BrowserCommand: DevtrustCommand {
             !(options.chromium || options.firefox) || ($0 == .chromium ? options.chromium : options.firefox)
         }
         let variables = context.environment.variables
+        let root = options.root.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } ?? ""
         let manifests = try browsers.map { browser throws(UsageError) in
             try NativeHostManifest.location(browser, scope: options.system ? .system : .user, home: variables["HOME"],
-                                            configHome: variables["XDG_CONFIG_HOME"], chromiumDirectory: options.chromiumDirectory,
-                                            root: options.root.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } ?? "")
+                                            configHome: variables["XDG_CONFIG_HOME"], chromiumDirectory: options.chromiumDirectory, root: root)
         }
         let checks = BrowserInstallChecks.current
         // Root writing a user's manifests would leave root's directories in that user's home,
@@ -83,16 +84,19 @@ enum BrowserCommand: DevtrustCommand {
             }
         }
         switch action {
-        case .install: try install(context, manifests, system: options.system)
+        case .install: try install(context, manifests, system: options.system, root: root)
         case .uninstall: try uninstall(context, manifests, system: options.system)
         }
     }
 
-    private static func install(_ context: CommandContext, _ manifests: [NativeHostManifest], system: Bool) throws {
-        guard let hostPath = context.environment.executablePath(), hostPath.hasPrefix("/") else {
+    /// `root`: the tree the manifests go below ("" for /). A binary inside that tree (a
+    /// package's maintainer script run with dpkg --root) is named by its path once the tree is /.
+    private static func install(_ context: CommandContext, _ manifests: [NativeHostManifest], system: Bool, root: String) throws {
+        guard let runningPath = context.environment.executablePath(), runningPath.hasPrefix("/") else {
             throw CLIError.failure("cannot tell where this devtrust binary is (/proc/self/exe), which the manifests must name")
         }
-        if let problem = BrowserInstallChecks.current.hostProblem(hostPath, scope: system ? .system : .user) {
+        let hostPath = pathInside(root: root, runningPath)
+        if let problem = BrowserInstallChecks.current.hostProblem(runningPath, scope: system ? .system : .user) {
             throw CLIError.failure("the manifests would name \(hostPath), which the browsers run "
                                    + (system ? "as every user" : "as you") + ", but \(problem); nothing was installed: "
                                    + (system ? "install devtrust where only root can change it (`sudo make install`, or a package) and run that copy: "
@@ -125,7 +129,7 @@ enum BrowserCommand: DevtrustCommand {
             let scope = manifest.scope == .system ? "for every user" : "for this user"
             context.info("\(outcome == .unchanged ? "already in place" : outcome.rawValue): \(manifest.path) (\(manifest.browser.displayName), \(scope))")
         }
-        let extensionDirectory = findExtension(hostPath: hostPath)
+        let extensionDirectory = findExtension(hostPath: runningPath).map { pathInside(root: root, $0) }
         context.info("the browsers start \(hostPath) as the host (devtrust native-host); it serves only devtrust's extension"
                      + (extensions.count > BrowserExtensionID.devtrust.count ? " and the configuration's browser.extensionIds" : ""))
         for line in loadingInstructions(extensionDirectory, browsers: planned.map(\.0.browser)) { context.info(line) }
@@ -205,6 +209,15 @@ enum BrowserCommand: DevtrustCommand {
             directory = parent(of: directory)
         }
         return nil
+    }
+
+    /// `path` as seen once `root` is /, when it is below `root`; else `path` itself.
+    static func pathInside(root: String, _ path: String) -> String {
+        guard !root.isEmpty, let resolved = realpath(root, nil) else { return path }
+        defer { free(resolved) }
+        let resolvedRoot = String(cString: resolved)
+        guard resolvedRoot != "/", path.hasPrefix(resolvedRoot + "/") else { return path }
+        return String(path.dropFirst(resolvedRoot.count))
     }
 
     private static func parent(of path: String) -> String {
