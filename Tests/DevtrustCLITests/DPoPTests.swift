@@ -408,6 +408,31 @@ enum DPoPCheck {
         #expect(nonces[first.url] != nonces[second.url])
     }
 
+    /// DPoP can be turned off where the server advertises it: --no-dpop, or a profile's "dpop": false.
+    @Test func noDPoPAndAProfileSayingFalseGiveBearerTokens() throws {
+        let server = try ReferenceServer(["--dpop", "--device-interval", "1", "--device-approve-after", "2"])
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        let profile: JSONObject = ["server": .string(server.url), "clientId": .string("devtrust-app"), "dpop": .bool(false)]
+        cli.extraEnvironment["DEVTRUST_CONFIG"] = directory.write("config.json", JSONWriter.string(.object(["signIn": .object(["profiles": .object(["bearer": .object(profile)])])])))
+        try cli.run("init", "--backend", "software", "-q")
+        let both = try cli.run("login", "--device-code", "--dpop", "--no-dpop", "--server", server.url, "--client-id", "devtrust-app")
+        #expect(both.status == 2 && both.stderr.contains("--no-dpop"), "\(both)")
+        for arguments in [["--no-dpop", "--server", server.url, "--client-id", "devtrust-app"], ["--profile", "bearer"]] {
+            let login = try cli.run(["login", "--device-code", "--json"] + arguments)
+            #expect(login.status == 0 && !login.stderr.contains("DPoP-bound"), "\(login)")
+            #expect(try DPoPCheck.storedTokens(directory)["dpopJkt"] == nil)
+            let json = try cli.run("--json", "access-token").output
+            #expect(json.contains(#""tokenType":"Bearer""#), "\(json)")
+        }
+        // No proof reached the token endpoint.
+        #expect(try server.get("/api/dpop-proofs").arrayValue?.isEmpty == true)
+        // --dpop wins over the profile's false.
+        let bound = try cli.run("login", "--device-code", "--profile", "bearer", "--dpop", "--json")
+        #expect(bound.status == 0 && bound.stderr.contains("DPoP-bound"), "\(bound)")
+    }
+
     static func claims(_ proof: String) throws -> JSONObject {
         try JSONParser.parse(try Base64URL.decode(String(proof.split(separator: ".")[1]))).objectValue ?? JSONObject()
     }
