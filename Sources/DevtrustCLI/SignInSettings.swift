@@ -18,6 +18,8 @@ struct SignInSettings {
         var profile: String?
         /// `--dpop`: ask for DPoP-bound tokens even when the server's discovery does not advertise them.
         var dpop = false
+        /// `--no-dpop`: bearer tokens, whatever the profile or discovery says.
+        var noDPoP = false
     }
 
     let server: ServerURL?
@@ -31,8 +33,10 @@ struct SignInSettings {
     let acrValues: String?
     let endpointOverrides: [String: String]
     let deleteTokenGrant: Bool
-    /// `--dpop` or the profile's `dpop`: DPoP-bound tokens, whatever discovery says.
+    /// `--dpop` or the profile's `"dpop": true`: DPoP-bound tokens, whatever discovery says.
     let dpop: Bool
+    /// `--no-dpop` or the profile's `"dpop": false`: bearer tokens, whatever discovery says.
+    let noDPoP: Bool
     let configuration: Configuration
     let http: HTTPClientSettings
 
@@ -70,7 +74,9 @@ struct SignInSettings {
         acrValues = profile.acrValues
         endpointOverrides = profile.endpoints
         deleteTokenGrant = profile.deleteTokenGrant ?? false
-        dpop = options.dpop || (profile.dpop ?? false)
+        // The command line wins over the profile; nothing said, discovery decides (oauthClient).
+        dpop = options.dpop || (!options.noDPoP && profile.dpop == true)
+        noDPoP = options.noDPoP || (!options.dpop && profile.dpop == false)
     }
 
     /// The OAuth client for the sign-in's token requests: DPoP-bound to the device key when `--dpop` or
@@ -78,7 +84,7 @@ struct SignInSettings {
     /// is an error; only advertised, it is a warning, and the tokens are bearer tokens.
     func oauthClient(_ context: CommandContext, server: AuthorizationServer, stoppedBySignals: Bool = false) throws -> OAuthClient {
         var oauth = http.oauthClient(context, stoppedBySignals: stoppedBySignals)
-        guard dpop || server.advertisesDPoP, let token = server.token else { return oauth }
+        guard !noDPoP, dpop || server.advertisesDPoP, let token = server.token else { return oauth }
         do {
             oauth.dpop = try DPoPKey.binding(context, store: try context.deviceStore(), server: token)
             context.detail("DPoP: token requests carry proofs of the device key \(oauth.dpop!.thumbprint)"

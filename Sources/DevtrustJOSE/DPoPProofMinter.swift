@@ -40,6 +40,18 @@ public struct DPoPProofMinter: Sendable {
         return String(url[..<end])
     }
 
+    /// The longest nonce devtrust sends or keeps: far more than a server's nonce needs, short of a header line's limit.
+    public static let maximumNonceLength = 4096
+
+    /// RFC 9449 section 8's rule for a nonce, applied to a server's `DPoP-Nonce` as to `--nonce`:
+    /// `1*NQCHAR` (`%x21 / %x23-5B / %x5D-7E`: printable ASCII without space, `"` and `\`), at most
+    /// `maximumNonceLength` bytes. Anything else is neither kept nor put in a proof.
+    public static func isValidNonce(_ nonce: String) -> Bool {
+        let bytes = nonce.utf8
+        return (1...maximumNonceLength).contains(bytes.count)
+            && bytes.allSatisfy { $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) }
+    }
+
     /// `ath`: base64url(SHA-256(ASCII of the access token)).
     public static func accessTokenHash(_ accessToken: String) -> String {
         Base64URL.encode(SHA256.hash(accessToken.utf8).bytes)

@@ -22,8 +22,6 @@ extension DPoPNonceStore {
 /// secret, and a file that cannot be read is no nonce: the server asks for one again.
 public struct DPoPNonceFile: DPoPNonceStore {
     public static let fileName = "dpop-nonces.json"
-    /// A nonce is a server's short string; anything longer is not kept.
-    static let maximumNonceLength = 1024
     static let maximumServers = 64
     public let cache: CacheDirectory
 
@@ -36,15 +34,19 @@ public struct DPoPNonceFile: DPoPNonceStore {
         return document
     }
 
+    /// A nonce in the file that is not a valid one (a file written by hand, say) is none.
     public func nonce(for url: String) -> String? {
-        nonces()[Self.origin(of: url)]?.stringValue
+        nonces()[Self.origin(of: url)]?.stringValue.flatMap { DPoPProofMinter.isValidNonce($0) ? $0 : nil }
     }
 
+    /// Best effort: a cache directory that cannot be written keeps nothing, and the server asks again.
     public func remember(_ nonce: String, for url: String) {
-        guard !nonce.isEmpty, nonce.utf8.count <= Self.maximumNonceLength else { return }
+        guard DPoPProofMinter.isValidNonce(nonce) else { return }
         let origin = Self.origin(of: url)
+        let kept = nonces()
+        if kept[origin]?.stringValue == nonce { return }
         var document = JSONObject()
-        for member in nonces().members where member.key != origin && member.value.stringValue != nil && document.members.count < Self.maximumServers - 1 {
+        for member in kept.members where member.key != origin && member.value.stringValue != nil && document.members.count < Self.maximumServers - 1 {
             document[member.key] = member.value
         }
         document[origin] = .string(nonce)
@@ -64,6 +66,7 @@ public final class DPoPNonceMemory: DPoPNonceStore {
     }
 
     public func remember(_ nonce: String, for url: String) {
+        guard DPoPProofMinter.isValidNonce(nonce) else { return }
         let origin = Self.origin(of: url)
         nonces.withLock { $0[origin] = nonce }
     }
@@ -82,8 +85,9 @@ public struct DPoPBinding: Sendable {
     /// The key's RFC 7638 thumbprint: what the server puts in a bound token's `cnf.jkt`.
     public var thumbprint: String { minter.thumbprint }
 
-    /// The `DPoP` header's value for a request, with the server's latest nonce when one is known.
-    func proof(method: String, url: String) throws -> String {
-        try minter.proof(method: method, url: url, nonce: nonces.nonce(for: url))
+    /// The `DPoP` header's value for a request: with `nonce` when given (the one the server's answer just
+    /// asked for), else with the server's latest nonce when one is known.
+    func proof(method: String, url: String, nonce: String? = nil) throws -> String {
+        try minter.proof(method: method, url: url, nonce: nonce ?? nonces.nonce(for: url))
     }
 }

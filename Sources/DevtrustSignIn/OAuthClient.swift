@@ -1,5 +1,6 @@
 import DevtrustEncoding
 import DevtrustHTTP
+import DevtrustJOSE
 import DevtrustKeystore
 
 /// What the device authorization endpoint answers (RFC 8628 section 3.2).
@@ -200,21 +201,34 @@ public struct OAuthClient: Sendable {
 
     /// The POST itself. A token request (RFC 6749 3.2: it has a `grant_type`) carries a DPoP proof when the
     /// client is bound; a server that answers `use_dpop_nonce` with a `DPoP-Nonce` gets the request once
-    /// more with a new proof of that nonce (RFC 9449 section 8). Any nonce the server sends is kept for later requests.
+    /// more with a new proof of that nonce (RFC 9449 section 8), taken from the answer itself: keeping it
+    /// for later requests is best effort (a cache directory that cannot be written keeps nothing).
     private func send(_ url: String, _ parameters: [(String, String)]) throws -> HTTPResponse {
         let body = Array(FormEncoding.encode(parameters).utf8)
         let headers: [(name: String, value: String)] = [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")]
         guard let dpop, parameters.contains(where: { $0.0 == "grant_type" }) else {
             return try http.send(HTTPRequest(method: "POST", url: url, headers: headers, body: body))
         }
-        var retried = false
+        var askedNonce: String?
         while true {
-            let response = try http.send(HTTPRequest(method: "POST", url: url, headers: headers + [(name: "DPoP", value: try dpop.proof(method: "POST", url: url))],
-                                                     body: body))
+            let proof = try dpop.proof(method: "POST", url: url, nonce: askedNonce)
+            let response = try http.send(HTTPRequest(method: "POST", url: url, headers: headers + [(name: "DPoP", value: proof)], body: body))
+            let asksForNonce = (response.status == 400 || response.status == 401) && Self.asksForNonce(response)
             guard let nonce = response.header("DPoP-Nonce"), !nonce.isEmpty else { return response }
+            guard DPoPProofMinter.isValidNonce(nonce) else {
+                // Not kept, not sent; an answer that needs it cannot be met.
+                guard asksForNonce else { return response }
+                throw OAuthProtocolError("\(url) asks for a DPoP nonce, but its DPoP-Nonce header is not a valid nonce (RFC 9449 section 8: "
+                                         + "1 to \(DPoPProofMinter.maximumNonceLength) characters of printable ASCII other than space, \" and \\); "
+                                         + "tell the server's administrators")
+            }
             dpop.nonces.remember(nonce, for: url)
-            guard !retried, response.status == 400 || response.status == 401, Self.asksForNonce(response) else { return response }
-            retried = true
+            guard asksForNonce else { return response }
+            if askedNonce != nil {
+                throw OAuthProtocolError("\(url) asked for a DPoP nonce again after a proof carrying the nonce it had just given: "
+                                         + "the server does not accept its own nonces; try again later, or tell the server's administrators")
+            }
+            askedNonce = nonce
         }
     }
 

@@ -63,8 +63,10 @@ enum DPoPCheck {
         var environment = cli.environment
         environment["PATH"] = bin.path + ":/usr/bin:/bin"
         environment["URL"] = url
-        // -s -i: the answer's status and headers as well as its body.
-        let script = try recipe().replacingOccurrences(of: "curl ", with: "curl -s -i ")
+        // -i: the answer's status and headers as well as its body.
+        let recipe = try recipe()
+        #expect(recipe.contains("\ndpop_curl GET \"$URL\""), "the recipe no longer ends with its example call: \(recipe)")
+        let script = recipe.replacingOccurrences(of: "\ndpop_curl GET \"$URL\"", with: "\ndpop_curl GET \"$URL\" -i")
         return try ProcessRunner.run("/bin/bash", ["--noprofile", "--norc", "-c", "set -e\n" + script], environment: environment)
     }
 
@@ -132,6 +134,9 @@ enum DPoPCheck {
         let userinfo = try #require(peer.dpopDiscovery.components(separatedBy: "/.well-known/").first) + "/userinfo"
         let answer = try DPoPCheck.runRecipe(cli, url: userinfo)
         #expect(answer.status == 0 && answer.stdout.hasPrefix("HTTP/1.1 200") && answer.stdout.contains(#""sub":"#), "\(answer)")
+        // Again and again, across glewlwyd's nonce rotations (every 4 proofs): each one answered 200.
+        let statuses = try (0..<10).map { _ in String(try DPoPCheck.runRecipe(cli, url: userinfo).stdout.prefix(12)) }
+        #expect(statuses.allSatisfy { $0 == "HTTP/1.1 200" }, "\(statuses)")
 
         // The proof checked independently: header, claims, ath, nonce, and jwcrypto's thumbprint = cnf.jkt.
         let nonce = try DPoPCheck.cachedNonce(cli)
@@ -290,6 +295,142 @@ enum DPoPCheck {
         }
         // The nonce rotated (every 2 proofs), and devtrust followed: more than one nonce was used.
         #expect(Set(try proofs.compactMap { try Self.claims($0)["nonce"]?.stringValue }).count >= 4)
+    }
+
+    /// The curl recipe of docs/sign-in.md, ten times in a row at a resource whose nonce rotates every 2
+    /// proofs: every request gets 200, and the nonce a retry hands over is kept for the next proof.
+    @Test func theRecipeKeepsWorkingAcrossNonceRotations() throws {
+        let server = try ReferenceServer(["--dpop", "--dpop-nonce", "--dpop-nonce-uses", "2", "--device-interval", "1", "--device-approve-after", "2"])
+        let directory = TemporaryDirectory()
+        let cli = try Self.signIn(server, directory)
+        let resource = server.url + "/resource"
+        let statuses = try (0..<10).map { _ in String(try DPoPCheck.runRecipe(cli, url: resource).stdout.prefix(12)) }
+        #expect(statuses.allSatisfy { $0 == "HTTP/1.1 200" }, "\(statuses)")
+        // The nonce rotated: the resource took proofs of more than 3 nonces.
+        let proofs = try server.get("/api/dpop-proofs").arrayValue?.compactMap(\.stringValue) ?? []
+        let resourceNonces = try proofs.filter { try Self.claims($0)["htu"]?.stringValue == resource }.compactMap { try Self.claims($0)["nonce"]?.stringValue }
+        #expect(Set(resourceNonces).count > 3, "\(resourceNonces)")
+
+        // --nonce is kept for the URL's origin: the next proof there carries it.
+        let given = try cli.run("dpop-proof", "--method", "GET", "--url", resource, "--nonce", "given-nonce_1")
+        let givenClaims = try Self.claims(given.output)
+        #expect(given.status == 0 && givenClaims["nonce"] == .string("given-nonce_1"), "\(given)")
+        let next = try cli.run("dpop-proof", "--method", "POST", "--url", server.url + "/other")
+        #expect((try Self.claims(next.output))["nonce"] == .string("given-nonce_1"), "\(next)")
+    }
+
+    /// One nonce rule (RFC 9449's NQCHAR, at most 4096 bytes) for --nonce.
+    @Test func anInvalidNonceIsRefused() throws {
+        let server = try ReferenceServer(["--dpop", "--device-interval", "1", "--device-approve-after", "2"])
+        let directory = TemporaryDirectory()
+        let cli = try Self.signIn(server, directory)
+        for nonce in ["with space", "quote\"d", "back\\slash", "\u{1B}[31m", "caf\u{E9}", String(repeating: "n", count: 4097)] {
+            let proof = try cli.run("dpop-proof", "--method", "GET", "--url", server.url + "/resource", "--nonce", nonce)
+            #expect(proof.status == 2 && proof.stdout.isEmpty && proof.stderr.contains("--nonce must be"), "\(proof)")
+        }
+        #expect(try cli.run("dpop-proof", "--method", "GET", "--url", server.url + "/resource", "--nonce", String(repeating: "n", count: 4096)).status == 0)
+    }
+
+    /// The retry after use_dpop_nonce takes the nonce from the answer: it works where the cache directory
+    /// cannot be written, and with a nonce longer than any devtrust kept before (3000 characters).
+    @Test func theNonceRetryDoesNotDependOnTheCache() throws {
+        let server = try ReferenceServer(["--dpop", "--dpop-nonce", "--device-interval", "1", "--device-approve-after", "2"])
+        let directory = TemporaryDirectory()
+        let cli = try Self.signIn(server, directory)
+        // A cache directory others can read is not used (CacheDirectory): no nonce is kept or read.
+        #expect(chmod(cli.cacheDirectory, 0o755) == 0)
+        defer { _ = chmod(cli.cacheDirectory, 0o700) }
+        for _ in 0..<3 {
+            let refreshed = try cli.run("access-token", "--refresh")
+            #expect(refreshed.status == 0, "\(refreshed)")
+        }
+        // A fresh sign-in there too.
+        let again = try cli.run("login", "--device-code", "--server", server.url, "--client-id", "devtrust-app", "--json")
+        #expect(again.status == 0 && again.stderr.contains("DPoP-bound"), "\(again)")
+
+        let long = try ReferenceServer(["--dpop", "--dpop-nonce", "--dpop-nonce-form", "long", "--device-interval", "1", "--device-approve-after", "2"])
+        let longDirectory = TemporaryDirectory()
+        let longCLI = try Self.signIn(long, longDirectory)
+        #expect(try longCLI.run("access-token", "--refresh").status == 0)
+        let proofs = try long.get("/api/dpop-proofs").arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(try proofs.contains { (try Self.claims($0)["nonce"]?.stringValue?.count ?? 0) == 3000 }, "\(proofs.count) proofs")
+    }
+
+    /// A server's DPoP-Nonce that breaks RFC 9449's rule (an escape sequence, a non-ASCII letter) is
+    /// neither kept nor sent: the sign-in that needs it fails, saying so.
+    @Test func anInvalidServerNonceIsAClearError() throws {
+        let server = try ReferenceServer(["--dpop", "--dpop-nonce", "--dpop-nonce-form", "invalid", "--device-interval", "1", "--device-approve-after", "2"])
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        try cli.run("init", "--backend", "software", "-q")
+        let login = try cli.run("login", "--device-code", "--server", server.url, "--client-id", "devtrust-app", "--json")
+        #expect(login.status == 5 && login.stderr.contains("not a valid nonce") && !login.stderr.contains("\u{1B}"), "\(login)")
+        let proofs = try server.get("/api/dpop-proofs").arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(try proofs.allSatisfy { try Self.claims($0)["nonce"] == nil }, "a proof carried the invalid nonce")
+        let file = FileManager.default.contents(atPath: cli.cacheDirectory + "/dpop-nonces.json").map { String(decoding: $0, as: UTF8.self) } ?? ""
+        #expect(!file.contains("\u{1B}") && !file.contains("\\u001b") && !file.contains("\u{E9}"), "\(file)")
+    }
+
+    /// A server that answers use_dpop_nonce to every proof gets the token request twice (the retry with
+    /// its nonce), no more, and devtrust says what is wrong.
+    @Test func theNonceRetryHappensOnce() throws {
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        try cli.run("init", "--backend", "software", "-q")
+        let broken = try ReferenceServer(["--dpop", "--dpop-nonce", "--dpop-nonce-form", "never", "--device-interval", "1", "--device-approve-after", "2"])
+        let login = try cli.run("login", "--device-code", "--server", broken.url, "--client-id", "devtrust-app", "--json")
+        #expect(login.status == 5 && login.stderr.contains("does not accept its own nonces"), "\(login)")
+        let proofs = try broken.get("/api/dpop-proofs").arrayValue?.compactMap(\.stringValue) ?? []
+        let tokenProofs = try proofs.filter { try Self.claims($0)["htu"]?.stringValue == broken.url + "/oauth2/token" }
+        #expect(tokenProofs.count == 2, "\(tokenProofs.count) token requests")
+        // The second one carried the nonce the first answer gave.
+        #expect(try tokenProofs.last.map { try Self.claims($0)["nonce"]?.stringValue } != nil)
+    }
+
+    /// Each server's nonces are its own: two servers, both demanding nonces, one keystore.
+    @Test func twoServersKeepTheirOwnNonces() throws {
+        let first = try ReferenceServer(["--dpop", "--dpop-nonce", "--device-interval", "1", "--device-approve-after", "2"])
+        let second = try ReferenceServer(["--dpop", "--dpop-nonce", "--device-interval", "1", "--device-approve-after", "2"])
+        let directory = TemporaryDirectory()
+        let cli = try Self.signIn(first, directory)
+        let login = try cli.run("login", "--device-code", "--server", second.url, "--client-id", "devtrust-app", "--json")
+        #expect(login.status == 0, "\(login)")
+        let bytes = try #require(FileManager.default.contents(atPath: cli.cacheDirectory + "/dpop-nonces.json"))
+        let nonces = try #require(try JSONParser.parse(Array(bytes)).objectValue)
+        #expect(Set(nonces.members.map(\.key)) == [first.url, second.url], "\(nonces)")
+        // A proof for each server's resource carries that server's nonce.
+        for server in [first, second] {
+            let proof = try cli.run("dpop-proof", "--server", server.url, "--method", "GET", "--url", server.url + "/resource")
+            #expect((try Self.claims(proof.output))["nonce"] == nonces[server.url], "\(proof)")
+        }
+        #expect(nonces[first.url] != nonces[second.url])
+    }
+
+    /// DPoP can be turned off where the server advertises it: --no-dpop, or a profile's "dpop": false.
+    @Test func noDPoPAndAProfileSayingFalseGiveBearerTokens() throws {
+        let server = try ReferenceServer(["--dpop", "--device-interval", "1", "--device-approve-after", "2"])
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        let profile: JSONObject = ["server": .string(server.url), "clientId": .string("devtrust-app"), "dpop": .bool(false)]
+        cli.extraEnvironment["DEVTRUST_CONFIG"] = directory.write("config.json", JSONWriter.string(.object(["signIn": .object(["profiles": .object(["bearer": .object(profile)])])])))
+        try cli.run("init", "--backend", "software", "-q")
+        let both = try cli.run("login", "--device-code", "--dpop", "--no-dpop", "--server", server.url, "--client-id", "devtrust-app")
+        #expect(both.status == 2 && both.stderr.contains("--no-dpop"), "\(both)")
+        for arguments in [["--no-dpop", "--server", server.url, "--client-id", "devtrust-app"], ["--profile", "bearer"]] {
+            let login = try cli.run(["login", "--device-code", "--json"] + arguments)
+            #expect(login.status == 0 && !login.stderr.contains("DPoP-bound"), "\(login)")
+            #expect(try DPoPCheck.storedTokens(directory)["dpopJkt"] == nil)
+            let json = try cli.run("--json", "access-token").output
+            #expect(json.contains(#""tokenType":"Bearer""#), "\(json)")
+        }
+        // No proof reached the token endpoint.
+        #expect(try server.get("/api/dpop-proofs").arrayValue?.isEmpty == true)
+        // --dpop wins over the profile's false.
+        let bound = try cli.run("login", "--device-code", "--profile", "bearer", "--dpop", "--json")
+        #expect(bound.status == 0 && bound.stderr.contains("DPoP-bound"), "\(bound)")
     }
 
     static func claims(_ proof: String) throws -> JSONObject {

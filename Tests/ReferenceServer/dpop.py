@@ -49,17 +49,28 @@ class ProofRefused(Exception):
 
 
 class DPoPVerifier:
-    def __init__(self, now, demand_nonce=False, nonce_uses=4):
+    def __init__(self, now, demand_nonce=False, nonce_uses=4, nonce_form="normal"):
         self.now = now
         self.demand_nonce = demand_nonce
         self.nonce_uses = nonce_uses
+        self.nonce_form = nonce_form
         self.lock = threading.Lock()
         self.seen_jti = set()
-        self.nonce = secrets.token_urlsafe(12)
+        self.nonce = self.new_nonce()
         self.nonce_served = 0
         self.refusals = []
         # Every proof received, for the tests that look for them where they must not be.
         self.proofs = []
+
+    def new_nonce(self):
+        """A nonce of the --dpop-nonce-form: normal (16 characters), long (3000: valid, but longer than most),
+        invalid (an escape sequence and a non-ASCII letter, which RFC 9449's NQCHAR excludes), or never
+        (normal, but no proof's nonce is ever accepted: a broken server)."""
+        if self.nonce_form == "long":
+            return secrets.token_urlsafe(2250)
+        if self.nonce_form == "invalid":
+            return "\x1b[31m" + secrets.token_urlsafe(12) + "\u00e9"
+        return secrets.token_urlsafe(12)
 
     def current_nonce(self):
         with self.lock:
@@ -128,11 +139,14 @@ class DPoPVerifier:
         with self.lock:
             if jti in self.seen_jti:
                 raise ProofRefused("invalid_dpop_proof", "jti replayed")
+            if self.demand_nonce and self.nonce_form == "never":
+                self.nonce = self.new_nonce()
+                raise ProofRefused("use_dpop_nonce", "no nonce is accepted (--dpop-nonce-form never)")
             if self.demand_nonce and claims.get("nonce") != self.nonce:
                 raise ProofRefused("use_dpop_nonce", "nonce %r is not the current one" % claims.get("nonce"))
             self.seen_jti.add(jti)
             if self.demand_nonce:
                 self.nonce_served += 1
                 if self.nonce_served >= self.nonce_uses:
-                    self.nonce, self.nonce_served = secrets.token_urlsafe(12), 0
+                    self.nonce, self.nonce_served = self.new_nonce(), 0
         return thumbprint(jwk)

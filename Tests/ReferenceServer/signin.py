@@ -145,6 +145,8 @@ def add_device_code_options(parser):
                              "(token_type DPoP, cnf.jkt), a bound refresh token needs a proof of its key, /resource checks ath and the key")
     parser.add_argument("--dpop-nonce", action="store_true", help="with --dpop: demand the server's nonce in every proof (use_dpop_nonce)")
     parser.add_argument("--dpop-nonce-uses", type=int, default=4, help="with --dpop-nonce: a nonce serves this many proofs, then rotates")
+    parser.add_argument("--dpop-nonce-form", choices=["normal", "long", "invalid", "never"], default="normal",
+                        help="with --dpop-nonce: the nonces' form (dpop.DPoPVerifier.new_nonce); never: no nonce is accepted")
     parser.add_argument("--issuer", help="the discovery document's issuer (default: {base}/oauth2/token)")
     parser.add_argument("--device-unavailable-on", type=int, action="append", default=[], metavar="N",
                         help="answer the Nth device-code poll with HTTP 503 {\"error\":\"temporarily_unavailable\"}")
@@ -178,7 +180,8 @@ class SignInServer:
         # The server's clock (reference_server.py sets its --clock-offset one).
         self.now = time.time
         self.request_state = threading.local()
-        self.dpop = dpop.DPoPVerifier(lambda: int(self.now()), options.dpop_nonce, options.dpop_nonce_uses) if options.dpop else None
+        self.dpop = dpop.DPoPVerifier(lambda: int(self.now()), options.dpop_nonce, options.dpop_nonce_uses,
+                                         options.dpop_nonce_form) if options.dpop else None
 
     # -- discovery -------------------------------------------------------------
 

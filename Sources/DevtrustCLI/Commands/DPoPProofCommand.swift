@@ -10,7 +10,7 @@ enum DPoPProofCommand: DevtrustCommand {
     struct Options: CommandOptions {
         static let method = ValueOption<Self>("method", "METHOD", .text, "the request's HTTP method (GET, POST, ...)")
         static let url = ValueOption<Self>("url", "URL", .url, "the request's URL (htu is this without query and fragment)")
-        static let nonce = ValueOption<Self>("nonce", "NONCE", .text, "the resource server's DPoP-Nonce (default: the latest one devtrust was given at the URL's origin, if any)")
+        static let nonce = ValueOption<Self>("nonce", "NONCE", .text, "the resource server's DPoP-Nonce, kept for the URL's origin (default: the latest one devtrust was given there, if any)")
         static let server = ValueOption<Self>("server", "URL|NAME", .url, "the sign-in with this server")
         static let discovery = ValueOption<Self>("discovery", "URL", .url, "the sign-in with this provider")
         static let spec = CommandSpec(name: "dpop-proof", summary: "print a DPoP proof for a resource request with the stored sign-in's access token",
@@ -38,8 +38,9 @@ enum DPoPProofCommand: DevtrustCommand {
             throw UsageError("--method must be an HTTP method such as GET or POST", command: Options.spec.name)
         }
         _ = try ServerURL(DPoPProofMinter.targetURI(options.url))
-        if let nonce = options.nonce, nonce.isEmpty || nonce.count > 1024 || nonce.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value > 0x7E }) {
-            throw UsageError("--nonce must be the DPoP-Nonce header's value (printable ASCII, no spaces)", command: Options.spec.name)
+        if let nonce = options.nonce, !DPoPProofMinter.isValidNonce(nonce) {
+            throw UsageError("--nonce must be the DPoP-Nonce header's value (1 to \(DPoPProofMinter.maximumNonceLength) characters of printable ASCII other than space, \" and \\)",
+                             command: Options.spec.name)
         }
         let store = try context.deviceStore()
         // A TPM that never answers must not hold a script's $(devtrust dpop-proof) for ever, as for token.
@@ -53,7 +54,11 @@ enum DPoPProofCommand: DevtrustCommand {
         guard device.key.fingerprint == jkt else { throw DeviceError.dpopKeyChanged(boundTo: jkt, deviceKey: device.key.fingerprint) }
         // Without --nonce, the latest one devtrust was given at the URL's origin (a server that is both
         // authorization and resource server, as glewlwyd, shares them); none when it gave none.
-        let nonce = options.nonce ?? DPoPKey.nonces(context).nonce(for: options.url)
+        // A nonce given is kept for the next proof at that origin: a resource's nonce rotates, and a script
+        // that hands each new one over once (docs/sign-in.md's dpop_curl) needs it again for later requests.
+        let nonces = DPoPKey.nonces(context)
+        if let given = options.nonce { nonces.remember(given, for: options.url) }
+        let nonce = options.nonce ?? nonces.nonce(for: options.url)
         let proof = try DPoPKey.minter(context, key: device.key, server: options.url)
             .proof(method: options.method, url: options.url, nonce: nonce, accessToken: tokens.accessToken)
         KeyUseDeadline.disarm()

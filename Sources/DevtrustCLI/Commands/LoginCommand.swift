@@ -34,11 +34,12 @@ enum LoginCommand: DevtrustCommand {
         static let requestedExpiry = ValueOption<Self>("requested-expiry", "SECONDS", .text, "with --ciba: how long the request may wait for approval (default the server's)")
         static let profile = ValueOption<Self>("profile", "NAME", .profile, "a sign-in profile of the configuration")
         static let dpop = FlagOption<Self>("dpop", "ask for DPoP-bound tokens (RFC 9449), proofs signed with the device key (also when the server advertises DPoP)")
+        static let noDPoP = FlagOption<Self>("no-dpop", "bearer tokens, even when the server advertises DPoP (for scripts that send Authorization: Bearer)")
         static let callback = ValueOption<Self>("callback", "URL", .url, "finish an authorize-url sign-in with the URL the browser was sent back to")
         static let spec = CommandSpec(
             name: "login", summary: "sign in: app-native with a device token, --browser, --device-code or --ciba; stores the tokens",
             options: [server, discovery, clientID, redirectURI, scope, authenticator, input, inputsFile, nonInteractive,
-                      browser, noBrowser, timeout, par, deviceCode, noQR, ciba, loginHint, bindingMessage, requestedExpiry, profile, dpop, callback],
+                      browser, noBrowser, timeout, par, deviceCode, noQR, ciba, loginHint, bindingMessage, requestedExpiry, profile, dpop, noDPoP, callback],
             required: [.oneOf([server], [discovery], [profile], [callback])])
 
         var signIn: SignInSettings.Options
@@ -59,7 +60,7 @@ enum LoginCommand: DevtrustCommand {
         init(_ values: OptionValues<Self>) {
             signIn = SignInSettings.Options(server: values[Self.server], discovery: values[Self.discovery], clientID: values[Self.clientID],
                                             redirectURI: values[Self.redirectURI], scope: values[Self.scope], par: values[Self.par],
-                                            profile: values[Self.profile], dpop: values[Self.dpop])
+                                            profile: values[Self.profile], dpop: values[Self.dpop], noDPoP: values[Self.noDPoP])
             authenticator = values[Self.authenticator]
             scriptedInputs = ScriptedInputs.Options(file: values[Self.inputsFile], inputs: values[Self.input])
             nonInteractive = values[Self.nonInteractive]
@@ -102,6 +103,7 @@ enum LoginCommand: DevtrustCommand {
         if !options.browser, let (_, given) = browserOnly.first(where: \.0) {
             throw UsageError("\(given.displayName) goes with --browser", command: "login")
         }
+        if options.signIn.dpop && options.signIn.noDPoP { throw UsageError("give either --dpop or --no-dpop, not both", command: "login") }
         if let callback = options.callback {
             // The code of an authorize-url sign-in is exchanged as it was asked for, without DPoP.
             if options.signIn.dpop { throw UsageError("--dpop goes with app-native, --browser and --device-code sign-ins, not with --callback", command: "login") }
