@@ -362,6 +362,21 @@ enum DPoPCheck {
         #expect(answer.status == "200", "\(answer)")
     }
 
+    /// A clock 3 s fast, at a server that allows no future iat (glewlwyd's default): the proofs are written in
+    /// the server's time, measured from its Date headers, although device tokens correct only beyond 5 s.
+    @Test func proofsAreInTheServersTimeWhenTheClockIsAFewSecondsFast() throws {
+        let server = try ReferenceServer(["--dpop", "--dpop-iat-ahead", "0", "--clock-offset", "-3", "--device-interval", "1", "--device-approve-after", "2"])
+        let directory = TemporaryDirectory()
+        let cli = try Self.signIn(server, directory)
+        #expect(try DPoPCheck.storedTokens(directory)["tokenType"]?.stringValue == "DPoP")
+        let refresh = try cli.run("access-token", "--refresh")
+        #expect(refresh.status == 0, "\(refresh)")
+        let accessToken = try cli.run("access-token").output
+        let proof = try cli.run("dpop-proof", "--method", "GET", "--url", server.url + "/resource").output
+        let answer = try DPoPCheck.curl(server.url + "/resource", headers: ["Authorization: DPoP \(accessToken)", "DPoP: \(proof)"])
+        #expect(answer.status == "200", "\(answer)")
+    }
+
     /// htm is compared case-sensitively: a method in lower case is refused with the fix. A URL that is no
     /// usable resource URL is called one.
     @Test func aLowerCaseMethodAndABadURLAreUsageErrors() throws {
