@@ -51,13 +51,14 @@ final class ClockMonitor: @unchecked Sendable {
     }
 
     /// Seconds to take off this machine's time for tokens to `server`: this run's measurement, or a stored one that still applies.
-    func correction(for server: String) -> Int64? {
+    /// `threshold`: smaller differences are not corrected.
+    func correction(for server: String, threshold: Int64 = ClockSkew.correctionThreshold) -> Int64? {
         let origin = ClockSkew.origin(of: server)
         if let skew = measured[origin] {
-            return abs(skew) > ClockSkew.correctionThreshold && abs(skew) <= ClockSkew.maximumCorrection ? skew : nil
+            return abs(skew) > threshold && abs(skew) <= ClockSkew.maximumCorrection ? skew : nil
         }
         guard let record = store?.record(for: origin) else { return nil }
-        return ClockSkew.correction(record, now: reading())
+        return ClockSkew.correction(record, now: reading(), threshold: threshold)
     }
 
     /// The last measurement per server origin.
@@ -66,7 +67,7 @@ final class ClockMonitor: @unchecked Sendable {
     }
 
     /// A clock in `server`'s time, for the tokens sent to it.
-    func clock(for server: String, base: any Clock) -> any Clock {
-        SkewCorrectedClock(base: base, skew: { [self] in correction(for: server) })
+    func clock(for server: String, base: any Clock, threshold: Int64 = ClockSkew.correctionThreshold) -> any Clock {
+        SkewCorrectedClock(base: base, skew: { [self] in correction(for: server, threshold: threshold) })
     }
 }

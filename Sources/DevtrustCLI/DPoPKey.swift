@@ -14,9 +14,10 @@ struct DPoPKey {
         return DPoPBinding(minter: minter(context, key: device.key, server: url), nonces: nonces(context))
     }
 
-    /// Proofs in the server's time when its clock was measured to differ (as device tokens are).
+    /// Proofs in the server's time whenever its clock was measured to differ, however little: servers allow a
+    /// proof's iat little or no future (glewlwyd: 0 s), where device tokens have 30 s and are corrected beyond 5 s.
     static func minter(_ context: CommandContext, key: any DeviceKey, server url: String) -> DPoPProofMinter {
-        DPoPProofMinter(key: key, clock: context.clocks.clock(for: url, base: context.environment.clock), random: context.environment.random)
+        DPoPProofMinter(key: key, clock: context.clocks.clock(for: url, base: context.environment.clock, threshold: 0), random: context.environment.random)
     }
 
     static func nonces(_ context: CommandContext) -> any DPoPNonceStore {

@@ -71,11 +71,12 @@ public enum ClockSkew {
     }
 
     /// The seconds to take off this machine's time for tokens to `server`, or nil for none.
-    public static func correction(_ record: ClockSkewRecord?, now reading: BootClockReading) -> Int64? {
+    /// `threshold`: smaller differences are not corrected (device tokens: `correctionThreshold`; DPoP proofs: 0).
+    public static func correction(_ record: ClockSkewRecord?, now reading: BootClockReading, threshold: Int64 = correctionThreshold) -> Int64? {
         guard let record, let bootID = reading.bootID, bootID == record.bootID,
               abs(reading.wallMinusRaw - record.wallMinusRaw) <= clockMovedTolerance,
               (0...maximumAge).contains(reading.raw - record.rawAt),
-              abs(record.skewSeconds) > correctionThreshold, abs(record.skewSeconds) <= maximumCorrection else { return nil }
+              abs(record.skewSeconds) > threshold, abs(record.skewSeconds) <= maximumCorrection else { return nil }
         return record.skewSeconds
     }
 }

@@ -331,6 +331,69 @@ enum DPoPCheck {
         #expect(try cli.run("dpop-proof", "--method", "GET", "--url", server.url + "/resource", "--nonce", String(repeating: "n", count: 4096)).status == 0)
     }
 
+    /// htu is the URL as a server knows it (RFC 3986 6.2.2, 6.2.3): scheme and host in lower case, no
+    /// default port, "/" for an empty path; the path and its percent-encoding as given. A proof for the
+    /// URL typed in capitals is accepted by the reference server, which compares htu with its own URL.
+    @Test func htuIsTheNormalisedURL() throws {
+        let server = try ReferenceServer(["--dpop", "--device-interval", "1", "--device-approve-after", "2"])
+        let directory = TemporaryDirectory()
+        let cli = try Self.signIn(server, directory)
+        let cases = [
+            "HTTPS://EXAMPLE.COM:443/x/": "https://example.com/x/",
+            "https://example.com": "https://example.com/",
+            "https://Example.com:443": "https://example.com/",
+            "https://example.com:8443/A%2fB/?q=1#f": "https://example.com:8443/A%2fB/",
+            "https://example.com:/p": "https://example.com/p",
+            "https://[::1]:443/x": "https://[::1]/x",
+            "HTTP://LocalHost:80?q": "http://localhost/",
+            "http://127.0.0.1:8080/Case/%7e": "http://127.0.0.1:8080/Case/%7e",
+        ]
+        for (typed, htu) in cases {
+            let proof = try cli.run("dpop-proof", "--method", "GET", "--url", typed)
+            #expect(proof.status == 0, "\(typed): \(proof)")
+            guard proof.status == 0 else { continue }
+            let claims = try Self.claims(proof.output)
+            #expect(claims["htu"] == .string(htu) && claims["htm"] == .string("GET"), "\(typed): \(claims)")
+        }
+        let accessToken = try cli.run("access-token").output
+        let shouted = server.url.replacingOccurrences(of: "http://", with: "HTTP://") + "/resource"
+        let proof = try cli.run("dpop-proof", "--method", "GET", "--url", shouted).output
+        let answer = try DPoPCheck.curl(server.url + "/resource", headers: ["Authorization: DPoP \(accessToken)", "DPoP: \(proof)"])
+        #expect(answer.status == "200", "\(answer)")
+    }
+
+    /// A clock 3 s fast, at a server that allows no future iat (glewlwyd's default): the proofs are written in
+    /// the server's time, measured from its Date headers, although device tokens correct only beyond 5 s.
+    @Test func proofsAreInTheServersTimeWhenTheClockIsAFewSecondsFast() throws {
+        let server = try ReferenceServer(["--dpop", "--dpop-iat-ahead", "0", "--clock-offset", "-3", "--device-interval", "1", "--device-approve-after", "2"])
+        let directory = TemporaryDirectory()
+        let cli = try Self.signIn(server, directory)
+        #expect(try DPoPCheck.storedTokens(directory)["tokenType"]?.stringValue == "DPoP")
+        let refresh = try cli.run("access-token", "--refresh")
+        #expect(refresh.status == 0, "\(refresh)")
+        let accessToken = try cli.run("access-token").output
+        let proof = try cli.run("dpop-proof", "--method", "GET", "--url", server.url + "/resource").output
+        let answer = try DPoPCheck.curl(server.url + "/resource", headers: ["Authorization: DPoP \(accessToken)", "DPoP: \(proof)"])
+        #expect(answer.status == "200", "\(answer)")
+    }
+
+    /// htm is compared case-sensitively: a method in lower case is refused with the fix. A URL that is no
+    /// usable resource URL is called one.
+    @Test func aLowerCaseMethodAndABadURLAreUsageErrors() throws {
+        let server = try ReferenceServer(["--dpop", "--device-interval", "1", "--device-approve-after", "2"])
+        let directory = TemporaryDirectory()
+        let cli = try Self.signIn(server, directory)
+        for (method, fix) in [("get", "--method GET"), ("Post", "--method POST"), ("m-search", "--method M-SEARCH")] {
+            let proof = try cli.run("dpop-proof", "--method", method, "--url", server.url + "/resource")
+            #expect(proof.status == 2 && proof.stdout.isEmpty && proof.stderr.contains("use \(fix)"), "\(proof)")
+        }
+        for url in ["ftp://example.com/x", "example.com/x", "https://example.com:99999/x"] {
+            let proof = try cli.run("dpop-proof", "--method", "GET", "--url", url)
+            #expect(proof.status == 2 && proof.stdout.isEmpty && proof.stderr.contains("is not a usable resource URL")
+                    && !proof.stderr.contains("server URL"), "\(proof)")
+        }
+    }
+
     /// The retry after use_dpop_nonce takes the nonce from the answer: it works where the cache directory
     /// cannot be written, and with a nonce longer than any devtrust kept before (3000 characters).
     @Test func theNonceRetryDoesNotDependOnTheCache() throws {

@@ -385,6 +385,39 @@ import Testing
         #expect(try setup.stats()["deleteTokenGrants"] == .integer(1))
     }
 
+    /// authorize-url + login --callback exchanges the code without a DPoP proof: a profile's "dpop": true is
+    /// refused before anything is pending, naming the sign-ins that do DPoP; a server that only advertises
+    /// DPoP gets one warning that the tokens will be bearer tokens, and the sign-in finishes with them.
+    @Test func authorizeURLRefusesAProfilesDPoPAndWarnsWhenTheServerAdvertisesIt() throws {
+        let setup = try Setup(["--dpop"])
+        var cli = setup.cli
+        let discovery = setup.server.url + "/oauth2/token/.well-known/openid-configuration"
+        func profile(_ dpop: Bool) -> JSONObject {
+            ["discovery": .string(discovery), "clientId": .string("devtrust-app"), "dpop": .bool(dpop)]
+        }
+        cli.extraEnvironment["DEVTRUST_CONFIG"] = setup.directory.write("config.json", JSONWriter.string(.object(["signIn": .object(["profiles": .object(
+            ["bound": .object(profile(true)), "bearer": .object(profile(false))])])])))
+        let refused = try cli.run("authorize-url", "--profile", "bound")
+        #expect(refused.status == 2 && refused.stdout.isEmpty, "\(refused)")
+        #expect(refused.stderr.contains(#"sign-in profile "bound" asks for DPoP-bound tokens"#)
+                && ["--browser", "--device-code", "--ciba", "app-native"].allSatisfy(refused.stderr.contains), "\(refused)")
+
+        let advertised = try cli.run("authorize-url", "--discovery", discovery, "--client-id", "devtrust-app")
+        let warnings = advertised.stderr.split(separator: "\n").filter { $0.contains("bearer tokens") }
+        #expect(advertised.status == 0 && warnings.count == 1 && warnings[0].hasPrefix("devtrust: warning: ")
+                && warnings[0].contains("--browser, --device-code, --ciba or app-native"), "\(advertised)")
+        let seen = try JSONParser.parse(try ProcessRunner.run("/usr/bin/curl", ["-s", advertised.output]).stdout).objectValue!
+        let request = try #require(seen["request"]?.objectValue)
+        let code = try Self.code(setup, challengeFrom: request)
+        let finished = try cli.run("login", "--callback", "http://127.0.0.1:8765/callback?code=\(code)&state=\(request["state"]!.stringValue!)")
+        #expect(finished.status == 0, "\(finished)")
+        #expect(try cli.run("--json", "access-token").output.contains(#""tokenType":"Bearer""#))
+
+        // The profile's "dpop": false asked for bearer tokens: no warning.
+        let quiet = try cli.run("authorize-url", "--profile", "bearer")
+        #expect(quiet.status == 0 && !quiet.stderr.contains("bearer tokens"), "\(quiet)")
+    }
+
     /// A code issued for the request's PKCE challenge, as the browser would get it.
     static func code(_ setup: Setup, challengeFrom request: JSONObject) throws -> String {
         let form = FormEncodingForTests.encode([

@@ -49,8 +49,9 @@ class ProofRefused(Exception):
 
 
 class DPoPVerifier:
-    def __init__(self, now, demand_nonce=False, nonce_uses=4, nonce_form="normal"):
+    def __init__(self, now, demand_nonce=False, nonce_uses=4, nonce_form="normal", iat_ahead=IAT_MAX_AHEAD):
         self.now = now
+        self.iat_ahead = iat_ahead
         self.demand_nonce = demand_nonce
         self.nonce_uses = nonce_uses
         self.nonce_form = nonce_form
@@ -126,7 +127,7 @@ class DPoPVerifier:
             raise ProofRefused("invalid_dpop_proof", "htu is %r, not %s" % (claims.get("htu"), url))
         iat = claims.get("iat")
         now = self.now()
-        if not isinstance(iat, int) or isinstance(iat, bool) or iat < now - IAT_MAX_AGE or iat > now + IAT_MAX_AHEAD:
+        if not isinstance(iat, int) or isinstance(iat, bool) or iat < now - IAT_MAX_AGE or iat > now + self.iat_ahead:
             raise ProofRefused("invalid_dpop_proof", "iat %r is outside the window" % iat)
         jti = claims.get("jti")
         if not isinstance(jti, str) or not jti:

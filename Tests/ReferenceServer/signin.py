@@ -145,6 +145,8 @@ def add_device_code_options(parser):
                              "(token_type DPoP, cnf.jkt), a bound refresh token needs a proof of its key, /resource checks ath and the key")
     parser.add_argument("--dpop-nonce", action="store_true", help="with --dpop: demand the server's nonce in every proof (use_dpop_nonce)")
     parser.add_argument("--dpop-nonce-uses", type=int, default=4, help="with --dpop-nonce: a nonce serves this many proofs, then rotates")
+    parser.add_argument("--dpop-iat-ahead", type=int, default=dpop.IAT_MAX_AHEAD,
+                        help="with --dpop: how many seconds in the server's future a proof's iat may be (glewlwyd's default is 0)")
     parser.add_argument("--dpop-nonce-form", choices=["normal", "long", "invalid", "never"], default="normal",
                         help="with --dpop-nonce: the nonces' form (dpop.DPoPVerifier.new_nonce); never: no nonce is accepted")
     parser.add_argument("--issuer", help="the discovery document's issuer (default: {base}/oauth2/token)")
@@ -181,7 +183,7 @@ class SignInServer:
         self.now = time.time
         self.request_state = threading.local()
         self.dpop = dpop.DPoPVerifier(lambda: int(self.now()), options.dpop_nonce, options.dpop_nonce_uses,
-                                         options.dpop_nonce_form) if options.dpop else None
+                                         options.dpop_nonce_form, options.dpop_iat_ahead) if options.dpop else None
 
     # -- discovery -------------------------------------------------------------
 

@@ -31,9 +31,20 @@ enum AuthorizeURLCommand: DevtrustCommand {
 
     static func run(_ context: CommandContext, _ options: Options) throws {
         let settings = try SignInSettings(options.signIn, context, command: "authorize-url")
+        // `login --callback` exchanges the code without a proof (the pending sign-in keeps no key binding):
+        // a profile that asks for DPoP must not quietly get bearer tokens.
+        if settings.dpop {
+            throw UsageError("sign-in profile \"\(options.signIn.profile ?? "")\" asks for DPoP-bound tokens (\"dpop\": true), which an authorize-url sign-in "
+                             + "(finished with login --callback) cannot give; sign in with login --browser, --device-code, --ciba or app-native login "
+                             + "(no method option), or set \"dpop\": false in the profile for bearer tokens", command: "authorize-url")
+        }
         let store = try context.deviceStore()
         let http = settings.http.client(context)
         let server = try settings.authorizationServer(http: http, context: context)
+        if server.advertisesDPoP && !settings.noDPoP {
+            context.warn("the server offers DPoP-bound tokens, but an authorize-url sign-in gets bearer tokens (login --callback sends no DPoP proof); "
+                         + "for tokens bound to the device key, sign in with login --browser, --device-code, --ciba or app-native login")
+        }
         let request = try BrowserAuthorizationRequest.make(context, settings: settings, store: store, server: server,
                                                            redirectURI: settings.redirectURI)
         var pending = PendingAuthorizations.Entry(

@@ -9,7 +9,7 @@ import DevtrustJOSE
 enum DPoPProofCommand: DevtrustCommand {
     struct Options: CommandOptions {
         static let method = ValueOption<Self>("method", "METHOD", .text, "the request's HTTP method (GET, POST, ...)")
-        static let url = ValueOption<Self>("url", "URL", .url, "the request's URL (htu is this without query and fragment)")
+        static let url = ValueOption<Self>("url", "URL", .url, "the resource request's URL (htu is this without query and fragment, scheme and host in lower case, without a default port)")
         static let nonce = ValueOption<Self>("nonce", "NONCE", .text, "the resource server's DPoP-Nonce, kept for the URL's origin (default: the latest one devtrust was given there, if any)")
         static let server = ValueOption<Self>("server", "URL|NAME", .url, "the sign-in with this server")
         static let discovery = ValueOption<Self>("discovery", "URL", .url, "the sign-in with this provider")
@@ -37,7 +37,15 @@ enum DPoPProofCommand: DevtrustCommand {
         guard (1...16).contains(options.method.count), options.method.allSatisfy(tokenCharacters.contains) else {
             throw UsageError("--method must be an HTTP method such as GET or POST", command: Options.spec.name)
         }
-        _ = try ServerURL(DPoPProofMinter.targetURI(options.url))
+        // Methods are case-sensitive (RFC 9110 9.1) and servers compare htm with theirs, which is upper case:
+        // a proof with htm "get" would be refused at the resource, so it is refused here with the fix.
+        guard options.method == options.method.uppercased() else {
+            throw UsageError("--method \(options.method) is not upper case: HTTP methods are case-sensitive and a server would refuse the proof; use --method \(options.method.uppercased())",
+                             command: Options.spec.name)
+        }
+        if let reason = unusableReason(options.url) {
+            throw UsageError("--url \(TransportPolicy.redacted(options.url, keepingQuery: true)) is not a usable resource URL: \(reason)", command: Options.spec.name)
+        }
         if let nonce = options.nonce, !DPoPProofMinter.isValidNonce(nonce) {
             throw UsageError("--nonce must be the DPoP-Nonce header's value (1 to \(DPoPProofMinter.maximumNonceLength) characters of printable ASCII other than space, \" and \\)",
                              command: Options.spec.name)
@@ -63,5 +71,19 @@ enum DPoPProofCommand: DevtrustCommand {
             .proof(method: options.method, url: options.url, nonce: nonce, accessToken: tokens.accessToken)
         KeyUseDeadline.disarm()
         context.output(context.json ? JSONWriter.string(.object(["proof": .string(proof), "jkt": .string(jkt)])) : proof)
+    }
+
+    /// Why `url` is no URL devtrust would send a request to (ServerURL's rules: https, or http to loopback), or nil.
+    static func unusableReason(_ url: String) -> String? {
+        do {
+            _ = try ServerURL(DPoPProofMinter.targetURI(url))
+            return nil
+        } catch {
+            switch error {
+            case let .invalidURL(_, reason): return reason
+            case .insecureURL: return "plain http goes only to loopback addresses; use https://"
+            default: return error.description
+            }
+        }
     }
 }
