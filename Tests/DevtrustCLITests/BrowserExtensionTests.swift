@@ -305,6 +305,48 @@ import Testing
         #expect(posted["deviceTokenCount"]?.int64Value == 0, "\(posted)")
     }
 
+    /// A sign-in never sticks on the continue page, and a looping server does not get tokens
+    /// for ever. A web application outside the extension's host patterns (plain http to a
+    /// host that is not loopback; 127.0.0.2 stands for one) answering 302 to the endpoint:
+    /// Chromium reports that redirect to no extension, and the navigation stuck on "there is
+    /// no sign-in to continue here" before; it now arrives with a token. A server that takes
+    /// the token and sends the tab back to the same URL without it (strip=1) got a new token
+    /// on every round before, for ever in Chromium; now the tab gets at most 6 within 20 s,
+    /// then goes on without one, and the console says why.
+    @Test(arguments: kinds) func aSignInThroughASiteOutsideTheHostPatternsOrALoopingServerNeverSticks(kind: HeadlessBrowser.Kind) throws {
+        let setup = try Setup()
+        let outside = try ReferenceServer(["--host", "127.0.0.2"])
+        #expect(outside.url.hasPrefix("http://127.0.0.2:"), "\(outside.url)")
+        let endpoint = setup.endpoint
+        let browser = try setup.browser(kind, [
+            ("gate", endpoint + "?client_id=gate"),
+            ("open", outside.url + "/test/redirect?to=" + Setup.encoded(endpoint + "?" + Self.query("outside-app"))),
+            ("open", endpoint + "?" + Self.query("loop", extra: "&strip=1")),
+        ])
+        defer { browser.stop() }
+        try setup.waitFor(["outside-app", "loop"], browser)
+        let outsideApp = try #require(try setup.record("outside-app"))
+        #expect(outsideApp["query"]?.stringValue?.hasPrefix(Self.query("outside-app") + "&device_token=") == true, "\(outsideApp)")
+        #expect(outsideApp["deviceTokenCount"]?.int64Value == 1 && outsideApp["deviceCheck"]?.objectValue?["accepted"] == .bool(true),
+                "\(outsideApp)")
+        #expect(!browser.output.contains("there is no sign-in to continue here"), "\(browser.output.suffix(3000))")
+
+        // The loop ends: the last request has no token, and no more come.
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, try setup.records("loop").last?["deviceToken"] != .null { usleep(200_000) }
+        sleep(5)
+        let loop = try setup.records("loop")
+        let tokened = loop.filter { $0["deviceToken"] != .null }
+        #expect(!tokened.isEmpty && tokened.count <= 6, "\(tokened.count) tokens for one looping tab")
+        #expect(loop.last?["deviceToken"] == .null, "the loop did not end: \(loop.count) requests")
+        #expect(loop.count <= tokened.count + 25, "\(loop.count) requests")
+        let count = loop.count
+        sleep(3)
+        #expect(try setup.records("loop").count == count, "the loop goes on")
+        #expect(browser.waitForOutput(seconds: 30) { $0.contains("devtrust: this tab asked for 6 device tokens within 20 s") },
+                "the extension did not say why: \(browser.output.suffix(3000))")
+    }
+
     // MARK: one tab, and a host that fails
 
     /// In place of the host: a script that passes each message to the real host, and answers

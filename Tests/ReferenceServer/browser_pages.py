@@ -54,6 +54,12 @@ def authorize_record(query, check, headers, method="GET", body=b""):
     }
 
 
+
+def without_device_token(query):
+    """The raw query less its device_token parameters, the rest as it was."""
+    return "&".join(part for part in query.split("&") if part.split("=", 1)[0] != "device_token")
+
+
 GO_PAGE = b"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>go</title></head><body>
 <script>location.href = new URLSearchParams(location.search).get("to");</script>
