@@ -11,6 +11,13 @@ const CONTINUE_PAGE = "continue.html";
 // fallback's pass (one URL in one tab, removed once that navigation went through) waits.
 const PENDING_MILLISECONDS = 30_000;
 const BYPASS_MILLISECONDS = 10_000;
+// At most this many token requests per tab within TOKEN_WINDOW_MILLISECONDS: a server
+// that takes the token and sends the tab back to the endpoint without it would
+// otherwise get a new token on every round, for ever (each round is a new
+// navigation in Chromium, so its redirect limit never applies). A normal sign-in
+// asks once or twice (WSO2 sends the tab back to the endpoint once after the login).
+const TOKENS_PER_TAB = 6;
+const TOKEN_WINDOW_MILLISECONDS = 20_000;
 const REFRESH_ALARM = "devtrust-refresh-config";
 // A new registration reaches the rules within this long (docs/browser.md).
 const REFRESH_MINUTES = 1;
@@ -23,7 +30,15 @@ const usesBlockingWebRequest = typeof globalThis.browser !== "undefined" && type
 
 const ALLOW_RULE_ID = 1;
 const FIRST_REDIRECT_RULE_ID = 100;
+const FIRST_CARRYING_RULE_ID = 500_000;
 const FIRST_BYPASS_RULE_ID = 1_000_000;
+// Rule priorities: a pass for one tab's navigation, then a URL that already has
+// device_token, then the redirect that carries the endpoint URL (a session rule),
+// then the one that does not (a dynamic rule, in place from the browser's start on).
+const BYPASS_PRIORITY = 4;
+const ALLOW_PRIORITY = 3;
+const CARRYING_REDIRECT_PRIORITY = 2;
+const PLAIN_REDIRECT_PRIORITY = 1;
 
 // The current configuration: the endpoints as the host gave them (canonical
 // origin + path) and the host's revision of that list.
@@ -33,6 +48,11 @@ let configLoaded = null;
 // Navigations this extension redirected to the continue page, by tab:
 // { url, at, target (the promise of where it goes on), taken }.
 const pendingByTab = new Map();
+// When each tab last asked the host for tokens (times in ms), for TOKENS_PER_TAB.
+const tokenRequestsByTab = new Map();
+// This browser session's key in the continue page's URL (storage.session; a browser
+// start clears it, and the session rules that carry it, together).
+let continueKey = null;
 
 function warn(message, error) {
   const reason = error === undefined ? "" : ": " + (error && error.message ? error.message : String(error));
@@ -196,17 +216,34 @@ function escapeRegex(text) {
   return text.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
 }
 
+// Two redirects of each endpoint's navigations to the continue page. The session rule
+// carries the endpoint URL in the continue page's fragment (and this session's key in
+// its query), so the page can go on even when the browser reported no redirect to
+// this extension: a web application outside the host patterns (plain http to a host
+// other than loopback) that answers 302, or the browser's own upgrade of http to
+// https. The page's URL is per session (use_dynamic_url), so the rule cannot outlive
+// the session: a browser start clears it. The dynamic rule, with a path alone, is in
+// place from the start on, before the host gave the endpoints (its pages go on through
+// the redirects the browser reported, as before).
 async function applyRedirectRules(list) {
+  const condition = (endpoint) => ({
+    regexFilter: "^" + escapeRegex(endpoint) + "(\\?.*)?$",
+    isUrlFilterCaseSensitive: true,
+    resourceTypes: ["main_frame"],
+    requestMethods: ["get"],
+  });
   const rules = list.map((endpoint, index) => ({
     id: FIRST_REDIRECT_RULE_ID + index,
-    priority: 1,
+    priority: PLAIN_REDIRECT_PRIORITY,
     action: { type: "redirect", redirect: { extensionPath: "/" + CONTINUE_PAGE } },
-    condition: {
-      regexFilter: "^" + escapeRegex(endpoint) + "(\\?.*)?$",
-      isUrlFilterCaseSensitive: true,
-      resourceTypes: ["main_frame"],
-      requestMethods: ["get"],
-    },
+    condition: condition(endpoint),
+  }));
+  const key = await sessionContinueKey();
+  const carrying = list.map((endpoint, index) => ({
+    id: FIRST_CARRYING_RULE_ID + index,
+    priority: CARRYING_REDIRECT_PRIORITY,
+    action: { type: "redirect", redirect: { regexSubstitution: api.runtime.getURL(CONTINUE_PAGE) + "?key=" + key + "#\\0" } },
+    condition: condition(endpoint),
   }));
   if (rules.length > 0) {
     // A URL whose query already has a device_token parameter goes through untouched (no
@@ -215,13 +252,33 @@ async function applyRedirectRules(list) {
     // name percent-encoded, still gets none: the background checks again (hasDeviceToken).
     rules.push({
       id: ALLOW_RULE_ID,
-      priority: 2,
+      priority: ALLOW_PRIORITY,
       action: { type: "allow" },
       condition: { regexFilter: "^[^?#]*\\?([^#]*&)?" + PARAMETER + "=", isUrlFilterCaseSensitive: true, resourceTypes: ["main_frame"] },
     });
   }
   const existing = await api.declarativeNetRequest.getDynamicRules();
   await api.declarativeNetRequest.updateDynamicRules({ removeRuleIds: existing.map((rule) => rule.id), addRules: rules });
+  const existingSession = (await api.declarativeNetRequest.getSessionRules()).filter((rule) => rule.id < FIRST_BYPASS_RULE_ID);
+  try {
+    await api.declarativeNetRequest.updateSessionRules({ removeRuleIds: existingSession.map((rule) => rule.id), addRules: carrying });
+  } catch (error) {
+    warn("cannot add the redirect rules that carry the endpoint URL; a sign-in through a site outside the host patterns may stop at the continue page", error);
+  }
+}
+
+// This browser session's continue key, made once (random, 128 bits).
+async function sessionContinueKey() {
+  if (continueKey) return continueKey;
+  const stored = await api.storage.session.get("continueKey").catch(() => ({}));
+  if (typeof stored.continueKey === "string") {
+    continueKey = stored.continueKey;
+  } else {
+    const bytes = crypto.getRandomValues(new Uint8Array(16));
+    continueKey = Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+    await api.storage.session.set({ continueKey }).catch(() => {});
+  }
+  return continueKey;
 }
 
 // The continue page's URLs: with use_dynamic_url, redirects go to a per-session
@@ -271,9 +328,30 @@ function onBeforeRedirect(details) {
   }
 }
 
+// Whether this tab may ask for another token now (TOKENS_PER_TAB); counts the request.
+function mayAskForToken(tabId, url) {
+  const now = Date.now();
+  const recent = (tokenRequestsByTab.get(tabId) ?? []).filter((at) => now - at < TOKEN_WINDOW_MILLISECONDS);
+  if (recent.length >= TOKENS_PER_TAB) {
+    tokenRequestsByTab.set(tabId, recent);
+    warn("this tab asked for " + recent.length + " device tokens within " + TOKEN_WINDOW_MILLISECONDS / 1000
+         + " s (a server that sends it back to its sign-in again and again?); " + new URL(url).origin
+         + " gets no token now; the next one after a pause does");
+    return false;
+  }
+  recent.push(now);
+  tokenRequestsByTab.set(tabId, recent);
+  for (const [tab, times] of tokenRequestsByTab) if (times.every((at) => now - at >= TOKEN_WINDOW_MILLISECONDS)) tokenRequestsByTab.delete(tab);
+  return true;
+}
+
 // Where a redirected navigation goes on to: its URL with a fresh token, or, when the
 // host gives none, the same URL through a tab-scoped pass (no redirect again).
 async function destination(tabId, url) {
+  if (!mayAskForToken(tabId, url)) {
+    await allowOnce(tabId, url, false);
+    return url;
+  }
   try {
     const target = await tokenURL(url);
     if (target !== null) return target;
@@ -290,18 +368,21 @@ const bypassByTab = new Map();
 // A pass for one navigation that goes on without a token: that URL, in that tab, once.
 // It is removed when that navigation's request is seen (webRequest.onBeforeRequest,
 // which the browser reports after the rules have decided), or after
-// BYPASS_MILLISECONDS, so the tab's next sign-in asks the host again.
-async function allowOnce(tabId, url) {
+// BYPASS_MILLISECONDS, so the tab's next sign-in asks the host again. A tab over
+// TOKENS_PER_TAB keeps its pass for the whole BYPASS_MILLISECONDS (once = false):
+// a server that sends it back to the same URL again and again then does so within
+// one navigation, which the browser's redirect limit ends.
+async function allowOnce(tabId, url, once = true) {
   const id = FIRST_BYPASS_RULE_ID + tabId;
   const condition = { tabIds: [tabId], resourceTypes: ["main_frame"], regexFilter: "^" + escapeRegex(url) + "$", isUrlFilterCaseSensitive: true };
   try {
-    await api.declarativeNetRequest.updateSessionRules({ removeRuleIds: [id], addRules: [{ id, priority: 3, action: { type: "allow" }, condition }] });
+    await api.declarativeNetRequest.updateSessionRules({ removeRuleIds: [id], addRules: [{ id, priority: BYPASS_PRIORITY, action: { type: "allow" }, condition }] });
   } catch {
     // A URL too long for a rule's regular expression: the whole tab, for that one navigation.
     delete condition.regexFilter;
-    await api.declarativeNetRequest.updateSessionRules({ removeRuleIds: [id], addRules: [{ id, priority: 3, action: { type: "allow" }, condition }] });
+    await api.declarativeNetRequest.updateSessionRules({ removeRuleIds: [id], addRules: [{ id, priority: BYPASS_PRIORITY, action: { type: "allow" }, condition }] });
   }
-  const bypass = { id, url };
+  const bypass = { id, url, once };
   bypassByTab.set(tabId, bypass);
   setTimeout(() => removeBypass(tabId, bypass), BYPASS_MILLISECONDS);
 }
@@ -314,20 +395,38 @@ function removeBypass(tabId, bypass) {
 
 function onBeforeRequest(details) {
   const bypass = bypassByTab.get(details.tabId);
-  if (bypass && details.url === bypass.url) removeBypass(details.tabId, bypass);
+  if (bypass && bypass.once && details.url === bypass.url) removeBypass(details.tabId, bypass);
 }
 
-// The continue page, shown before the token came, asks where to go. It gets the
-// URL of the navigation this extension redirected in its tab (with the token, or
-// without one when the host gives none); a page that was not opened by that
-// redirect gets nothing. When the tab was already taken on, the page waits.
-async function continueNavigation(sender) {
+// The continue page, shown before the token came, asks where to go, giving what its
+// own URL carries: this session's key and the endpoint URL (the session rule put them
+// there). It gets the URL of the navigation this extension redirected in its tab
+// (with the token, or without one when the host gives none): the one the browser
+// reported (a note in pendingByTab), or else the one it carries, when its key is this
+// session's and the URL an endpoint URL without device_token (only the rule's redirect
+// opens such a page: docs/security.md). Any other page gets nothing. When the tab was
+// already taken on, the page waits.
+async function continueNavigation(sender, message) {
+  await loadConfig();
   const tabId = sender.tab?.id;
-  const pending = tabId === undefined ? undefined : pendingByTab.get(tabId);
+  let pending = tabId === undefined ? undefined : pendingByTab.get(tabId);
+  if (pending && (Date.now() - pending.at > PENDING_MILLISECONDS || (typeof message.url === "string" && message.url !== pending.url))) {
+    pending = undefined;
+  }
   if (pending) pendingByTab.delete(tabId);
-  if (!isContinuePage(sender.url) || !pending || Date.now() - pending.at > PENDING_MILLISECONDS) {
-    warn("a continue page asked for a token without a navigation this extension redirected; refused");
+  if (!isContinuePage(sender.url) || tabId === undefined) {
+    warn("a page that is not this extension's continue page in a tab asked for a token; refused");
     return { refused: true };
+  }
+  if (!pending) {
+    const key = await sessionContinueKey();
+    const carried = typeof message.url === "string" && typeof message.key === "string" && message.key === key
+      && endpointOf(message.url) && !hasDeviceToken(message.url);
+    if (!carried) {
+      warn("a continue page asked for a token without a navigation this extension redirected; refused");
+      return { refused: true };
+    }
+    pending = { url: message.url, at: Date.now(), taken: false, target: null };
   }
   if (pending.taken) return { waiting: true };
   pending.taken = true;
@@ -362,6 +461,7 @@ async function tokenURL(url) {
 function onBeforeRequestBlocking(details) {
   if (details.method !== "GET" || details.type !== "main_frame") return undefined;
   if (!endpointOf(details.url) || hasDeviceToken(details.url)) return undefined;
+  if (!mayAskForToken(details.tabId, details.url)) return undefined;
   return tokenURL(details.url).then(
     (url) => (url === null ? {} : { redirectUrl: url }),
     (error) => {
@@ -381,7 +481,7 @@ if (usesBlockingWebRequest) {
   api.webRequest.onBeforeRequest.addListener(onBeforeRequest, { urls: HOST_PATTERNS, types: ["main_frame"] });
   api.runtime.onMessage.addListener((message, sender, sendResponse) => {
     if (message?.type !== "continue") return false;
-    continueNavigation(sender).then(sendResponse, (error) => {
+    continueNavigation(sender, message).then(sendResponse, (error) => {
       warn("the continue page could not be answered", error);
       sendResponse({ refused: true });
     });

@@ -2,8 +2,9 @@
 // extension takes the tab on to the sign-in before this page is shown; when the
 // page comes first, it asks the extension where to go on (the original URL with
 // a fresh device token, or without one when the host gives none) and replaces
-// itself with that URL, so it leaves no entry in the history. It reads nothing
-// from its own URL.
+// itself with that URL. It hands the extension what its own URL carries (the
+// session key in its query, the endpoint URL in its fragment: the redirect rule
+// put them there), and goes only where the extension answers.
 "use strict";
 
 // Shown and taken on at once, it can still be left in the history; come back to
@@ -20,7 +21,10 @@ window.addEventListener("pageshow", (event) => {
 if (isRevisit()) {
   history.back();
 } else {
-  chrome.runtime.sendMessage({ type: "continue" }).then((answer) => {
+  const key = new URLSearchParams(location.search).get("key");
+  const hash = location.href.indexOf("#");
+  const url = hash < 0 ? null : location.href.slice(hash + 1);
+  chrome.runtime.sendMessage({ type: "continue", key, url }).then((answer) => {
     if (answer && typeof answer.url === "string") {
       location.replace(answer.url);
     } else if (!(answer && answer.waiting)) {

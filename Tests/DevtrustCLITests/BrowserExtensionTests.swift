@@ -49,13 +49,14 @@ import Testing
              home + "/.mozilla/native-messaging-hosts/dev.devtrust.host.json"]
         }
 
-        /// The browser, with the extension, opening the start page with these parameters.
-        func browser(_ kind: HeadlessBrowser.Kind, _ parameters: [(String, String)]) throws -> HeadlessBrowser {
+        /// The browser, with the extension, opening the start page with these parameters
+        /// (`devTools`: Chromium's DevTools endpoint, for HeadlessBrowser.openAsTheBrowser).
+        func browser(_ kind: HeadlessBrowser.Kind, _ parameters: [(String, String)], devTools: Bool = false) throws -> HeadlessBrowser {
             var start = URLComponents(string: server.url + "/test/start")!
             start.queryItems = parameters.map { URLQueryItem(name: $0.0, value: $0.1) }
             // URLComponents leaves "+" and "&" of a value as they are in a query; the page reads them with URLSearchParams.
             start.percentEncodedQuery = start.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B")
-            return try HeadlessBrowser(kind, home: home, environment: cli.environment, url: start.string!)
+            return try HeadlessBrowser(kind, home: home, environment: cli.environment, devTools: devTools, url: start.string!)
         }
 
         /// Waits until the start page reported "done" and `server` recorded every one of `states`.
@@ -305,6 +306,48 @@ import Testing
         #expect(posted["deviceTokenCount"]?.int64Value == 0, "\(posted)")
     }
 
+    /// A sign-in never sticks on the continue page, and a looping server does not get tokens
+    /// for ever. A web application outside the extension's host patterns (plain http to a
+    /// host that is not loopback; 127.0.0.2 stands for one) answering 302 to the endpoint:
+    /// Chromium reports that redirect to no extension, and the navigation stuck on "there is
+    /// no sign-in to continue here" before; it now arrives with a token. A server that takes
+    /// the token and sends the tab back to the same URL without it (strip=1) got a new token
+    /// on every round before, for ever in Chromium; now the tab gets at most 6 within 20 s,
+    /// then goes on without one, and the console says why.
+    @Test(arguments: kinds) func aSignInThroughASiteOutsideTheHostPatternsOrALoopingServerNeverSticks(kind: HeadlessBrowser.Kind) throws {
+        let setup = try Setup()
+        let outside = try ReferenceServer(["--host", "127.0.0.2"])
+        #expect(outside.url.hasPrefix("http://127.0.0.2:"), "\(outside.url)")
+        let endpoint = setup.endpoint
+        let browser = try setup.browser(kind, [
+            ("gate", endpoint + "?client_id=gate"),
+            ("open", outside.url + "/test/redirect?to=" + Setup.encoded(endpoint + "?" + Self.query("outside-app"))),
+            ("open", endpoint + "?" + Self.query("loop", extra: "&strip=1")),
+        ])
+        defer { browser.stop() }
+        try setup.waitFor(["outside-app", "loop"], browser)
+        let outsideApp = try #require(try setup.record("outside-app"))
+        #expect(outsideApp["query"]?.stringValue?.hasPrefix(Self.query("outside-app") + "&device_token=") == true, "\(outsideApp)")
+        #expect(outsideApp["deviceTokenCount"]?.int64Value == 1 && outsideApp["deviceCheck"]?.objectValue?["accepted"] == .bool(true),
+                "\(outsideApp)")
+        #expect(!browser.output.contains("there is no sign-in to continue here"), "\(browser.output.suffix(3000))")
+
+        // The loop ends: the last request has no token, and no more come.
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, try setup.records("loop").last?["deviceToken"] != .null { usleep(200_000) }
+        sleep(5)
+        let loop = try setup.records("loop")
+        let tokened = loop.filter { $0["deviceToken"] != .null }
+        #expect(!tokened.isEmpty && tokened.count <= 6, "\(tokened.count) tokens for one looping tab")
+        #expect(loop.last?["deviceToken"] == .null, "the loop did not end: \(loop.count) requests")
+        #expect(loop.count <= tokened.count + 25, "\(loop.count) requests")
+        let count = loop.count
+        sleep(3)
+        #expect(try setup.records("loop").count == count, "the loop goes on")
+        #expect(browser.waitForOutput(seconds: 30) { $0.contains("devtrust: this tab asked for 6 device tokens within 20 s") },
+                "the extension did not say why: \(browser.output.suffix(3000))")
+    }
+
     // MARK: one tab, and a host that fails
 
     /// In place of the host: a script that passes each message to the real host, and answers
@@ -453,5 +496,43 @@ import Testing
         let tokened = try setup.server.authorizeRecords().filter { $0["deviceToken"] != .null }
         #expect(tokenRequests == tokened.count, "the host was asked for \(tokenRequests) tokens; \(tokened.count) arrived: \(input)")
         #expect(!input.contains("attack"), "the host was asked about a crafted URL: \(input)")
+    }
+
+    /// Chromium's continue page opened by the browser itself (as a typed URL, a bookmark or
+    /// the command line would open it; a web page cannot: aWebPageCannotReachTheHost), with
+    /// an endpoint URL in its fragment and no key, an empty key, or a key that is not this
+    /// session's: no navigation of its tab was redirected there, so it is refused (the
+    /// console says so for each), navigates nowhere, and the host is asked for no token.
+    /// Without the key check each of them got a token and went to the sign-in with it.
+    @Test(.enabled(if: HeadlessBrowser.Kind.chromium.tool.shouldRun))
+    func aContinuePageNoRedirectOpenedGetsNoToken() throws {
+        let setup = try Setup()
+        try setup.replaceHost("host-proxy", Self.failingHost)
+        let browser = try setup.browser(.chromium, [("gate", setup.endpoint + "?client_id=gate")], devTools: true)
+        defer { browser.stop() }
+        let gate = try gateReport(setup, 1)
+        #expect(gate?.hasPrefix("gate 1: passed") == true, "\(String(describing: gate))")
+        let page = "chrome-extension://\(HeadlessBrowser.chromiumExtensionID)/continue.html"
+        let target = { (state: String) in setup.endpoint + "?" + Self.query(state) }
+        let pages = [
+            page + "#" + target("continue-no-key"),
+            page + "?key=#" + target("continue-empty-key"),
+            page + "?key=" + String(repeating: "0", count: 32) + "#" + target("continue-wrong-key"),
+        ]
+        for url in pages {
+            let opened = try browser.openAsTheBrowser(url)
+            #expect(opened == url, "DevTools opened another URL")
+        }
+        let refused = "devtrust: a continue page asked for a token without a navigation this extension redirected; refused"
+        #expect(browser.waitForOutput(seconds: 30) { $0.components(separatedBy: refused).count - 1 >= pages.count },
+                "the continue pages did not ask, or were not refused: \(browser.output.suffix(3000))")
+        sleep(3)
+        for state in ["continue-no-key", "continue-empty-key", "continue-wrong-key"] {
+            let arrived = try setup.records(state)
+            #expect(arrived.isEmpty, "a continue page no redirect opened went to the sign-in: \(arrived)")
+        }
+        let asked = String(decoding: FileManager.default.contents(atPath: setup.fixture.directory.file("host-proxy.log")) ?? Data(), as: UTF8.self)
+        #expect(asked.contains("gate1-"), "the host's log has not the gate's token requests: \(asked)")
+        #expect(!asked.contains("continue-"), "the host was asked for a token for a continue page: \(asked)")
     }
 }

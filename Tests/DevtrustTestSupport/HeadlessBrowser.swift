@@ -1,3 +1,4 @@
+import DevtrustEncoding
 import Foundation
 
 /// A headless Chromium or Firefox ESR in a private profile, with devtrust's
@@ -16,6 +17,8 @@ public final class HeadlessBrowser: @unchecked Sendable {
     /// Where the profile (and, for Chromium, its NativeMessagingHosts) lives.
     public let directory: TemporaryDirectory
     private let process: BackgroundProcess
+    /// Chromium's user data directory (its DevToolsActivePort file is there).
+    private let chromiumUserData: String
 
     /// Chromium's user data directory below `home` (what `devtrust browser install
     /// --chromium-dir` is given), and where Firefox looks for host manifests: $HOME.
@@ -27,8 +30,12 @@ public final class HeadlessBrowser: @unchecked Sendable {
     ///   - environment: the browser's environment, which the native host inherits (the keystore).
     ///   - withExtension: whether devtrust's extension is loaded.
     ///   - url: the page to open once started.
-    public init(_ kind: Kind, home: String, environment: [String: String], withExtension: Bool = true, url: String) throws {
+    ///   - devTools: Chromium only: its DevTools HTTP endpoint on a free loopback port, so that
+    ///     `openAsTheBrowser` can open a tab on a URL as the browser itself does (a typed URL).
+    public init(_ kind: Kind, home: String, environment: [String: String], withExtension: Bool = true, devTools: Bool = false,
+                url: String) throws {
         self.kind = kind
+        chromiumUserData = Self.chromiumDirectory(home: home)
         directory = TemporaryDirectory("browser-\(kind.rawValue)")
         var environment = environment
         environment["HOME"] = home
@@ -49,6 +56,7 @@ public final class HeadlessBrowser: @unchecked Sendable {
                          // Nothing but loopback: no background traffic, and any other address through a proxy that is not there.
                          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-pings",
                          "--proxy-server=http://127.0.0.1:9"]
+                + (devTools ? ["--remote-debugging-port=0"] : [])
                 + (withExtension ? ["--load-extension=" + Repository.path("browser")] : [])
                 + ["file://" + boot]
         case .firefox:
@@ -77,6 +85,30 @@ public final class HeadlessBrowser: @unchecked Sendable {
     @discardableResult
     public func waitForOutput(seconds: Double = 60, _ condition: (String) -> Bool) -> Bool {
         process.waitFor(seconds: seconds) { stdout, stderr in condition(stdout + stderr) }
+    }
+
+    /// Chromium started with `devTools`: opens a new tab on `url` through the DevTools HTTP
+    /// endpoint (PUT /json/new), a navigation the browser starts itself, as for a typed URL
+    /// or one from the command line (no web page's rules apply to it). Returns the URL the
+    /// new tab was given.
+    public func openAsTheBrowser(_ url: String, seconds: Double = 30) throws -> String {
+        let portFile = chromiumUserData + "/DevToolsActivePort"
+        let deadline = Date().addingTimeInterval(seconds)
+        var port: String?
+        while port == nil {
+            port = (try? String(contentsOfFile: portFile, encoding: .utf8))?.split(separator: "\n").first.map(String.init)
+            if port == nil {
+                guard Date() < deadline else { throw FixtureError("no \(portFile): was the browser started with devTools?") }
+                usleep(200_000)
+            }
+        }
+        // Chromium unescapes the whole query once: the URL escaped whole comes out as it was ("#" included).
+        let escaped = url.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let result = try ProcessRunner.run("/usr/bin/curl", ["-s", "--max-time", "10", "-X", "PUT", "http://127.0.0.1:\(port!)/json/new?" + escaped])
+        guard result.status == 0, let opened = try JSONParser.parse(result.stdout).objectValue?["url"]?.stringValue else {
+            throw FixtureError("DevTools did not open \(url): \(result)")
+        }
+        return opened
     }
 
     /// Kills the browser's process group, then any process that still names its directories.

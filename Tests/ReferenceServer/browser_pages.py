@@ -12,7 +12,8 @@ The start page, GET /test/start?..., served by the registered server:
   setcookies=1 first sets this origin's cookies (GET /test/set-cookies)
   open=URL     then opens each URL in a window of its own, in order (repeatable)
   attack=ID    then tries to reach extension ID as a web page can: runtime
-               messages, its continue page opened with a crafted URL
+               messages, its continue page opened with a crafted URL (the
+               target in its fragment, in its query, and after a made-up key)
   target=URL   a crafted URL to hand that page (repeatable)
   popup=URL    opens /test/blank in a window, navigates it to URL (of this
                server, with a state), waits for it to arrive, and reports
@@ -52,6 +53,12 @@ def authorize_record(query, check, headers, method="GET", body=b""):
         "receivedAt": time.time() * 1000,
         "deviceCheck": check,
     }
+
+
+
+def without_device_token(query):
+    """The raw query less its device_token parameters, the rest as it was."""
+    return "&".join(part for part in query.split("&") if part.split("=", 1)[0] != "device_token")
 
 
 GO_PAGE = b"""<!DOCTYPE html>
@@ -114,6 +121,7 @@ async function attack(id, targets) {
   targets.forEach((target, index) => {
     window.open(page + "#" + target, "devtrust-attack-fragment-" + index);
     window.open(page + "?url=" + encodeURIComponent(target), "devtrust-attack-query-" + index);
+    window.open(page + "?key=" + "0".repeat(32) + "#" + target, "devtrust-attack-key-" + index);
   });
   await sleep(3000);
   await report("attack: opened the continue page with crafted URLs");

@@ -25,7 +25,8 @@ Other endpoints: GET /api/devices, GET /api/outbox (the OTPs "sent"),
 GET /api/authorize-records (each GET /oauth2/authorize: its query, its
 device_token, when it arrived, what the device check said), GET /test/start
 (the page that drives a browser in the extension tests: browser_pages.py),
-GET /test/redirect?to=URL (a 302 to URL, as a web application's /login
+GET /oauth2/authorize?...&strip=1 with a device_token: a 302 to the same URL without
+it (a server that loops), GET /test/redirect?to=URL (a 302 to URL, as a web application's /login
 answers), GET /test/go?to=URL (a page that navigates to URL), GET /test/set-cookies (sets cookies strict=1, SameSite=Strict, and
 lax=1, SameSite=Lax),
 POST|GET /api/device-check (verifies X-Device-Token or ?device_token= like the
@@ -590,6 +591,10 @@ def make_handler(server, signins, cibas):
                 check = server.device_check(request.get("device_token"))
                 with server.lock:
                     server.authorize_records.append(browser_pages.authorize_record(url.query, check, self.headers))
+                if "strip" in query and "device_token" in query:
+                    # A server that takes the device token and sends the browser back to the same
+                    # URL without it (the browser extension's loop bound is tested against it).
+                    return self.send_headers_only(302, [("Location", url.path + "?" + browser_pages.without_device_token(url.query))])
                 if server.options.browser_login:
                     return self.browser_login(signins.browser_authorize(request, pushed is not None, check))
                 return self.send_json(200, {"request": request, "pushed": pushed is not None, "deviceCheck": check})
