@@ -5,6 +5,14 @@ import Testing
 
 /// What DPoP tests share: the independent proof checker, the curl recipe of docs/sign-in.md, dpop.py.
 enum DPoPCheck {
+    /// A software device key in `directory`/ks, with no TPM to find.
+    static func softwareKey(_ directory: TemporaryDirectory) throws -> DevtrustBinary {
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        try cli.run("init", "--backend", "software", "-q")
+        return cli
+    }
+
     /// Tests/Interop/check_dpop_proof.py (jwcrypto and PyJWT): the proof's jkt, header and claims, or a failed expectation.
     static func verify(_ proof: String, method: String, url: String, accessToken: String? = nil, nonce: String? = nil,
                        jkt: String? = nil) throws -> JSONObject? {
@@ -103,9 +111,7 @@ enum DPoPCheck {
     @Test func tokensAreBoundToTheDeviceKeyAndRefreshProvesIt() throws {
         let peer = try GlewlwydPeer()
         let directory = TemporaryDirectory()
-        var cli = DevtrustBinary(keystore: directory.file("ks"))
-        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
-        try cli.run("init", "--backend", "software", "-q")
+        let cli = try DPoPCheck.softwareKey(directory)
         let jkt = try DPoPCheck.fingerprint(cli)
         // No --dpop: the discovery document lists ES256 in dpop_signing_alg_values_supported.
         let login = try RunningCommand(cli, ["login", "--device-code", "--discovery", peer.dpopDiscovery, "--client-id", peer.clientID,
@@ -160,9 +166,7 @@ enum DPoPCheck {
     @Test func aCIBASignInGetsBoundTokens() throws {
         let peer = try GlewlwydPeer()
         let directory = TemporaryDirectory()
-        var cli = DevtrustBinary(keystore: directory.file("ks"))
-        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
-        try cli.run("init", "--backend", "software", "-q")
+        let cli = try DPoPCheck.softwareKey(directory)
         let jkt = try DPoPCheck.fingerprint(cli)
         let login = try RunningCommand(cli, ["login", "--ciba", "--dpop", "--discovery", peer.dpopDiscovery, "--client-id", peer.clientID,
                                              "--login-hint", #"{"username":"demo"}"#, "--binding-message", "dpop ciba", "--scope", "openid offline_access", "--json"])
@@ -180,9 +184,7 @@ enum DPoPCheck {
     @Test func aForeignKeyAndAReplayedProofAreRefused() throws {
         let peer = try GlewlwydPeer()
         let directory = TemporaryDirectory()
-        var cli = DevtrustBinary(keystore: directory.file("ks"))
-        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
-        try cli.run("init", "--backend", "software", "-q")
+        let cli = try DPoPCheck.softwareKey(directory)
         let login = try RunningCommand(cli, ["login", "--device-code", "--dpop", "--discovery", peer.dpopDiscovery, "--client-id", peer.clientID,
                                              "--scope", "openid offline_access", "--json"])
         let started = try #require(login.nextLine().flatMap { try? JSONParser.parse($0).objectValue })
@@ -212,9 +214,7 @@ enum DPoPCheck {
 /// at the token endpoint and at a resource (/resource) that compares the proof key with the token's.
 @Suite(.enabled(if: ReferenceServer.shouldRun)) struct DPoPReferenceTests {
     static func signIn(_ server: ReferenceServer, _ directory: TemporaryDirectory, _ extra: [String] = []) throws -> DevtrustBinary {
-        var cli = DevtrustBinary(keystore: directory.file("ks"))
-        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
-        try cli.run("init", "--backend", "software", "-q")
+        let cli = try DPoPCheck.softwareKey(directory)
         let login = try cli.run(["login", "--device-code", "--server", server.url, "--client-id", "devtrust-app", "--json"] + extra)
         #expect(login.status == 0, "\(login)")
         return cli
@@ -424,9 +424,7 @@ enum DPoPCheck {
     @Test func anInvalidServerNonceIsAClearError() throws {
         let server = try ReferenceServer(["--dpop", "--dpop-nonce", "--dpop-nonce-form", "invalid", "--device-interval", "1", "--device-approve-after", "2"])
         let directory = TemporaryDirectory()
-        var cli = DevtrustBinary(keystore: directory.file("ks"))
-        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
-        try cli.run("init", "--backend", "software", "-q")
+        let cli = try DPoPCheck.softwareKey(directory)
         let login = try cli.run("login", "--device-code", "--server", server.url, "--client-id", "devtrust-app", "--json")
         #expect(login.status == 5 && login.stderr.contains("not a valid nonce") && !login.stderr.contains("\u{1B}"), "\(login)")
         let proofs = try server.get("/api/dpop-proofs").arrayValue?.compactMap(\.stringValue) ?? []
@@ -439,9 +437,7 @@ enum DPoPCheck {
     /// its nonce), no more, and devtrust says what is wrong.
     @Test func theNonceRetryHappensOnce() throws {
         let directory = TemporaryDirectory()
-        var cli = DevtrustBinary(keystore: directory.file("ks"))
-        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
-        try cli.run("init", "--backend", "software", "-q")
+        let cli = try DPoPCheck.softwareKey(directory)
         let broken = try ReferenceServer(["--dpop", "--dpop-nonce", "--dpop-nonce-form", "never", "--device-interval", "1", "--device-approve-after", "2"])
         let login = try cli.run("login", "--device-code", "--server", broken.url, "--client-id", "devtrust-app", "--json")
         #expect(login.status == 5 && login.stderr.contains("does not accept its own nonces"), "\(login)")
@@ -552,9 +548,7 @@ enum DPoPCheck {
     @Test func aServerWithoutDPoPGivesBearerTokensAndSaysSo() throws {
         let server = try ReferenceServer(["--device-interval", "1", "--device-approve-after", "2"])
         let directory = TemporaryDirectory()
-        var cli = DevtrustBinary(keystore: directory.file("ks"))
-        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
-        try cli.run("init", "--backend", "software", "-q")
+        let cli = try DPoPCheck.softwareKey(directory)
         let login = try cli.run("login", "--device-code", "--dpop", "--server", server.url, "--client-id", "devtrust-app", "--json")
         #expect(login.status == 0 && login.stderr.contains("not bound to the device key"), "\(login)")
         #expect(try DPoPCheck.storedTokens(directory)["dpopJkt"] == nil)

@@ -243,13 +243,18 @@ def start(directory, port):
     json.dump(info, sys.stdout)
 
 
-def approve(directory, user_code, plugin_name):
-    info = json.load(open(os.path.join(directory, "peer.json")))
-    api = info["api"]
+def user_session(directory):
+    """The API's base and a session of the demo user, as their browser or phone would have."""
+    api = json.load(open(os.path.join(directory, "peer.json")))["api"]
     session = Session()
     status, _, _ = session.call("POST", api + "/auth/", {"username": USER[0], "password": USER[1]})
     if status != 200:
         raise SystemExit("login as %s failed: HTTP %d" % (USER[0], status))
+    return api, session
+
+
+def approve(directory, user_code, plugin_name):
+    api, session = user_session(directory)
     code = urllib.parse.quote(user_code)
     status, _, headers = session.call("GET", "%s/%s/device?code=%s" % (api, plugin_name, code))
     location = headers.get("Location", "")
@@ -271,12 +276,7 @@ def approve(directory, user_code, plugin_name):
 def approve_ciba(directory, plugin_name, binding, deny, wait):
     """Approves (or denies) the pending CIBA requests of the demo user, as approve-ciba.sh of the
     recipe does: the user's session, the pending list, consent, then the connect (or cancel) link."""
-    info = json.load(open(os.path.join(directory, "peer.json")))
-    api = info["api"]
-    session = Session()
-    status, _, _ = session.call("POST", api + "/auth/", {"username": USER[0], "password": USER[1]})
-    if status != 200:
-        raise SystemExit("login as %s failed: HTTP %d" % (USER[0], status))
+    api, session = user_session(directory)
     deadline = time.time() + wait
     while True:
         status, body, _ = session.call("GET", "%s/%s/ciba_user_list" % (api, plugin_name))
