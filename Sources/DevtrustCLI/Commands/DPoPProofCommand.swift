@@ -52,8 +52,14 @@ enum DPoPProofCommand: DevtrustCommand {
         }
         let store = try context.deviceStore()
         // A TPM that never answers must not hold a script's $(devtrust dpop-proof) for ever, as for token.
-        KeyUseDeadline.arm(context, "loading the device key and signing the proof")
-        defer { KeyUseDeadline.disarm() }
+        let (proof, jkt) = try KeyUseDeadline.bounding(context, "loading the device key and signing the proof") {
+            try sign(context, options, store: store)
+        }
+        context.output(context.json ? JSONWriter.string(.object(["proof": .string(proof), "jkt": .string(jkt)])) : proof)
+    }
+
+    /// The proof and the key's thumbprint: what the deadline bounds.
+    private static func sign(_ context: CommandContext, _ options: Options, store: DeviceStore) throws -> (proof: String, jkt: String) {
         // One read of the keystore for the key and the sign-in: this is the per-request path.
         let device = try store.loadKey()
         let record = try store.signIn(server: options.server, discovery: options.discovery, in: device.state)
@@ -69,8 +75,7 @@ enum DPoPProofCommand: DevtrustCommand {
         let nonce = options.nonce ?? nonces.nonce(for: options.url)
         let proof = try DPoPKey.minter(context, key: device.key, server: options.url)
             .proof(method: options.method, url: options.url, nonce: nonce, accessToken: tokens.accessToken)
-        KeyUseDeadline.disarm()
-        context.output(context.json ? JSONWriter.string(.object(["proof": .string(proof), "jkt": .string(jkt)])) : proof)
+        return (proof, jkt)
     }
 
     /// Why `url` is no URL devtrust would send a request to (ServerURL's rules: https, or http to loopback), or nil.

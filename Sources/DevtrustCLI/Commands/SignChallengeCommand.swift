@@ -32,12 +32,9 @@ enum SignChallengeCommand: DevtrustCommand {
             throw UsageError("devtrust refuses to sign this challenge: \(refusal)", command: "sign-challenge")
         }
         let store = try context.deviceStore()
-        KeyUseDeadline.arm(context, "signing the challenge")
-        // A command that fails before it signs must not leave the deadline to end the process later (the in-process tests' runner).
-        defer { KeyUseDeadline.disarm() }
-        let device = try store.loadKey()
-        let signature = try device.key.sign(message: bytes)
-        KeyUseDeadline.disarm()
+        let signature = try KeyUseDeadline.bounding(context, "signing the challenge") {
+            try store.loadKey().key.sign(message: bytes)
+        }
         let encoded = Base64.encode(signature.der)
         context.output(context.json ? JSONWriter.string(.object(["signature": .string(encoded)])) : encoded)
     }

@@ -1,3 +1,4 @@
+import DevtrustConfig
 import DevtrustDevice
 import DevtrustEncoding
 import DevtrustJOSE
@@ -19,15 +20,13 @@ enum DeviceDataCommand: DevtrustCommand {
         let claims = try DeviceAttributesForKey.addedClaims(options.claims, command: Options.spec.name)
         let configuration = try context.configuration()
         let store = try context.deviceStore()
-        KeyUseDeadline.arm(context, "signing the deviceData")
-        // A command that fails before it signs must not leave the deadline to end the process later (the in-process tests' runner).
-        defer { KeyUseDeadline.disarm() }
-        let device = try store.loadKey()
-        let attributes = DeviceAttributesForKey(configuration: configuration, addedClaims: claims)
-            .attributes(context, backend: device.record.backend)
-        let deviceData = try DeviceTokenMinter(key: device.key, clock: context.environment.clock, random: context.environment.random)
-            .deviceData(attributes: attributes)
-        KeyUseDeadline.disarm()
+        let deviceData = try KeyUseDeadline.bounding(context, "signing the deviceData") {
+            let device = try store.loadKey()
+            let attributes = DeviceAttributesForKey(configuration: configuration, addedClaims: claims)
+                .attributes(context, backend: device.record.backend)
+            return try DeviceTokenMinter(key: device.key, clock: context.environment.clock, random: context.environment.random)
+                .deviceData(attributes: attributes)
+        }
         context.output(context.json ? JSONWriter.string(.object(["deviceData": .string(deviceData)])) : deviceData)
     }
 }
@@ -62,9 +61,15 @@ enum TokenCommand: DevtrustCommand {
         }
         let configuration = try context.configuration()
         let store = try context.deviceStore()
-        KeyUseDeadline.arm(context, "loading the device key and signing the token")
-        // A command that fails before it signs must not leave the deadline to end the process later (the in-process tests' runner).
-        defer { KeyUseDeadline.disarm() }
+        let token = try KeyUseDeadline.bounding(context, "loading the device key and signing the token") {
+            try mint(context, options, store: store, configuration: configuration, claims: claims, explicitDeviceID: explicitDeviceID)
+        }
+        context.output(context.json ? JSONWriter.string(.object(["token": .string(token)])) : token)
+    }
+
+    /// Loads the key, picks the registration and signs: what the deadline bounds.
+    private static func mint(_ context: CommandContext, _ options: Options, store: DeviceStore, configuration: Configuration,
+                             claims: [(String, String)], explicitDeviceID: String?) throws -> String {
         let device = try store.loadKey()
         let registration = try explicitDeviceID.map { id in device.state.registrations.first { $0.registrationId == id } }
             ?? RegistrationSelector.select(from: device.state, server: options.server)
@@ -92,9 +97,7 @@ enum TokenCommand: DevtrustCommand {
         if context.verbose {
             context.detail("signing: an ES256 device token with header deviceId, a new jti and the current iat (printed on stdout)")
         }
-        let token = try DeviceTokenMinter(key: device.key, clock: clock, random: context.environment.random)
+        return try DeviceTokenMinter(key: device.key, clock: clock, random: context.environment.random)
             .deviceToken(deviceId: deviceID, attributes: attributes)
-        KeyUseDeadline.disarm()
-        context.output(context.json ? JSONWriter.string(.object(["token": .string(token)])) : token)
     }
 }
