@@ -410,10 +410,12 @@ async function continueNavigation(sender, message) {
   await loadConfig();
   const tabId = sender.tab?.id;
   let pending = tabId === undefined ? undefined : pendingByTab.get(tabId);
+  // The tab's note is used up here, kept or discarded: a stale one left behind would still let
+  // onBeforeRedirect's handler navigate the tab after this page has (two tokens).
+  if (tabId !== undefined) pendingByTab.delete(tabId);
   if (pending && (Date.now() - pending.at > PENDING_MILLISECONDS || (typeof message.url === "string" && message.url !== pending.url))) {
     pending = undefined;
   }
-  if (pending) pendingByTab.delete(tabId);
   if (!isContinuePage(sender.url) || tabId === undefined) {
     warn("a page that is not this extension's continue page in a tab asked for a token; refused");
     return { refused: true };

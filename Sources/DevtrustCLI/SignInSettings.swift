@@ -89,8 +89,9 @@ struct SignInSettings {
             oauth.dpop = try DPoPKey.binding(context, store: try context.deviceStore(), server: token)
             context.detail("DPoP: token requests carry proofs of the device key \(oauth.dpop!.thumbprint)"
                            + (dpop ? "" : " (the server advertises DPoP with ES256)"))
-        } catch let error as DeviceError where !dpop {
-            context.warn("the server offers DPoP-bound tokens, but \(error); signing in for bearer tokens")
+        } catch where !dpop {
+            // Any error (no key, a damaged key file): only advertised, DPoP never breaks a sign-in that worked before.
+            context.warn("the server offers DPoP-bound tokens, but \(ErrorReport.from(error).summary); signing in for bearer tokens")
         }
         return oauth
     }

@@ -85,9 +85,6 @@ public protocol Waiting: Sendable {
 /// RFC 8628 device authorization grant: asks for a code, then polls by `PollingLoop`'s rules.
 /// The device code is never shown.
 public struct DeviceCodeSignIn {
-    public static let defaultInterval = PollingLoop.defaultInterval
-    public static let maximumBackoff = PollingLoop.maximumBackoff
-
     public let polling: PolledSignIn
     public let scope: String
 
@@ -96,9 +93,6 @@ public struct DeviceCodeSignIn {
         self.scope = scope
     }
 
-    public static func backoff(after previous: Int64, interval: Int64) -> Int64 {
-        PollingLoop.backoff(after: previous, interval: interval)
-    }
 
     public func run(events: (DeviceCodeEvent) -> Void, tick: (Double, Double) -> Void = { _, _ in }) throws -> TokenSet {
         try polling.run(.deviceCode, request: { try $0.oauth.authorizeDevice(clientID: $0.clientID, scope: scope, server: $0.server) },

@@ -458,6 +458,8 @@ import Testing
             (["--browser", "--redirect-uri", "http://127.0.0.1.evil.example/callback"], "login --browser needs a loopback redirect URI"),
             (["--browser", "--device-code"], "give one of --browser, --device-code, --ciba and --callback"),
             (["--browser", "--callback", "http://127.0.0.1:8765/callback?code=a&state=b"], "give one of --browser, --device-code, --ciba and --callback"),
+            (["--dpop", "--callback", "http://127.0.0.1:8765/callback?code=a&state=b"],
+             "--dpop goes with app-native, --browser, --device-code and --ciba sign-ins, not with --callback"),
             (["--no-browser"], "--no-browser goes with --browser"),
             (["--timeout", "5"], "--timeout goes with --browser"),
         ] {

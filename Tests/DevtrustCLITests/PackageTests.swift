@@ -1,4 +1,5 @@
 import DevtrustEncoding
+import DevtrustSignIn
 import DevtrustTestSupport
 import Foundation
 import Testing
@@ -441,6 +442,8 @@ import Testing
         #expect(try root.run(["/usr/bin/devtrust", "init", "--backend", "software", "-q"]).status == 0)
         #expect(try root.run(["/usr/bin/devtrust", "token", "--device-id", "package-test"]).status == 0)
         #expect(FileManager.default.fileExists(atPath: root.directory.file("var/cache/devtrust/posture.json")))
+        // And the DPoP nonces a DPoP sign-in of root's would leave there (the name devtrust writes).
+        try root.write("var/cache/devtrust/" + DPoPNonceFile.fileName, "{}\n")
 
         let scratch = TemporaryDirectory("upgrade")
         let upgrade = try root.dpkg(["--install", try built.repacked(version: built.version + "+1", into: scratch)])

@@ -128,7 +128,7 @@ final class ScriptedServer: HTTPClient, Waiting, @unchecked Sendable {
             var wait: Int64 = 0
             var previous: Int64 = 0
             for run in 1...12 {
-                wait = DeviceCodeSignIn.backoff(after: wait, interval: interval)
+                wait = PollingLoop.backoff(after: wait, interval: interval)
                 #expect(wait >= interval, "interval \(interval), error \(run): \(wait)")
                 if interval > 60 {
                     #expect(wait == interval << (run - 1), "interval \(interval), error \(run): \(wait)")

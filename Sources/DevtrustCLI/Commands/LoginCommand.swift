@@ -106,7 +106,7 @@ enum LoginCommand: DevtrustCommand {
         if options.signIn.dpop && options.signIn.noDPoP { throw UsageError("give either --dpop or --no-dpop, not both", command: "login") }
         if let callback = options.callback {
             // The code of an authorize-url sign-in is exchanged as it was asked for, without DPoP.
-            if options.signIn.dpop { throw UsageError("--dpop goes with app-native, --browser and --device-code sign-ins, not with --callback", command: "login") }
+            if options.signIn.dpop { throw UsageError("--dpop goes with app-native, --browser, --device-code and --ciba sign-ins, not with --callback (its code is exchanged as authorize-url asked for it)", command: "login") }
             return try finishBrowserSignIn(context, callback: callback)
         }
         let settings = try SignInSettings(options.signIn, context, command: "login")
