@@ -269,13 +269,19 @@ import Testing
         var answering = setup.cli
         answering.extraEnvironment["DEVTRUST_TCTI"] = silent
         #expect(try answering.run("pubkey").status == 0)
+        // A DPoP sign-in made while the TPM answers: its proofs (dpop-proof, a refresh's) are bounded too.
+        let server = try ReferenceServer(["--dpop", "--device-interval", "1", "--device-approve-after", "2"])
+        let login = try setup.cli.run("login", "--device-code", "--dpop", "--server", server.url, "--client-id", "devtrust-app", "--json")
+        #expect(login.status == 0, "\(login)")
         var silentCLI = TimeLimitedRunner(setup.cli)
         silentCLI.extraEnvironment["DEVTRUST_TCTI"] = silent
         let cli = silentCLI
         let hint = ": check that the TPM, its resource manager or the simulator is working (`devtrust doctor` checks it), then try again\n"
         let cases: [([String], String)] = [(["token", "--device-id", "d"], "loading the device key and signing the token"),
                                            (["device-data"], "signing the deviceData"), (["sign-challenge", "c2lnbiB0aGlzIHBsZWFzZQ"], "signing the challenge"),
-                                           (["token", "--device-id", "d", "--json"], "loading the device key and signing the token")]
+                                           (["token", "--device-id", "d", "--json"], "loading the device key and signing the token"),
+                                           (["dpop-proof", "--method", "GET", "--url", server.url + "/resource"], "loading the device key and signing the proof"),
+                                           (["access-token", "--refresh"], "signing a DPoP proof")]
         // Side by side: each waits out the deadline.
         let results = Mutex([Int: (Result<ProcessResult, any Error>, Double)]())
         let finished = DispatchGroup()
