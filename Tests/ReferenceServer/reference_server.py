@@ -22,6 +22,8 @@ whether the token is strict (canonical base64url, plain JSON), which devtrust's
 own tokens must be.
 
 Other endpoints: GET /api/devices, GET /api/outbox (the OTPs "sent"),
+GET /api/flow-requests (each continue request of a flow: the step it answered,
+its actionId and the names of its inputs, never their values),
 GET /api/authorize-records (each GET /oauth2/authorize: its query, its
 device_token, when it arrived, what the device check said), GET /test/start
 (the page that drives a browser in the extension tests: browser_pages.py),
@@ -308,6 +310,8 @@ class FlowServer:
         self.delayed_answers = 0
         self.required_claims = dict(item.split("=", 1) for item in options.require_claim)
         self.forgeries = []
+        # Each continue request: the step it answered, its actionId, its inputs' names (what an action sends).
+        self.flow_requests = []
         # Every GET /oauth2/authorize as it arrived, for the browser extension's tests.
         self.authorize_records = []
         self.browser_reports = []
@@ -401,6 +405,8 @@ class FlowServer:
         if not isinstance(inputs, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in inputs.items()):
             raise FlowError(400, "FE-60008", "Invalid user inputs", "every input value must be a string")
         action = body.get("actionId")
+        with self.lock:
+            self.flow_requests.append({"step": flow.step, "actionId": action, "inputs": sorted(inputs)})
         if flow.step == "credentials":
             return self.on_credentials(flow, action, inputs)
         if flow.step == "redirect":
@@ -639,6 +645,9 @@ def make_handler(server, signins, cibas):
                 return self.send_json(200, server.store.devices())
             if url.path == "/api/outbox":
                 return self.send_json(200, server.store.outbox())
+            if url.path == "/api/flow-requests":
+                with server.lock:
+                    return self.send_json(200, list(server.flow_requests))
             if url.path == "/api/forgeries":
                 return self.send_json(200, server.forgeries)
             if url.path == "/api/device-check":
