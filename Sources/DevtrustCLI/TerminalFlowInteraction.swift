@@ -49,8 +49,28 @@ final class TerminalFlowInteraction: FlowInteraction {
             for name in names { presets[name] = nil }
         }
 
-        let button = try chooseButton(step.buttons)
-        let isPrimary = button == nil || button?.variant?.uppercased() == "PRIMARY" || step.buttons.count == 1
+        let button: FlowComponent?
+        let isPrimary: Bool
+        // What the user typed at the step's dialog; nil when its fields are asked one by one below.
+        var typed: [(String, String)]?
+        switch try scriptedButton(step.buttons) {
+        case let .chosen(chosen):
+            button = chosen
+            isPrimary = chosen == nil || chosen?.variant?.uppercased() == "PRIMARY" || step.buttons.count == 1
+        case .ask:
+            // At a terminal, several actions: the fields first, then the action only if still in doubt.
+            let buttons = step.buttons
+            let main = Self.primaryIndex(buttons)
+            let dialog = TerminalStepDialog(context: context, command: "register", actions: buttons.map {
+                TerminalStepDialog.Action(text: $0.text ?? $0.actionId ?? "?", identifier: $0.actionId)
+            }, mainIndex: main)
+            switch try dialog.run(inputs.filter { presets[$0.identifier!] == nil }.map(Self.field)) {
+            case let .main(values):
+                (button, isPrimary, typed) = (buttons[main], true, values)
+            case let .other(index):
+                (button, isPrimary) = (buttons[index], false)
+            }
+        }
         var values = [(String, String)]()
         var missing = [(name: String, label: String?)]()
         var allFromPresets = true
@@ -61,6 +81,9 @@ final class TerminalFlowInteraction: FlowInteraction {
                     throw UsageError("--input \(name): \(input.label ?? name) \(problem)", command: "register")
                 }
                 values.append((name, preset))
+            } else if let typed {
+                allFromPresets = false
+                if let value = typed.first(where: { $0.0 == name }) { values.append(value) }
             } else if isPrimary && interactive {
                 allFromPresets = false
                 if let value = try prompt(for: input) { values.append((name, value)) }
@@ -121,17 +144,30 @@ final class TerminalFlowInteraction: FlowInteraction {
         return words.contains { text in ["accept", "agree", "consent"].contains { text.includes($0) } }
     }
 
-    private func chooseButton(_ buttons: [FlowComponent]) throws -> FlowComponent? {
+    private enum ButtonChoice {
+        /// Chosen (nil: the step has no button).
+        case chosen(FlowComponent?)
+        /// For the user to choose at the terminal, with the step's fields (TerminalStepDialog).
+        case ask
+    }
+
+    private static func primaryIndex(_ buttons: [FlowComponent]) -> Int {
+        buttons.firstIndex { $0.variant?.uppercased() == "PRIMARY" } ?? 0
+    }
+
+    /// The button a script chose (`--input actionId`, `--accept`), the only one, or off a
+    /// terminal the primary; `.ask` at a terminal when there are several.
+    private func scriptedButton(_ buttons: [FlowComponent]) throws -> ButtonChoice {
         for id in buttons.compactMap(\.actionId) where !offeredActions.contains(id) { offeredActions.append(id) }
         if let wanted = presets["actionId"], let chosen = buttons.first(where: { $0.actionId == wanted }) {
             if acceptedActions.contains(wanted) { usedAcceptedActions.insert(wanted) }
-            return chosen
+            return .chosen(chosen)
         }
         if let chosen = buttons.first(where: { $0.actionId.map(acceptedActions.contains) ?? false }) {
             usedAcceptedActions.insert(chosen.actionId!)
-            return chosen
+            return .chosen(chosen)
         }
-        let primaryIndex = buttons.firstIndex { $0.variant?.uppercased() == "PRIMARY" } ?? 0
+        let primaryIndex = Self.primaryIndex(buttons)
         // Off a terminal, devtrust never accepts on the user's behalf: the choice must be given.
         if !interactive, buttons.indices.contains(primaryIndex), Self.isAcceptance(buttons[primaryIndex]) {
             let action = buttons[primaryIndex]
@@ -143,25 +179,24 @@ final class TerminalFlowInteraction: FlowInteraction {
                              + "pass --accept \(id) (or \"actionId\": \"\(id)\" in --inputs)"
                              + (others.isEmpty ? "" : ", or --input actionId=\(others[0]) to decline"), command: "register")
         }
-        guard buttons.count > 1 else { return buttons.first }
-        guard interactive else { return buttons[primaryIndex] }
-        let choices = buttons.enumerated().map { "[\($0.offset + 1)] \($0.element.text ?? $0.element.actionId ?? "?")" }.joined(separator: "  ")
-        while true {
-            guard let answer = terminal.readLine(prompt: "\(choices)  (Enter for \(primaryIndex + 1)): ") else {
-                throw UsageError("no choice was given", command: "register")
-            }
-            let trimmed = answer.trimmingCharacters
-            if trimmed.isEmpty { return buttons[primaryIndex] }
-            if let number = Int(trimmed), (1...buttons.count).contains(number) { return buttons[number - 1] }
-            context.warn("choose a number from 1 to \(buttons.count)")
-        }
+        guard buttons.count > 1 else { return .chosen(buttons.first) }
+        guard interactive else { return .chosen(buttons[primaryIndex]) }
+        return .ask
+    }
+
+    /// An INPUT as the terminal asks for it.
+    static func field(_ input: FlowComponent) -> TerminalStepDialog.Field {
+        let variant = input.variant?.uppercased() ?? ""
+        return TerminalStepDialog.Field(
+            name: input.identifier ?? "", label: input.label ?? input.identifier ?? "value", required: input.required, secret: input.isSecret,
+            isPassword: variant == "PASSWORD", rules: input.validations.compactMap(\.explanation), holdsCode: ["OTP", "NUMBER"].contains(variant),
+            problem: { value in input.validations.lazy.compactMap { $0.problem(with: value) }.first })
     }
 
     private func prompt(for input: FlowComponent) throws -> String? {
-        try TerminalPrompter(context: context).ask(
-            input.label ?? input.identifier ?? "value", required: input.required, secret: input.isSecret,
-            rules: input.validations.compactMap(\.explanation), command: "register"
-        ) { value in input.validations.lazy.compactMap { $0.problem(with: value) }.first }
+        let field = Self.field(input)
+        return try TerminalPrompter(context: context).ask(field.label, required: field.required, secret: field.secret, rules: field.rules,
+                                                          command: "register", check: field.problem)
     }
 
     private func launchBrowser(_ url: String) {
