@@ -36,13 +36,11 @@ final class TerminalSignInInteraction: AppNativeInteraction {
         }
         context.info("Sign in with:")
         for (index, option) in options.enumerated() { context.info("  [\(index + 1)] \(option.name)") }
-        while true {
-            guard let answer = context.terminal.readLine(prompt: "Choose 1-\(options.count): ") else {
-                throw UsageError("no choice was given", command: "login")
-            }
-            if let number = Int(answer.trimmingCharacters), (1...options.count).contains(number) { return options[number - 1] }
-            context.warn("choose a number from 1 to \(options.count)")
+        // Without `other`, only a number is an answer.
+        guard case let .action(index) = try TerminalPrompter(context: context).choose("Choose 1-\(options.count): ", count: options.count, command: "login") else {
+            throw UsageError("no choice was given", command: "login")
         }
+        return options[index]
     }
 
     /// `--authenticator`: an option's id, or its name or internal name (any case), or the unique
@@ -115,11 +113,11 @@ final class TerminalSignInInteraction: AppNativeInteraction {
     }
 
     /// A param as the terminal asks for it: every one is required; one-time codes (Email and
-    /// SMS OTP's OTPCode, TOTP's token) take no words, so a word typed there can name an action.
-    static func field(_ param: AppNativeAuthenticator.Param) -> TerminalStepDialog.Field {
-        TerminalStepDialog.Field(name: param.name, label: param.displayName ?? param.name, required: true, secret: param.confidential,
-                                 isPassword: param.name.lowercased().includes("password"), rules: [],
-                                 holdsCode: ["otpcode", "token"].contains(param.name.lowercased()), problem: { _ in nil })
+    /// SMS OTP's OTPCode, TOTP's token) take no words, so a word typed there can name an action,
+    /// and an action's name is never sent as the code (a wrong code uses up an attempt).
+    static func field(_ param: AppNativeAuthenticator.Param) -> TerminalPrompter.Field {
+        TerminalPrompter.Field(name: param.name, label: param.displayName ?? param.name, required: true, secret: param.confidential,
+                               rules: [], holdsCode: ["otpcode", "token"].contains(param.name.lowercased()), problem: { _ in nil })
     }
 
     func callback(redirectURL: String, authenticator: AppNativeAuthenticator) throws -> [(String, String)] {

@@ -1,44 +1,21 @@
 /// A server's step at the terminal when the user has a choice of actions: a flow's VIEW with
 /// several buttons (Verify, Resend code), an app-native one-time code that can be sent again.
 /// The fields come first, as on every web form: typing them is choosing the step's main action,
-/// which is then not asked for. The other actions stay reachable without typing a field: a word
-/// of theirs typed at a field that cannot hold it (`r` or `resend` at a code's prompt, said in
-/// the prompt: `r for Resend code`), or Enter at a required field, which lists every action. An answer to that list
-/// that is no action but a valid value for the step's only required field is taken as it.
-/// The other actions send no field: the server's main action is the one that takes them
-/// (`requiredParams`); a resend takes none.
+/// which is then not asked for, unless it accepts something (terms): that is always asked.
+/// The other actions stay reachable without typing a field: a word of theirs typed at a field
+/// that cannot hold it (`r` or `resend` at a code's prompt, said in the prompt: `r for Resend
+/// code`), or Enter at a required field, which lists every action. An answer to that list that
+/// is no action but a valid value for the step's only required field is taken as it (the list
+/// is then read without echo when that field is a secret). The other actions send no field: the
+/// server's main action is the one that takes them (`requiredParams`); a resend takes none.
 struct TerminalStepDialog {
-    /// One value the step asks for.
-    struct Field {
-        /// Its name in what is sent (`otp`, `OTPCode`).
-        let name: String
-        let label: String
-        let required: Bool
-        /// Read without echo (passwords, codes).
-        let secret: Bool
-        /// A reusable secret: worth a word when the terminal showed it.
-        let isPassword: Bool
-        /// The server's rules in words, for the prompt.
-        let rules: [String]
-        /// A one-time code or a number: no word is one, so a word typed at its prompt can name an
-        /// action. (An alphanumeric code that spells "resend" would resend: a new code, no harm.)
-        let holdsCode: Bool
-        /// Why the server's rules refuse a value, or nil.
-        let problem: (String) -> String?
-    }
+    typealias Field = TerminalPrompter.Field
 
     /// One of the step's actions, as the step names it.
     struct Action {
         let text: String
         /// What the step calls it (a button's actionId).
         let identifier: String?
-    }
-
-    /// An answer to the list of actions.
-    enum Choice: Equatable {
-        case action(Int)
-        /// A value for the step's only required field, typed at the list.
-        case value(String)
     }
 
     enum Answer {
@@ -55,9 +32,16 @@ struct TerminalStepDialog {
     let actions: [Action]
     /// The action that sends the fields (a flow's PRIMARY button); Enter at the list of actions.
     let mainIndex: Int
+    /// The main action accepts something on the user's behalf (terms, a policy, consent): it is
+    /// asked for even when fields were typed, so that typing a name never accepts unseen.
+    var mainIsAcceptance = false
 
-    /// Asks for `fields` (those the script did not give), then for the action only when what was
-    /// typed does not say it: nothing typed and nothing required, or no field to ask.
+    private var prompter: TerminalPrompter { TerminalPrompter(context: context) }
+    private var others: [Int] { actions.indices.filter { $0 != mainIndex } }
+
+    /// Asks for `fields` (those the script did not give), then for the action when what was
+    /// typed does not say it: nothing typed and nothing required, no field to ask, or an
+    /// acceptance.
     func run(_ fields: [Field]) throws -> Answer {
         let required = fields.filter(\.required)
         // A stray answer to the list is taken for a field only when there is no doubt which.
@@ -70,52 +54,90 @@ struct TerminalStepDialog {
             case let .action(index): return .other(index)
             }
         }
-        guard values.isEmpty && required.isEmpty && actions.count > 1 else { return .main(values) }
+        guard actions.count > 1, mainIsAcceptance || (values.isEmpty && required.isEmpty) else { return .main(values) }
         guard case let .action(index) = try choose(strayAnswersFor: nil), index != mainIndex else { return .main(values) }
         return .other(index)
     }
 
     private func ask(_ field: Field, takesStrayAnswers: Bool) throws -> TerminalPrompter.Reply {
-        let others = actions.indices.filter { $0 != mainIndex }
+        // The shortest of each action's shortcuts is said: `r for Resend code`, `more for 2 more options`.
         var hints = others.compactMap { index in
-            shortcuts(of: index, at: field).first.map { "\($0) for \(actions[index].text)" }
+            shortcuts(of: index, at: field).min { $0.count < $1.count }.map { "\($0) for \(actions[index].text)" }
         }
         if field.required && hints.count < others.count { hints.append("Enter for other choices") }
-        return try TerminalPrompter(context: context).reply(
-            field.label, required: field.required, secret: field.secret, rules: field.rules, hints: hints, command: command,
-            action: { typed in others.first { shortcuts(of: $0, at: field).contains(typed.lowercased()) } },
+        return try prompter.reply(
+            field, hints: hints, command: command,
+            action: { typed in action(named: typed, at: field) },
             whenEmpty: others.isEmpty ? nil : {
                 switch try choose(strayAnswersFor: takesStrayAnswers ? field : nil) {
                 case let .action(index): return index == mainIndex ? nil : .action(index) // the main action: its field again
-                case let .value(value): return .value(value)
+                case let reply: return reply
                 }
             },
-            check: field.problem)
+            check: { value in refusal(of: value, at: field) ?? field.problem(value) })
     }
 
-    /// The list of actions: `[1] Verify  [2] Resend code  (Enter for 1): `. An answer that is no
-    /// action is taken as the value of `strayAnswersFor`, when its rules allow it, and said so.
-    func choose(strayAnswersFor field: Field?) throws -> Choice {
+    /// The action another than the main one that `typed` names at `field`'s prompt, if any: one
+    /// of its shortcuts there, and not a value of the field as typed (a rule can be case-sensitive:
+    /// `R` is a value where `^[A-Z]$` is the rule, `r` Restart).
+    private func action(named typed: String, at field: Field) -> Int? {
+        let word = typed.trimmingCharacters.lowercased()
+        guard let index = others.first(where: { shortcuts(of: $0, at: field).contains(word) }) else { return nil }
+        return field.holdsCode || field.problem(typed) != nil ? index : nil
+    }
+
+    /// Why `value` is not sent as a code or number: it names an action (the main one's `verify`,
+    /// or a word two actions share). A wrong code uses up one of the server's attempts.
+    private func refusal(of value: String, at field: Field) -> String? {
+        let word = value.trimmingCharacters.lowercased()
+        guard field.holdsCode, Self.isWord(word), actions.indices.contains(where: { words(of: $0).contains(word) }) else { return nil }
+        return "cannot be \"\(value.trimmingCharacters)\": that names a choice" + (others.isEmpty ? "" : " (Enter lists the choices)")
+    }
+
+    /// The list of actions: `[1] Verify  [2] Resend code  (Enter for 1): `; a number or an action's
+    /// name chooses it. An answer that is no action is taken as the value of `strayAnswersFor`
+    /// when its rules allow it (and said so); the list is then read without echo when that field
+    /// is a secret (a password or a code typed there never shows).
+    func choose(strayAnswersFor field: Field?) throws -> TerminalPrompter.Reply {
+        let hidden = field?.secret ?? false
         let choices = actions.enumerated().map { "[\($0.offset + 1)] \($0.element.text)" }.joined(separator: "  ")
-        while true {
-            guard let answer = context.terminal.readLine(prompt: "\(choices)  (Enter for \(mainIndex + 1)): ") else {
-                throw UsageError("no choice was given", command: command)
-            }
+        let prompt = "\(choices)  (Enter for \(mainIndex + 1)\(hidden ? "; typing hidden" : "")): "
+        return try prompter.choose(prompt, count: actions.count, secret: hidden, command: command) { answer in
             let trimmed = answer.trimmingCharacters
             if trimmed.isEmpty { return .action(mainIndex) }
-            if let number = Int(trimmed), actions.indices.contains(number - 1) { return .action(number - 1) }
             let named = actions.indices.filter { words(of: $0).contains(trimmed.lowercased()) }
             if named.count == 1 { return .action(named[0]) }
-            // A small number is a choice mistyped, not a value.
-            if let field, !(Int(trimmed).map { $0 < 100 } ?? false) {
-                let value = answer.trimmingCharacters(in: field.secret)
-                if !value.isEmpty, field.problem(value) == nil {
-                    context.info("that is not one of the choices: taken as the \(field.label)" + (field.isPassword ? " (the terminal showed it as you typed it)" : ""))
-                    return .value(value)
-                }
+            let refusal = "choose a number from 1 to \(actions.count)" + (field.map { ", or type the \($0.label)" } ?? "")
+            // A small number is a choice mistyped, not a value; a code must look like one.
+            guard let field, !Self.isSmallNumber(trimmed), !field.holdsCode || Self.looksLikeCode(trimmed) else {
+                context.warn(refusal)
+                return nil
             }
-            context.warn("choose a number from 1 to \(actions.count)" + (field.map { ", or type the \($0.label)" } ?? ""))
+            if let problem = field.problem(answer) {
+                context.warn(refusal + ": it \(problem)")
+                return nil
+            }
+            context.info("that is not one of the choices: taken as the \(field.label)")
+            return .value(answer)
         }
+    }
+
+    /// One or two digits, not starting with 0: how a choice is typed (`3`, `12`); `042` and
+    /// `000042` are codes.
+    static func isSmallNumber(_ text: String) -> Bool {
+        (1...2).contains(text.count) && text.allSatisfy(\.isASCIIDigit) && text.first != "0"
+    }
+
+    /// What a one-time code looks like when typed where a choice was asked: ASCII letters and
+    /// digits, a digit among them (`123456`, `A7K2QX`; not `abc`, which would be sent as a code).
+    static func looksLikeCode(_ text: String) -> Bool {
+        !text.isEmpty && text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } && text.contains(where: \.isASCIIDigit)
+    }
+
+    /// Whether `text` has a character other than a digit: a digit string is a value of a code or
+    /// number field, never an action's name there (`2` of "2 more options" at a NUMBER).
+    static func isWord(_ text: String) -> Bool {
+        text.contains { !$0.isASCIIDigit }
     }
 
     /// What names an action when typed: its first letter, first word, text, identifier.
@@ -130,10 +152,17 @@ struct TerminalStepDialog {
         return words
     }
 
-    /// The words of another action that mean it at `field`'s prompt: those the field cannot hold,
-    /// and that name no other of the step's other actions.
+    /// The words of another action that mean it at `field`'s prompt: those that name no other
+    /// action of the step (the main one included), and that the field cannot hold: at a code or
+    /// a number a word with a non-digit, at another field a word its rules refuse.
     private func shortcuts(of index: Int, at field: Field) -> [String] {
-        let rivals = actions.indices.filter { $0 != index && $0 != mainIndex }.flatMap(words)
-        return words(of: index).filter { word in !rivals.contains(word) && (field.holdsCode || field.problem(word) != nil) }
+        let rivals = actions.indices.filter { $0 != index }.flatMap(words)
+        return words(of: index).filter { word in
+            !rivals.contains(word) && (field.holdsCode ? Self.isWord(word) : field.problem(word) != nil)
+        }
     }
+}
+
+extension Character {
+    var isASCIIDigit: Bool { ("0"..."9").contains(self) }
 }

@@ -69,8 +69,9 @@ struct AtTheCode {
     /// - Parameters:
     ///   - arguments: devtrust's command line for the server.
     ///   - answers: each prompt before the code's, and what is typed at it.
-    init(_ arguments: (ReferenceServer) -> [String], answering answers: [(prompt: String, answer: String)]) throws {
-        server = try ReferenceServer(otp: nil)
+    ///   - serverArguments: reference_server.py options.
+    init(_ arguments: (ReferenceServer) -> [String], server serverArguments: [String] = [], answering answers: [(prompt: String, answer: String)]) throws {
+        server = try ReferenceServer(serverArguments, otp: nil)
         let cli = DevtrustBinary(keystore: directory.file("ks"))
         try cli.run("init", "-q", "--backend", "software")
         dialog = try TerminalConversation(cli, arguments(server))
@@ -157,6 +158,60 @@ struct AtTheCode {
         #expect(run.prompt == Self.codePrompt, "\(run.dialog.screen)")
         try run.typeAWrongCodeThenTheRightOne(refusal: "error: The code is incorrect. Try again.", prompt: Self.codePrompt)
         try Self.registered(run)
+    }
+
+    /// Enter at the code lists the actions; that list may take the code, so it is read without
+    /// echo as the code's prompt is: the code typed there registers and never shows.
+    @Test func aCodeTypedAtTheListNeverShows() throws {
+        let run = try Self.atTheCode()
+        #expect(run.prompt == Self.codePrompt, "\(run.dialog.screen)")
+        try run.dialog.answer("")
+        #expect(try run.dialog.nextPrompt() == "[1] Verify  [2] Resend code  (Enter for 1; typing hidden):", "\(run.dialog.screen)")
+        let code = try #require(try run.server.outbox().last)
+        try run.dialog.answer(code)
+        try Self.registered(run)
+        #expect(run.dialog.screen.contains("that is not one of the choices: taken as the Verification code"), "\(run.dialog.screen)")
+        #expect(!run.dialog.session.output.contains(code), "the terminal showed the code: \(run.dialog.session.output.debugDescription)")
+    }
+}
+
+/// `devtrust register` at a terminal, terms to sign after the device step (a required Full
+/// name, Accept or Decline): typing the name does not accept; the terms are asked for after
+/// it, as they are without an input, and Decline sends no input.
+@Suite(.enabled(if: TmuxSession.shouldRun && ReferenceServer.shouldRun)) struct RegisterTermsTerminalTests {
+    /// `register` at the terms' name, the code typed.
+    static func atTheTerms() throws -> AtTheCode {
+        let run = try AtTheCode({ ["register", "--server", $0.url] }, server: ["--terms-step", "--terms-signature"], answering: [
+            ("Email (required):", "alice@example.com"), ("Password (required, 8 to 64 characters):", "correct horse"),
+        ])
+        #expect(run.prompt == RegisterOTPTerminalTests.codePrompt, "\(run.dialog.screen)")
+        try run.dialog.answer(try #require(try run.server.outbox().last))
+        #expect(try run.dialog.nextPrompt() == "Full name (required; Enter for other choices):", "\(run.dialog.screen)")
+        try run.dialog.answer("Alice Example")
+        #expect(try run.dialog.nextPrompt() == "[1] Accept  [2] Decline  (Enter for 1):", "typing the name is not accepting the terms:\n\(run.dialog.screen)")
+        return run
+    }
+
+    static func termsRequests(_ run: AtTheCode) throws -> [JSONObject] {
+        try run.server.flowRequests().filter { $0["step"] == .string("terms") }
+    }
+
+    @Test func declineAfterTheNameSendsNothingAndRegistersNothing() throws {
+        let run = try Self.atTheTerms()
+        try run.dialog.answer("2")
+        #expect(try run.dialog.nextPrompt() == nil, "\(run.dialog.screen)")
+        #expect(try run.dialog.exitStatus() == 4, "\(run.dialog.screen)")
+        #expect(run.dialog.screen.contains("FE-60010"), "\(run.dialog.screen)")
+        #expect(try Self.termsRequests(run) == [["step": .string("terms"), "actionId": .string("decline-terms"), "inputs": .array([])]])
+        #expect(try run.server.devices().isEmpty)
+    }
+
+    @Test func acceptAfterTheNameSendsItAndRegisters() throws {
+        let run = try Self.atTheTerms()
+        try run.dialog.answer("")
+        try run.finished(saying: "registered: this device is ")
+        #expect(try Self.termsRequests(run) == [["step": .string("terms"), "actionId": .string("accept-terms"), "inputs": .array([.string("signature")])]])
+        #expect(try run.server.devices().count == 1)
     }
 }
 

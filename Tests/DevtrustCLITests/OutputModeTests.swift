@@ -135,7 +135,8 @@ import Testing
         #expect(session.result.status == 0, "\(session.result)")
         let email = CapturingTerminal.Prompt(text: "Email (required): ", isSecret: false)
         let password = CapturingTerminal.Prompt(text: "Password (required, 8 to 64 characters): ", isSecret: true)
-        let choice = CapturingTerminal.Prompt(text: "[1] Verify  [2] Resend code  (Enter for 1): ", isSecret: false)
+        // The list after Enter at the code may take the code: read without echo.
+        let choice = CapturingTerminal.Prompt(text: "[1] Verify  [2] Resend code  (Enter for 1; typing hidden): ", isSecret: true)
         let code = CapturingTerminal.Prompt(text: "Verification code (required, 6 characters; r for Resend code): ", isSecret: true)
         // The code first (r resends); Enter at it lists the actions, and Enter there asks for the code again.
         #expect(session.prompts == [email, password, password, code, code, code, choice, code], "\(session.prompts)")

@@ -40,7 +40,7 @@ import Testing
             ("Verification code \\(required, 6 characters; r for Resend code\\): ", "000000\n"),
             ("\u{1B}\\[31merror: The code is incorrect. Try again.", ""),
             ("Verification code \\(required, 6 characters; r for Resend code\\): ", "\n"),
-            ("\\[1\\] Verify  \\[2\\] Resend code  \\(Enter for 1\\): ", "\n"),
+            ("\\[1\\] Verify  \\[2\\] Resend code  \\(Enter for 1; typing hidden\\): ", "\n"),
             ("Verification code \\(required, 6 characters; r for Resend code\\): ", "123456\n"),
             ("registered: this device is ", ""),
         ])

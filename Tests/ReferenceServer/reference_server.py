@@ -9,7 +9,8 @@ It runs a REGISTRATION flow over the Flow Execution API:
   3. INTERNAL_PROMPT Device Registration (publicKey, signature, deviceData when
      --device-policy or --require-claim is given; deviceModel optional),
   (--redirect-step: a REDIRECTION to a federated IdP between 1 and 2, resumed with code and state,)
-  4. optionally (--terms-step) a VIEW asking to accept terms, which can be declined,
+  4. optionally (--terms-step) a VIEW asking to accept terms, which can be declined
+     (--terms-signature: a required "Full name" typed to accept),
   5. COMPLETE: only now is the device stored (SQLite).
 It checks as the real server does: standard base64 only for publicKey and
 signature, SPKI P-256, DER signature over the decoded challenge, ES256
@@ -349,15 +350,18 @@ class FlowServer:
         return self.view(flow, components, ["otp"], messages)
 
     def view_terms(self, flow):
+        # --terms-signature: the terms are signed with the user's full name, typed in the form.
+        signature = [{"id": "signature", "type": "INPUT", "variant": "TEXT",
+                      "config": {"identifier": "signature", "label": "Full name", "required": True}}] if self.options.terms_signature else []
         components = [
             {"id": "terms", "type": "RICH_TEXT", "config": {"text": "<p>Accept the <b>acceptable use policy</b>.</p>"}},
             {"id": "divider", "type": "DIVIDER"},
-            {"id": "form_3", "type": "FORM", "components": [
+            {"id": "form_3", "type": "FORM", "components": signature + [
                 {"id": "accept", "type": "BUTTON", "actionId": "accept-terms", "variant": "PRIMARY", "config": {"text": "Accept"}},
                 {"id": "decline", "type": "BUTTON", "actionId": "decline-terms", "variant": "SECONDARY", "config": {"text": "Decline"}},
             ]},
         ]
-        return self.view(flow, components, [], None)
+        return self.view(flow, components, ["signature"] if self.options.terms_signature else [], None)
 
     def view(self, flow, components, required, messages):
         data = {"components": components, "requiredParams": required}
@@ -417,6 +421,8 @@ class FlowServer:
             return self.on_device(flow, inputs)
         if flow.step == "terms":
             if action == "accept-terms":
+                if self.options.terms_signature and not inputs.get("signature", "").strip():
+                    raise FlowError(400, "FE-60008", "Invalid user inputs", "missing: signature")
                 return self.complete(flow)
             with self.lock:
                 self.flows.pop(flow.id, None)
@@ -959,6 +965,7 @@ def main():
                         help="a device policy rule on deviceData (implies --device-policy)")
     parser.add_argument("--redirect-url", help="the redirectURL of the --redirect-step (a hostile one: file:, javascript:, -option)")
     parser.add_argument("--terms-step", action="store_true", help="a VIEW to accept or decline after the device step")
+    parser.add_argument("--terms-signature", action="store_true", help="the --terms-step asks for a full name (required) to accept")
     parser.add_argument("--redirect-step", action="store_true", help="a REDIRECTION (federated sign-in) after the credentials")
     parser.add_argument("--otp", help="a fixed OTP instead of a random one")
     parser.add_argument("--flow-ttl", type=int, default=600)
