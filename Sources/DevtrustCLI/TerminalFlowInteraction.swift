@@ -49,8 +49,40 @@ final class TerminalFlowInteraction: FlowInteraction {
             for name in names { presets[name] = nil }
         }
 
-        let button = try chooseButton(step.buttons)
-        let isPrimary = button == nil || button?.variant?.uppercased() == "PRIMARY" || step.buttons.count == 1
+        let button: FlowComponent?
+        // Whether the button is the one that sends the step's inputs (the main one); another
+        // sends none of them, not even those given up front: the server's requiredParams are
+        // the main action's, and a resend or a decline takes none.
+        let sendsInputs: Bool
+        // What the user typed at the step's dialog; nil when its fields are asked one by one below.
+        var typed: [(String, String)]?
+        let main = Self.primaryIndex(step.buttons)
+        switch try scriptedButton(step.buttons) {
+        case let .chosen(index):
+            // No button (a step without one), the only one, a PRIMARY one or the one taken for main.
+            button = index.map { step.buttons[$0] }
+            sendsInputs = index.map { $0 == main || step.buttons[$0].variant?.uppercased() == "PRIMARY" } ?? true
+        case .ask:
+            // At a terminal, several actions: the fields first, then the action only if still in doubt.
+            let buttons = step.buttons
+            var dialog = TerminalStepDialog(context: context, command: "register", actions: buttons.map {
+                TerminalStepDialog.Action(text: $0.text ?? $0.actionId ?? "?", identifier: $0.actionId)
+            }, mainIndex: main)
+            dialog.mainIsAcceptance = Self.isAcceptance(buttons[main])
+            switch try dialog.run(inputs.filter { presets[$0.identifier!] == nil }.map(Self.field)) {
+            case let .main(values):
+                (button, sendsInputs, typed) = (buttons[main], true, values)
+            case let .other(index):
+                (button, sendsInputs) = (buttons[index], false)
+            }
+        }
+        guard sendsInputs else {
+            // A one-time code given up front was for the code the server had sent: after another
+            // action (a resend) it is not sent again; the new one is asked for, or named as missing.
+            for input in inputs where input.variant?.uppercased() == "OTP" { presets[input.identifier!] = nil }
+            lastView = (names, false)
+            return ViewAnswer(actionId: button?.actionId, inputs: [])
+        }
         var values = [(String, String)]()
         var missing = [(name: String, label: String?)]()
         var allFromPresets = true
@@ -61,16 +93,19 @@ final class TerminalFlowInteraction: FlowInteraction {
                     throw UsageError("--input \(name): \(input.label ?? name) \(problem)", command: "register")
                 }
                 values.append((name, preset))
-            } else if isPrimary && interactive {
+            } else if let typed {
                 allFromPresets = false
-                if let value = try prompt(for: input) { values.append((name, value)) }
-            } else if isPrimary && input.required {
+                if let value = typed.first(where: { $0.0 == name }) { values.append(value) }
+            } else if interactive {
+                allFromPresets = false
+                if let value = try TerminalPrompter(context: context).ask(Self.field(input), command: "register") { values.append((name, value)) }
+            } else if input.required {
                 missing.append((name, input.label))
             }
         }
         // requiredParams the components do not describe: only a preset can answer them.
         for name in step.requiredParams where !names.contains(name) {
-            if let preset = presets[name] { values.append((name, preset)) } else if isPrimary { missing.append((name, nil)) }
+            if let preset = presets[name] { values.append((name, preset)) } else { missing.append((name, nil)) }
         }
         guard missing.isEmpty else {
             throw MissingFlowInputsError(inputs: missing, stepText: step.components.flatMap(headings))
@@ -121,17 +156,34 @@ final class TerminalFlowInteraction: FlowInteraction {
         return words.contains { text in ["accept", "agree", "consent"].contains { text.includes($0) } }
     }
 
-    private func chooseButton(_ buttons: [FlowComponent]) throws -> FlowComponent? {
+    private enum ButtonChoice {
+        /// Chosen: its index among the step's buttons (nil: the step has none).
+        case chosen(Int?)
+        /// For the user to choose at the terminal, with the step's fields (TerminalStepDialog).
+        case ask
+    }
+
+    private static func primaryIndex(_ buttons: [FlowComponent]) -> Int {
+        buttons.firstIndex { $0.variant?.uppercased() == "PRIMARY" } ?? 0
+    }
+
+    /// The button a script chose (`--input actionId`, `--accept`), the only one, or off a
+    /// terminal the primary; `.ask` at a terminal when there are several.
+    private func scriptedButton(_ buttons: [FlowComponent]) throws -> ButtonChoice {
         for id in buttons.compactMap(\.actionId) where !offeredActions.contains(id) { offeredActions.append(id) }
-        if let wanted = presets["actionId"], let chosen = buttons.first(where: { $0.actionId == wanted }) {
+        if let wanted = presets["actionId"], let chosen = buttons.firstIndex(where: { $0.actionId == wanted }) {
             if acceptedActions.contains(wanted) { usedAcceptedActions.insert(wanted) }
-            return chosen
+            // `--input actionId=ID` answers one step, the first that offers ID: a resend given so is
+            // one resend, not one at every step that offers it. (`--accept` names acceptances, each
+            // taken wherever it is offered.)
+            presets["actionId"] = nil
+            return .chosen(chosen)
         }
-        if let chosen = buttons.first(where: { $0.actionId.map(acceptedActions.contains) ?? false }) {
-            usedAcceptedActions.insert(chosen.actionId!)
-            return chosen
+        if let chosen = buttons.firstIndex(where: { $0.actionId.map(acceptedActions.contains) ?? false }) {
+            usedAcceptedActions.insert(buttons[chosen].actionId!)
+            return .chosen(chosen)
         }
-        let primaryIndex = buttons.firstIndex { $0.variant?.uppercased() == "PRIMARY" } ?? 0
+        let primaryIndex = Self.primaryIndex(buttons)
         // Off a terminal, devtrust never accepts on the user's behalf: the choice must be given.
         if !interactive, buttons.indices.contains(primaryIndex), Self.isAcceptance(buttons[primaryIndex]) {
             let action = buttons[primaryIndex]
@@ -143,25 +195,17 @@ final class TerminalFlowInteraction: FlowInteraction {
                              + "pass --accept \(id) (or \"actionId\": \"\(id)\" in --inputs)"
                              + (others.isEmpty ? "" : ", or --input actionId=\(others[0]) to decline"), command: "register")
         }
-        guard buttons.count > 1 else { return buttons.first }
-        guard interactive else { return buttons[primaryIndex] }
-        let choices = buttons.enumerated().map { "[\($0.offset + 1)] \($0.element.text ?? $0.element.actionId ?? "?")" }.joined(separator: "  ")
-        while true {
-            guard let answer = terminal.readLine(prompt: "\(choices)  (Enter for \(primaryIndex + 1)): ") else {
-                throw UsageError("no choice was given", command: "register")
-            }
-            let trimmed = answer.trimmingCharacters
-            if trimmed.isEmpty { return buttons[primaryIndex] }
-            if let number = Int(trimmed), (1...buttons.count).contains(number) { return buttons[number - 1] }
-            context.warn("choose a number from 1 to \(buttons.count)")
-        }
+        guard buttons.count > 1 else { return .chosen(buttons.isEmpty ? nil : 0) }
+        guard interactive else { return .chosen(primaryIndex) }
+        return .ask
     }
 
-    private func prompt(for input: FlowComponent) throws -> String? {
-        try TerminalPrompter(context: context).ask(
-            input.label ?? input.identifier ?? "value", required: input.required, secret: input.isSecret,
-            rules: input.validations.compactMap(\.explanation), command: "register"
-        ) { value in input.validations.lazy.compactMap { $0.problem(with: value) }.first }
+    /// An INPUT as the terminal asks for it.
+    static func field(_ input: FlowComponent) -> TerminalPrompter.Field {
+        TerminalPrompter.Field(
+            name: input.identifier ?? "", label: input.label ?? input.identifier ?? "value", required: input.required, secret: input.isSecret,
+            rules: input.validations.compactMap(\.explanation), holdsCode: ["OTP", "NUMBER"].contains(input.variant?.uppercased() ?? ""),
+            problem: { value in input.validations.lazy.compactMap { $0.problem(with: value) }.first })
     }
 
     private func launchBrowser(_ url: String) {

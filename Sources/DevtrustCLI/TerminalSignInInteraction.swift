@@ -36,13 +36,11 @@ final class TerminalSignInInteraction: AppNativeInteraction {
         }
         context.info("Sign in with:")
         for (index, option) in options.enumerated() { context.info("  [\(index + 1)] \(option.name)") }
-        while true {
-            guard let answer = context.terminal.readLine(prompt: "Choose 1-\(options.count): ") else {
-                throw UsageError("no choice was given", command: "login")
-            }
-            if let number = Int(answer.trimmingCharacters), (1...options.count).contains(number) { return options[number - 1] }
-            context.warn("choose a number from 1 to \(options.count)")
+        // Without `other`, only a number is an answer.
+        guard case let .action(index) = try TerminalPrompter(context: context).choose("Choose 1-\(options.count): ", count: options.count, command: "login") else {
+            throw UsageError("no choice was given", command: "login")
         }
+        return options[index]
     }
 
     /// `--authenticator`: an option's id, or its name or internal name (any case), or the unique
@@ -84,21 +82,42 @@ final class TerminalSignInInteraction: AppNativeInteraction {
             }
             for param in authenticator.params { presets[param.name] = nil }
         }
-        var values = [(String, String)]()
-        var missing = [(name: String, label: String?)]()
-        for param in authenticator.params {
-            if let preset = presets[param.name] {
-                values.append((param.name, preset))
-            } else if interactive {
-                if let value = try TerminalPrompter(context: context).ask(param.displayName ?? param.name, required: true, secret: param.confidential, command: "login") {
-                    values.append((param.name, value))
-                }
-            } else {
-                missing.append((param.name, param.displayName))
+        let asked = authenticator.params.filter { presets[$0.name] == nil }
+        guard interactive || asked.isEmpty else {
+            throw MissingFlowInputsError(inputs: asked.map { ($0.name, $0.displayName) }, stepText: [authenticator.name])
+        }
+        var typed = [(String, String)]()
+        if !asked.isEmpty {
+            // The code first; a resend (where the authenticator has one) is reachable from its prompt.
+            let resend = Self.resend(for: authenticator, asking: asked)
+            let dialog = TerminalStepDialog(context: context, command: "login",
+                                            actions: [.init(text: "Verify", identifier: nil)] + (resend == nil ? [] : [.init(text: "Resend code", identifier: nil)]),
+                                            mainIndex: 0)
+            switch try dialog.run(asked.map(Self.field)) {
+            case let .main(values): typed = values
+            case .other: return resend ?? []
             }
         }
-        guard missing.isEmpty else { throw MissingFlowInputsError(inputs: missing, stepText: [authenticator.name]) }
-        return values
+        return authenticator.params.compactMap { param in
+            presets[param.name].map { (param.name, $0) } ?? typed.first { $0.0 == param.name }
+        }
+    }
+
+    /// The params of a code's prompt that ask for another code: WSO2's Email OTP and SMS OTP
+    /// authenticators mail or text a new one on `resendCode=true` sent without the code (their
+    /// metadata does not list it; a code sent with it is refused).
+    static func resend(for authenticator: AppNativeAuthenticator, asking params: [AppNativeAuthenticator.Param]) -> [(String, String)]? {
+        guard ["email-otp-authenticator", "sms-otp-authenticator"].contains(internalName(authenticator)),
+              params.contains(where: { $0.name.lowercased() == "otpcode" }) else { return nil }
+        return [("resendCode", "true")]
+    }
+
+    /// A param as the terminal asks for it: every one is required; one-time codes (Email and
+    /// SMS OTP's OTPCode, TOTP's token) take no words, so a word typed there can name an action,
+    /// and an action's name is never sent as the code (a wrong code uses up an attempt).
+    static func field(_ param: AppNativeAuthenticator.Param) -> TerminalPrompter.Field {
+        TerminalPrompter.Field(name: param.name, label: param.displayName ?? param.name, required: true, secret: param.confidential,
+                               rules: [], holdsCode: ["otpcode", "token"].contains(param.name.lowercased()), problem: { _ in nil })
     }
 
     func callback(redirectURL: String, authenticator: AppNativeAuthenticator) throws -> [(String, String)] {

@@ -62,11 +62,16 @@ public struct FlowValidation: Sendable, Equatable {
     /// Why `value` fails the rule, or nil when it passes (or the rule is unknown to devtrust).
     public func problem(with value: String) -> String? {
         let length = value.count
-        if let minimum = conditions["min.length"].flatMap(Int.init), length < minimum {
-            return conditions["max.length"].map { "must be \(minimum) to \($0) characters long" } ?? "must be at least \(minimum) characters long"
-        }
-        if let maximum = conditions["max.length"].flatMap(Int.init), length > maximum {
-            return conditions["min.length"].map { "must be \($0) to \(maximum) characters long" } ?? "must be at most \(maximum) characters long"
+        let minimum = conditions["min.length"].flatMap(Int.init), maximum = conditions["max.length"].flatMap(Int.init)
+        guard length >= minimum ?? 0, length <= maximum ?? .max else {
+            // The rule as the prompt says it: `6 characters`, `8 to 64 characters`, `at least 8 characters`.
+            switch (minimum, maximum) {
+            case let (minimum?, maximum?) where minimum == maximum: return "must be \(minimum) characters long"
+            case let (minimum?, maximum?): return "must be \(minimum) to \(maximum) characters long"
+            case let (minimum?, nil): return "must be at least \(minimum) characters long"
+            case let (nil, maximum?): return "must be at most \(maximum) characters long"
+            case (nil, nil): return nil
+            }
         }
         if let pattern = conditions["regex"] ?? conditions["pattern"], !RegularExpressionMatcher.matches(pattern, value) {
             return "must match the pattern \(pattern)"

@@ -34,13 +34,14 @@ import Testing
             ("Password \\(required, 8 to 64 characters\\): ", "short\n"),
             ("Password must be 8 to 64 characters long", ""),
             ("Password \\(required, 8 to 64 characters\\): ", "correct horse\n"),
-            ("\\[1\\] Verify  \\[2\\] Resend code  \\(Enter for 1\\): ", "2\n"),
+            // The code's prompt comes first; Resend is typed there, or chosen after Enter.
+            ("Verification code \\(required, 6 characters; r for Resend code\\): ", "r\n"),
             ("We sent a new code", ""),
-            ("\\[1\\] Verify  \\[2\\] Resend code  \\(Enter for 1\\): ", "\n"),
-            ("Verification code \\(required, 6 characters\\): ", "000000\n"),
+            ("Verification code \\(required, 6 characters; r for Resend code\\): ", "000000\n"),
             ("\u{1B}\\[31merror: The code is incorrect. Try again.", ""),
-            ("\\(Enter for 1\\): ", "\n"),
-            ("Verification code \\(required, 6 characters\\): ", "123456\n"),
+            ("Verification code \\(required, 6 characters; r for Resend code\\): ", "\n"),
+            ("\\[1\\] Verify  \\[2\\] Resend code  \\(Enter for 1; typing hidden\\): ", "\n"),
+            ("Verification code \\(required, 6 characters; r for Resend code\\): ", "123456\n"),
             ("registered: this device is ", ""),
         ])
         #expect(!session.timedOut && session.exit == 0, "\(session.transcript)")

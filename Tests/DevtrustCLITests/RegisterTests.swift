@@ -152,6 +152,22 @@ import Testing
         #expect(setup.manifest() == before)
     }
 
+    /// `--input actionId=ID` answers one step, the first that offers the action: a resend given
+    /// so is sent once, without the step's inputs, and the code given is not sent for the new code
+    /// (a script cannot know it), so the run stops naming it; before, it resent at every step
+    /// until "did not finish after 50 steps". The main action given so still registers.
+    @Test func anActionGivenUpFrontAnswersOneStep() throws {
+        let setup = try Setup()
+        let resend = try setup.register(["--input", "actionId=resend-otp"])
+        #expect(resend.status == 2, "\(resend)")
+        #expect(resend.stderr.contains("missing input for the step \"Enter the code we sent to a***@example.com\": otp (Verification code)"), "\(resend.stderr)")
+        let requests = try setup.server.flowRequests().filter { $0["step"] == .string("otp") }
+        #expect(requests == [["step": .string("otp"), "actionId": .string("resend-otp"), "inputs": .array([])]], "\(requests)")
+        #expect(try setup.server.outbox().count == 2)
+        let verify = try setup.register(["--input", "actionId=verify-otp"])
+        #expect(verify.status == 0, "\(verify)")
+    }
+
     @Test func aFlowAbandonedAfterTheDeviceStepRecordsNothing() throws {
         let setup = try Setup(["--terms-step"])
         let before = setup.manifest()

@@ -63,6 +63,10 @@ import Testing
         #expect(length.problem(with: "short") == "must be 8 to 64 characters long")
         #expect(length.problem(with: "long enough") == nil)
         #expect(length.explanation == "8 to 64 characters")
+        // A fixed length is said as the prompt says it (not "6 to 6").
+        let code = FlowValidation(name: "LengthValidator", conditions: ["min.length": "6", "max.length": "6"])
+        #expect(code.problem(with: "12345") == "must be 6 characters long" && code.problem(with: "1234567") == "must be 6 characters long")
+        #expect(FlowValidation(name: "LengthValidator", conditions: ["max.length": "4"]).problem(with: "12345") == "must be at most 4 characters long")
         let digits = FlowValidation(name: "RegexValidator", conditions: ["regex": "[0-9]{6}"])
         #expect(digits.problem(with: "12345a") == "must match the pattern [0-9]{6}")
         #expect(digits.problem(with: "123456") == nil)

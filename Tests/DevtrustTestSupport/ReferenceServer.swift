@@ -10,12 +10,14 @@ public final class ReferenceServer: @unchecked Sendable {
 
     public static var shouldRun: Bool { ExternalTool.python.shouldRun }
 
-    /// - Parameter arguments: reference_server.py options (`--device-policy`, `--fault MODE`, ...).
-    public init(_ arguments: [String] = [], otp: String = "123456") throws {
+    /// - Parameters:
+    ///   - arguments: reference_server.py options (`--device-policy`, `--fault MODE`, ...).
+    ///   - otp: the one code every OTP step sends, or nil for a new random one each time (read them in `outbox()`).
+    public init(_ arguments: [String] = [], otp: String? = "123456") throws {
         database = TemporaryDirectory("reference-server")
         process = try ListeningProcess(ExternalTool.python.rawValue,
                                        [Repository.path("Tests/ReferenceServer/reference_server.py"), "--port", "0",
-                                        "--db", database.file("server.sqlite"), "--otp", otp] + arguments,
+                                        "--db", database.file("server.sqlite")] + (otp.map { ["--otp", $0] } ?? []) + arguments,
                                        what: "the reference server")
         url = process.announced
     }
@@ -44,6 +46,16 @@ public final class ReferenceServer: @unchecked Sendable {
     /// What the start page (/test/start) reported, in order.
     public func browserReports() throws -> [String] {
         try get("/api/browser-reports").arrayValue?.compactMap(\.stringValue) ?? []
+    }
+
+    /// The codes the OTP steps sent (registration and sign-in), oldest first.
+    public func outbox() throws -> [String] {
+        try get("/api/outbox").arrayValue?.compactMap { $0.objectValue?["code"]?.stringValue } ?? []
+    }
+
+    /// Each continue request of a flow: `step`, `actionId`, `inputs` (the names sent).
+    public func flowRequests() throws -> [JSONObject] {
+        try get("/api/flow-requests").arrayValue?.compactMap(\.objectValue) ?? []
     }
 
     public func devices(caFile: String? = nil) throws -> [JSONObject] {

@@ -5,7 +5,9 @@ Usage: pty_session.py [--size COLUMNSxROWS] STEPS_JSON -- COMMAND [ARG...]
 --size sets the terminal's window size (a new pty has 0 x 0, which says nothing).
 STEPS_JSON is a list of {"expect": REGEX, "send": TEXT}: wait (60 s at most,
 time enough on a loaded machine) until REGEX appears in the output after the previous match, then type TEXT.
-Prints {"exit": CODE, "transcript": OUTPUT, "timedOut": BOOL} as JSON.
+Prints {"exit": CODE, "transcript": OUTPUT, "timedOut": BOOL} as JSON. When a step timed
+out, a command still running 60 s later (waiting at a prompt no step answers) is killed
+(exit 128 + 9) so that the caller gets its report instead of waiting for ever.
 """
 import fcntl
 import json
@@ -13,6 +15,7 @@ import os
 import pty
 import re
 import select
+import signal
 import struct
 import sys
 import termios
@@ -66,8 +69,12 @@ def main():
             break
         os.write(fd, step["send"].encode())
     deadline = time.time() + 60
-    while time.time() < deadline and read_some(0.5):
-        pass
+    ended = False
+    while time.time() < deadline and not ended:
+        ended = not read_some(0.5)
+    if timed_out and not ended:
+        # A step's text never came and the command still runs: it waits for an answer no step gives.
+        os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
     json.dump({"exit": code, "transcript": transcript.decode("utf-8", "replace"), "timedOut": timed_out}, sys.stdout)

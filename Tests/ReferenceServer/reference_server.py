@@ -9,7 +9,8 @@ It runs a REGISTRATION flow over the Flow Execution API:
   3. INTERNAL_PROMPT Device Registration (publicKey, signature, deviceData when
      --device-policy or --require-claim is given; deviceModel optional),
   (--redirect-step: a REDIRECTION to a federated IdP between 1 and 2, resumed with code and state,)
-  4. optionally (--terms-step) a VIEW asking to accept terms, which can be declined,
+  4. optionally (--terms-step) a VIEW asking to accept terms, which can be declined
+     (--terms-signature: a required "Full name" typed to accept),
   5. COMPLETE: only now is the device stored (SQLite).
 It checks as the real server does: standard base64 only for publicKey and
 signature, SPKI P-256, DER signature over the decoded challenge, ES256
@@ -22,6 +23,8 @@ whether the token is strict (canonical base64url, plain JSON), which devtrust's
 own tokens must be.
 
 Other endpoints: GET /api/devices, GET /api/outbox (the OTPs "sent"),
+GET /api/flow-requests (each continue request of a flow: the step it answered,
+its actionId and the names of its inputs, never their values),
 GET /api/authorize-records (each GET /oauth2/authorize: its query, its
 device_token, when it arrived, what the device check said), GET /test/start
 (the page that drives a browser in the extension tests: browser_pages.py),
@@ -308,6 +311,8 @@ class FlowServer:
         self.delayed_answers = 0
         self.required_claims = dict(item.split("=", 1) for item in options.require_claim)
         self.forgeries = []
+        # Each continue request: the step it answered, its actionId, its inputs' names (what an action sends).
+        self.flow_requests = []
         # Every GET /oauth2/authorize as it arrived, for the browser extension's tests.
         self.authorize_records = []
         self.browser_reports = []
@@ -345,15 +350,18 @@ class FlowServer:
         return self.view(flow, components, ["otp"], messages)
 
     def view_terms(self, flow):
+        # --terms-signature: the terms are signed with the user's full name, typed in the form.
+        signature = [{"id": "signature", "type": "INPUT", "variant": "TEXT",
+                      "config": {"identifier": "signature", "label": "Full name", "required": True}}] if self.options.terms_signature else []
         components = [
             {"id": "terms", "type": "RICH_TEXT", "config": {"text": "<p>Accept the <b>acceptable use policy</b>.</p>"}},
             {"id": "divider", "type": "DIVIDER"},
-            {"id": "form_3", "type": "FORM", "components": [
+            {"id": "form_3", "type": "FORM", "components": signature + [
                 {"id": "accept", "type": "BUTTON", "actionId": "accept-terms", "variant": "PRIMARY", "config": {"text": "Accept"}},
                 {"id": "decline", "type": "BUTTON", "actionId": "decline-terms", "variant": "SECONDARY", "config": {"text": "Decline"}},
             ]},
         ]
-        return self.view(flow, components, [], None)
+        return self.view(flow, components, ["signature"] if self.options.terms_signature else [], None)
 
     def view(self, flow, components, required, messages):
         data = {"components": components, "requiredParams": required}
@@ -401,6 +409,8 @@ class FlowServer:
         if not isinstance(inputs, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in inputs.items()):
             raise FlowError(400, "FE-60008", "Invalid user inputs", "every input value must be a string")
         action = body.get("actionId")
+        with self.lock:
+            self.flow_requests.append({"step": flow.step, "actionId": action, "inputs": sorted(inputs)})
         if flow.step == "credentials":
             return self.on_credentials(flow, action, inputs)
         if flow.step == "redirect":
@@ -411,6 +421,8 @@ class FlowServer:
             return self.on_device(flow, inputs)
         if flow.step == "terms":
             if action == "accept-terms":
+                if self.options.terms_signature and not inputs.get("signature", "").strip():
+                    raise FlowError(400, "FE-60008", "Invalid user inputs", "missing: signature")
                 return self.complete(flow)
             with self.lock:
                 self.flows.pop(flow.id, None)
@@ -639,6 +651,9 @@ def make_handler(server, signins, cibas):
                 return self.send_json(200, server.store.devices())
             if url.path == "/api/outbox":
                 return self.send_json(200, server.store.outbox())
+            if url.path == "/api/flow-requests":
+                with server.lock:
+                    return self.send_json(200, list(server.flow_requests))
             if url.path == "/api/forgeries":
                 return self.send_json(200, server.forgeries)
             if url.path == "/api/device-check":
@@ -950,6 +965,7 @@ def main():
                         help="a device policy rule on deviceData (implies --device-policy)")
     parser.add_argument("--redirect-url", help="the redirectURL of the --redirect-step (a hostile one: file:, javascript:, -option)")
     parser.add_argument("--terms-step", action="store_true", help="a VIEW to accept or decline after the device step")
+    parser.add_argument("--terms-signature", action="store_true", help="the --terms-step asks for a full name (required) to accept")
     parser.add_argument("--redirect-step", action="store_true", help="a REDIRECTION (federated sign-in) after the credentials")
     parser.add_argument("--otp", help="a fixed OTP instead of a random one")
     parser.add_argument("--flow-ttl", type=int, default=600)

@@ -4,7 +4,8 @@ App-native authentication (POST /oauth2/authorize with response_mode=direct,
 then /oauth2/authn), which verifies the device token exactly as the server does
 (deviceId of a stored device, ES256 raw signature with its key, jti replay,
 iat window) and records the outcome per flow without failing the request; a
-BasicAuthenticator and an email OTP option (multi-option step), an optional
+BasicAuthenticator and an email OTP option (multi-option step: the username,
+then the code it mails to the outbox, a new one on resendCode), an optional
 TOTP second step; a token endpoint with PKCE S256 and rotating refresh tokens;
 RFC 8628 device authorization with the exact polling rules (and, on chosen
 polls, a 503 with a JSON error or a connection closed without an answer); PAR;
@@ -304,12 +305,16 @@ class SignInServer:
         failure = [{"type": "ERROR", "messageId": "ABA-60101", "message": "Authentication failed: check the values and try again."}]
         if authenticator == EMAIL_OTP_ID and flow["step"] == "first":
             if not params:
-                flow["step"] = "email-otp"
-                return 200, self.answer(flow_id, self.email_otp_step())
+                flow["step"] = "email-otp-username"
+                return 200, self.answer(flow_id, self.email_otp_step(["username"]))
+        if authenticator == EMAIL_OTP_ID and flow["step"] == "email-otp-username":
+            if params.get("username") != USER[0]:
+                return 200, self.answer(flow_id, self.email_otp_step(["username"]), failure, failed=True)
+            flow["step"] = "email-otp"
+            self.send_email_otp(flow)
+            return 200, self.answer(flow_id, self.email_otp_step(["OTPCode"]), [self.otp_sent_message()])
         if authenticator == EMAIL_OTP_ID and flow["step"] == "email-otp":
-            if params.get("username") == USER[0] and params.get("OTPCode") == self.options.otp:
-                return 200, self.after_first_factor(flow_id, flow, USER[0])
-            return 200, self.answer(flow_id, self.email_otp_step(), failure, failed=True)
+            return 200, self.on_email_otp(flow_id, flow, params, failure)
         if authenticator == BASIC_ID and flow["step"] == "first":
             if (params.get("username"), params.get("password")) == USER:
                 return 200, self.after_first_factor(flow_id, flow, USER[0])
@@ -325,13 +330,40 @@ class SignInServer:
             return 200, self.answer(flow_id, self.totp_step(), failure, failed=True)
         return 400, {"code": "ABA-60007", "message": "Invalid authenticator", "description": "authenticator %r is not expected now" % authenticator, "traceId": None}
 
-    def email_otp_step(self):
+    # Email OTP as WSO2's email-otp-authenticator runs it in the app-native API: the username
+    # first (identifier first), then the code it mailed (the outbox); `resendCode: "true"`
+    # without a code mails a new one, and a code sent with it is refused, as that server does.
+    EMAIL_OTP_PARAMS = {
+        "username": {"param": "username", "type": "STRING", "order": 0, "displayName": "Username", "confidential": False},
+        "OTPCode": {"param": "OTPCode", "type": "STRING", "order": 1, "displayName": "Code", "confidential": True},
+    }
+
+    def email_otp_step(self, names):
         return {"stepType": "AUTHENTICATOR_PROMPT", "authenticators": [
             {"authenticatorId": EMAIL_OTP_ID, "authenticator": "Email OTP", "idp": "LOCAL",
-             "metadata": {"promptType": "USER_PROMPT", "params": [
-                 {"param": "username", "type": "STRING", "order": 0, "displayName": "Username", "confidential": False},
-                 {"param": "OTPCode", "type": "STRING", "order": 1, "displayName": "Code sent by email", "confidential": True}]},
-             "requiredParams": ["username", "OTPCode"]}]}
+             "metadata": {"promptType": "USER_PROMPT", "params": [self.EMAIL_OTP_PARAMS[name] for name in names]},
+             "requiredParams": names}]}
+
+    def send_email_otp(self, flow):
+        flow["otp"] = self.options.otp or "%06d" % secrets.randbelow(1000000)
+        self.flow_server.store.send_otp(USER[0], flow["otp"])
+
+    @staticmethod
+    def otp_sent_message(again=False):
+        return {"type": "INFO", "messageId": "EmailOTPSent", "message": "We sent a %scode to a***@example.com." % ("new " if again else "")}
+
+    def on_email_otp(self, flow_id, flow, params, failure):
+        code, resend = params.get("OTPCode"), params.get("resendCode") == "true"
+        if resend and not code:
+            self.send_email_otp(flow)
+            return self.answer(flow_id, self.email_otp_step(["OTPCode"]), [self.otp_sent_message(again=True)])
+        if resend or not code:
+            refusal = [{"type": "ERROR", "messageId": "ETP-65004" if resend else "ETP-65003",
+                        "message": "A code and a resend were sent together." if resend else "The code is empty."}]
+            return self.answer(flow_id, self.email_otp_step(["OTPCode"]), refusal, failed=True)
+        if code != flow["otp"]:
+            return self.answer(flow_id, self.email_otp_step(["OTPCode"]), failure, failed=True)
+        return self.after_first_factor(flow_id, flow, USER[0])
 
     def totp_step(self):
         return {"stepType": "AUTHENTICATOR_PROMPT", "authenticators": [
