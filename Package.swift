@@ -24,6 +24,10 @@ let package = Package(
         // ioctl (variadic): the terminal's window size.
         .target(name: "CProcessHardening"),
 
+        // Who owns the other end of a loopback TCP connection (NETLINK_SOCK_DIAG, else /proc/net/tcp):
+        // the browser sign-in's listener serves the user's own processes only.
+        .target(name: "CLoopbackPeer"),
+
         // libqrencode through dlopen, for the device-code QR code.
         .target(name: "CQRCode", linkerSettings: [.linkedLibrary("dl")]),
 
@@ -54,7 +58,7 @@ let package = Package(
         .target(name: "DevtrustFlow", dependencies: ["DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding"]),
 
         // Signing in from the device: OIDC discovery, PKCE, app-native sign-in, device code, tokens.
-        .target(name: "DevtrustSignIn", dependencies: ["DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore", "DevtrustEncoding"]),
+        .target(name: "DevtrustSignIn", dependencies: ["CLoopbackPeer", "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore", "DevtrustEncoding"]),
 
         // Linux device posture: attribute collectors reading below a root prefix.
         .target(name: "DevtrustPosture", dependencies: ["DevtrustSystem", "DevtrustEncoding"]),

@@ -6,6 +6,9 @@ public enum DevtrustCommandLine {
         // A host manifest names the devtrust binary itself (`browser install`): the browser runs it
         // with its own arguments, which then mean `native-host` (after `--`: an ID may start with "-").
         let arguments = NativeHostCaller.isBrowserLaunch(arguments) ? [NativeHostCommand.spec.name, "--"] + arguments : arguments
+        if let refused = NativeHostCaller.refusedFirefoxLaunch(arguments) {
+            return report(refused, terminal: environment.terminal, style: TerminalStyle(environment), verbose: false, json: false)
+        }
         let parsed: ParsedArguments
         do {
             parsed = try CommandSpecs.parser.parse(arguments)

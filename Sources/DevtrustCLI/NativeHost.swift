@@ -25,8 +25,7 @@ enum NativeHostCaller: Equatable, CustomStringConvertible {
             let id = String(arguments[0].dropFirst(origin.count).dropLast())
             guard case .chromium? = BrowserExtensionID(id) else { return nil }
             self = .chromium(extensionID: id)
-        } else if arguments.count == 2, arguments[0].hasPrefix("/"), arguments[0].hasSuffix(".json"),
-                  case .firefox? = BrowserExtensionID(arguments[1]), Self.isDevtrustManifest(arguments[0]) {
+        } else if Self.isFirefoxShaped(arguments), Self.manifestProblem(arguments[0]) == nil {
             self = .firefox(extensionID: arguments[1])
         } else {
             return nil
@@ -40,10 +39,33 @@ enum NativeHostCaller: Equatable, CustomStringConvertible {
         return argument.hasPrefix(prefix) && !number.isEmpty && number.utf8.allSatisfy { (0x30...0x39).contains($0) }
     }
 
-    /// Whether `path` is a host manifest (a JSON object of at most 64 KiB) naming devtrust's host.
-    private static func isDevtrustManifest(_ path: String) -> Bool {
-        guard let bytes = try? FileReader.read(path, limit: 1 << 16), case let .object(manifest)? = try? JSONParser.parse(bytes) else { return false }
-        return manifest["name"] == .string(NativeHostManifest.hostName)
+    /// The words Firefox starts a host with: a manifest's absolute path and an add-on ID.
+    private static func isFirefoxShaped(_ arguments: [String]) -> Bool {
+        guard arguments.count == 2, arguments[0].hasPrefix("/"), arguments[0].hasSuffix(".json"),
+              case .firefox? = BrowserExtensionID(arguments[1]) else { return false }
+        return true
+    }
+
+    /// Why `path` is not a host manifest naming devtrust's host (a regular file, not a link, of
+    /// at most 64 KiB, holding a JSON object), or nil when it is. Read without blocking: the
+    /// path comes from the command line, and a FIFO there must not hang devtrust.
+    private static func manifestProblem(_ path: String) -> String? {
+        let bytes: [UInt8]
+        do {
+            bytes = try FileReader.readRegularFile(path, limit: 1 << 16)
+        } catch {
+            return error.reason
+        }
+        guard case let .object(manifest)? = try? JSONParser.parse(bytes) else { return "not a JSON object" }
+        return manifest["name"] == .string(NativeHostManifest.hostName) ? nil : "it names another host"
+    }
+
+    /// The error for words shaped as Firefox's whose manifest is not devtrust's: said plainly,
+    /// instead of reading the path as an unknown command.
+    static func refusedFirefoxLaunch(_ arguments: [String]) -> UsageError? {
+        guard isFirefoxShaped(arguments), let problem = manifestProblem(arguments[0]) else { return nil }
+        return UsageError("started as Firefox starts a native messaging host, with \(arguments[0]), which is not devtrust's host manifest "
+                          + "(\(problem)); `devtrust browser install --firefox` writes the manifest, and `devtrust --help` lists the commands")
     }
 
     /// Whether the words after `devtrust` are how a browser starts a host whose

@@ -208,8 +208,44 @@ final class TerminalFlowInteraction: FlowInteraction {
             problem: { value in input.validations.lazy.compactMap { $0.problem(with: value) }.first })
     }
 
+    /// How long `register --open` serves the handoff page before the paste prompt: a browser
+    /// that starts takes seconds; one that never fetches it leaves the URL printed above.
+    static let handoffWaitSeconds: Int64 = 60
+
+    /// Opens `url` through a handoff page of a loopback listener of its own, served until the
+    /// browser has fetched it (or xdg-open failed, or 60 s, or Ctrl-C), then closed.
     private func launchBrowser(_ url: String) {
-        Self.launchBrowser(url, context: context)
+        guard let redirect = LoopbackRedirect("http://127.0.0.1/") else { return }
+        let listener: LoopbackRedirectListener
+        do {
+            listener = try LoopbackRedirectListener(redirect)
+        } catch {
+            context.warn("not opening the browser: \(error.description); open the URL yourself")
+            return
+        }
+        defer { listener.close() }
+        guard var launcher = Self.launchBrowser(handingOff: url, through: listener, context: context) else { return }
+        context.info("Waiting for the browser to open the page (up to \(Self.handoffWaitSeconds) s) ...")
+        var failed = false
+        var warned = false
+        // Ctrl-C ends register here as at its prompts (no handler is set).
+        let came = (try? listener.waitForHandoff(deadline: LoopbackRedirectListener.now() + Self.handoffWaitSeconds * 1000, giveUp: {
+            var status: Int32 = 0
+            if launcher > 0, waitpid(launcher, &status, WNOHANG) == launcher {
+                launcher = 0
+                failed = !((status & 0x7F) == 0 && (status >> 8) & 0xFF == 0)
+            }
+            return failed
+        }, ignored: { reason in
+            guard case let .otherUser(uid) = reason, !warned else { return }
+            warned = true
+            context.warn("refused the page to another user's connection (uid \(uid)): only your own browser is sent on to the URL")
+        })) ?? false
+        if failed {
+            context.warn("xdg-open could not open a browser; open the URL above yourself")
+        } else if !came {
+            context.warn("no browser opened the page within \(Self.handoffWaitSeconds) s; open the URL above yourself")
+        }
     }
 
     /// Only what a browser should be handed from a server: https, or http to this machine.
@@ -220,6 +256,20 @@ final class TerminalFlowInteraction: FlowInteraction {
               url.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }),
               let origin = try? ServerURL(scheme + "://" + authority) else { return false }
         return origin.scheme == "https" || origin.isLoopback
+    }
+
+    /// Starts the browser on `listener`'s handoff page, which sends the user's own browser on to
+    /// `url`: the URL (a state, a PKCE challenge, a device token, a pushed request's URI) never
+    /// goes on xdg-open's or the browser's command line, which every user can read in /proc.
+    /// nil, having said why, as `launchBrowser`.
+    static func launchBrowser(handingOff url: String, through listener: LoopbackRedirectListener, context: CommandContext,
+                              noDesktop: String = "(no desktop session here: open the URL on another device)") -> pid_t? {
+        guard isWebURL(url) else {
+            context.warn("not opening \(url) in a browser: only https URLs (or http to this machine) are opened; open it yourself if you trust it")
+            return nil
+        }
+        listener.offer(url)
+        return launchBrowser(listener.handoffURL, context: context, noDesktop: noDesktop)
     }
 
     /// Starts `xdg-open URL` (its output to /dev/null: a browser it starts writes there

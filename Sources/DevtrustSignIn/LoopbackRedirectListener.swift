@@ -1,3 +1,4 @@
+import CLoopbackPeer
 import DevtrustEncoding
 import Glibc
 
@@ -45,6 +46,12 @@ public enum IgnoredRequest: Equatable, Sendable {
     case tooLarge
     /// A client that did not send its request head in time (or at all).
     case tooSlow
+    /// A connection whose socket another user of this machine owns (the kernel's word):
+    /// answered that the sign-in is someone else's, whatever it asked.
+    case otherUser(uid: UInt32)
+    /// A connection whose owner the kernel could not name (its end already closed, or
+    /// neither NETLINK_SOCK_DIAG nor /proc/net could be read): refused like another user's.
+    case unknownOwner
 }
 
 /// What the browser came back with.
@@ -58,13 +65,24 @@ public enum CallbackOutcome: Equatable, Sendable {
 /// The pages the listener serves: fixed text, nothing taken from the request.
 public enum LoopbackPage: Sendable {
     case signedIn, notSignedIn
+    /// For a connection of another user (or of none the kernel can name).
+    case notYours
 
-    var title: String { self == .signedIn ? "Signed in" : "Sign-in not completed" }
+    var title: String {
+        switch self {
+        case .signedIn: return "Signed in"
+        case .notSignedIn: return "Sign-in not completed"
+        case .notYours: return "This sign-in belongs to someone else"
+        }
+    }
 
     var text: String {
         switch self {
         case .signedIn: return "devtrust has signed you in. You can close this tab and go back to the terminal."
         case .notSignedIn: return "The sign-in did not complete: the terminal where devtrust runs says why. You can close this tab."
+        case .notYours:
+            return "This sign-in was started by another user of this computer: only that user's browser can complete it. "
+                + "To sign in yourself, run devtrust login --browser in your own session."
         }
     }
 }
@@ -165,6 +183,14 @@ public struct LoopbackRequest: Equatable, Sendable {
         return .ignore(.incomplete)
     }
 
+    /// Whether this is the user's browser asking for the handoff page (a GET of its path, with the
+    /// listener's Host: a page of another site that a DNS name points here gets no Location).
+    public func isHandoff(path handoffPath: String, host expectedHost: String) -> Bool {
+        let path = target.firstIndex(of: "?").map { String(target[..<$0]) } ?? target
+        guard path == handoffPath, method == "GET", let host else { return false }
+        return host.lowercased() == expectedHost.lowercased()
+    }
+
     public enum Decision: Equatable, Sendable {
         case end(CallbackOutcome)
         case ignore(IgnoredRequest)
@@ -187,28 +213,71 @@ public struct LoopbackRequest: Equatable, Sendable {
 /// nothing), each with a size limit and a deadline, and ends the wait only at a
 /// GET of the redirect path with this sign-in's state. Its sockets are closed
 /// on exec (a browser started from here never holds them) and when it closes.
+///
+/// The loopback is shared by every user of the machine, so each connection is
+/// taken only from the user's own processes: when it is accepted, the kernel
+/// names the owner of the socket at its other end (NETLINK_SOCK_DIAG, else
+/// /proc/net/tcp), and a connection of another user (or of no user it can
+/// name) gets a page saying the sign-in belongs to someone else, in a pool of
+/// its own, so that a flood of them never displaces the user's browser.
+///
+/// It can also hand the authorization URL to the browser (`offer`): the browser
+/// is started with the listener's own `handoffURL`, which carries no secret, and
+/// is sent on (303) to the authorization URL, which carries the state, the PKCE
+/// challenge and the device token, and so is never put on a command line that
+/// other users can read in /proc.
 public final class LoopbackRedirectListener {
     /// The redirect URI, with the port the listener holds.
     public let redirectURI: String
     public let port: UInt16
     let redirect: LoopbackRedirect
+    /// The uids whose connections are served (the user's own).
+    public let owners: Set<UInt32>
     private var listeners: [Int32] = []
     private var connections: [Connection] = []
+    /// Other users' connections (and those whose owner is unknown), answered apart.
+    private var strangers: [Connection] = []
+    /// Where `handoffPath` sends the browser, once offered.
+    private var handoffTarget: String?
+    /// Names a connection's owner: the kernel's answer by default; tests may stand in.
+    let ownerOf: (Int32) -> PeerOwner
 
     /// Limits per connection: the request head's size, and the time to send it.
     public static let maximumHeadBytes = 16_384
     public static let connectionMilliseconds: Int64 = 10_000
-    /// At most this many open connections: a new one closes the oldest.
+    /// At most this many open connections of the user: a new one closes the oldest.
     public static let maximumConnections = 16
+    /// At most this many of other users at once, each for at most this long: a new
+    /// one beyond them is closed at once, unanswered.
+    public static let maximumStrangerConnections = 8
+    public static let strangerMilliseconds: Int64 = 2_000
+    /// Connections accepted in one round, so that a flood never stops the reading of the
+    /// connections already open (the user's browser among them).
+    public static let acceptsPerRound = 64
+    /// The path the browser is started with (`handoffURL`); another when the redirect URI's path is this one.
+    static let handoffPaths = ["/devtrust-sign-in", "/devtrust-sign-in-page"]
+
+    /// Whose a connection is, as the kernel says.
+    public enum PeerOwner: Equatable, Sendable {
+        case uid(UInt32)
+        case unknown
+    }
 
     struct Connection {
         let descriptor: Int32
         var received: [UInt8] = []
         let deadline: Int64
+        let owner: PeerOwner
     }
 
-    public init(_ redirect: LoopbackRedirect) throws(LoopbackListenerError) {
+    /// - Parameters:
+    ///   - owners: the uids whose connections it serves; the process's real and effective uid by default.
+    ///   - ownerOf: how a connection's owner is found (the kernel by default).
+    public init(_ redirect: LoopbackRedirect, owners: Set<UInt32> = [getuid(), geteuid()],
+                ownerOf: @escaping (Int32) -> PeerOwner = LoopbackRedirectListener.kernelOwner) throws(LoopbackListenerError) {
         self.redirect = redirect
+        self.owners = owners
+        self.ownerOf = ownerOf
         let wanted = redirect.port ?? 0
         switch redirect.host {
         case .ipv4:
@@ -245,61 +314,161 @@ public final class LoopbackRedirectListener {
         return code == EAFNOSUPPORT || code == EADDRNOTAVAIL
     }
 
+    /// Where the kernel is asked: NETLINK_SOCK_DIAG, else /proc/net/tcp(6) (`either`), or one of them.
+    public enum OwnerSource: Sendable {
+        case either, socketDiagnostics, procNet
+    }
+
+    /// The owner of the socket at the other end of an accepted loopback connection.
+    public static func kernelOwner(_ descriptor: Int32) -> PeerOwner {
+        kernelOwner(descriptor, from: .either)
+    }
+
+    public static func kernelOwner(_ descriptor: Int32, from source: OwnerSource) -> PeerOwner {
+        var uid: UInt32 = 0
+        let found: Int32
+        switch source {
+        case .either: found = devtrust_loopback_peer_uid(descriptor, &uid)
+        case .socketDiagnostics: found = devtrust_loopback_peer_uid_from(descriptor, 0, &uid)
+        case .procNet: found = devtrust_loopback_peer_uid_from(descriptor, 1, &uid)
+        }
+        return found == 0 ? .uid(uid) : .unknown
+    }
+
+    /// The path of `handoffURL`: one the redirect URI does not use.
+    public var handoffPath: String {
+        Self.handoffPaths.first { $0 != redirect.path } ?? Self.handoffPaths[0]
+    }
+
+    /// What to start the browser with: a page of this listener that sends the user's own
+    /// browser on to the URL given to `offer` (and answers other users that the sign-in is
+    /// not theirs). It carries nothing secret.
+    public var handoffURL: String {
+        "http://\(redirect.host.text):\(port)\(handoffPath)"
+    }
+
+    /// From now on, `handoffPath` sends the user's browser on to `url` (the authorization URL).
+    public func offer(_ url: String) {
+        handoffTarget = url
+    }
+
     /// Closes every connection and the listening sockets: the port is free again.
     public func close() {
-        for connection in connections { Glibc.close(connection.descriptor) }
+        for connection in connections + strangers { Glibc.close(connection.descriptor) }
         connections = []
+        strangers = []
         for descriptor in listeners { Glibc.close(descriptor) }
         listeners = []
     }
 
     /// Serves requests until a GET of the redirect path carries `state` and a code
-    /// or an error; `ignored` hears of every other request; `tick` runs at least
-    /// every 250 ms. Throws `timedOut` at the deadline (monotonic milliseconds).
+    /// or an error; `ignored` hears of every other request; `handedOff` of each time the
+    /// user's browser was sent on to the offered URL; `tick` runs at least every 250 ms.
+    /// Throws `timedOut` at the deadline (monotonic milliseconds).
     public func waitForCallback(state: String, deadline: Int64, timeoutSeconds: Int, tick: () -> Void = {},
                                 interruption: () -> Int32 = { 0 },
-                                ignored: (IgnoredRequest) -> Void = { _ in }) throws(LoopbackListenerError) -> LoopbackCallback {
+                                ignored: (IgnoredRequest) -> Void = { _ in },
+                                handedOff: () -> Void = {}) throws(LoopbackListenerError) -> LoopbackCallback {
+        var ended: LoopbackCallback?
+        try serve(state: state, deadline: deadline, tick: tick, interruption: interruption, ignored: ignored,
+                  handedOff: handedOff, until: { ended = $0; return true }, timedOut: .timedOut(redirectURI: redirectURI, seconds: timeoutSeconds))
+        return ended!
+    }
+
+    /// Serves only the handoff (no redirect is awaited) until the user's browser has been
+    /// sent on to the offered URL once, `giveUp` says to stop (checked at least every
+    /// 250 ms), or the deadline passes; returns whether the browser came. For a URL handed
+    /// to the browser with nothing coming back here (a registration flow's redirection step).
+    public func waitForHandoff(deadline: Int64, giveUp: () -> Bool = { false }, interruption: () -> Int32 = { 0 },
+                               ignored: (IgnoredRequest) -> Void = { _ in }) throws(LoopbackListenerError) -> Bool {
+        var came = false
+        do {
+            try serve(state: nil, deadline: deadline, tick: {}, interruption: interruption, ignored: ignored,
+                      handedOff: { came = true }, until: { _ in true }, stop: { came || giveUp() },
+                      timedOut: .timedOut(redirectURI: handoffURL, seconds: 0))
+        } catch .timedOut {
+            return false
+        }
+        return came
+    }
+
+    /// The loop: accept (checking each connection's owner), read request heads, answer,
+    /// until a callback ends it (`until` says true), `stop` says so, or the deadline.
+    private func serve(state: String?, deadline: Int64, tick: () -> Void, interruption: () -> Int32,
+                       ignored: (IgnoredRequest) -> Void, handedOff: () -> Void,
+                       until: (LoopbackCallback) -> Bool, stop: () -> Bool = { false },
+                       timedOut: LoopbackListenerError) throws(LoopbackListenerError) {
         let expectedHost = "\(redirect.host.text):\(port)"
         while true {
             tick()
+            if stop() { return }
             let signal = interruption()
             if signal != 0 { throw .interrupted(signal: signal) }
             let now = Self.now()
-            guard now < deadline else { throw .timedOut(redirectURI: redirectURI, seconds: timeoutSeconds) }
+            guard now < deadline else { throw timedOut }
             // Clients that overstayed: closed without an answer.
-            for connection in connections where connection.deadline <= now {
+            for connection in connections + strangers where connection.deadline <= now {
                 ignored(.tooSlow)
                 Glibc.close(connection.descriptor)
             }
             connections.removeAll { $0.deadline <= now }
+            strangers.removeAll { $0.deadline <= now }
             var wake = min(deadline, now + 250)
-            for connection in connections { wake = min(wake, connection.deadline) }
+            for connection in connections + strangers { wake = min(wake, connection.deadline) }
             var descriptors = listeners.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
                 + connections.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
+                + strangers.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
             let ready = poll(&descriptors, nfds_t(descriptors.count), Int32(max(0, wake - now)))
             if ready <= 0 { continue }
-            // Connections first (their indices shift when new ones arrive).
+            // Other users' connections: whatever they ask, the sign-in is not theirs.
             var finished = Set<Int32>()
-            for (index, polled) in descriptors.enumerated().dropFirst(listeners.count) where polled.revents != 0 {
+            for (index, polled) in descriptors.enumerated().dropFirst(listeners.count + connections.count) where polled.revents != 0 {
+                let position = index - listeners.count - connections.count
+                switch receive(&strangers[position]) {
+                case .waiting:
+                    continue
+                case .closed:
+                    finished.insert(strangers[position].descriptor)
+                case .head:
+                    let stranger = strangers[position]
+                    if case let .uid(uid) = stranger.owner { ignored(.otherUser(uid: uid)) } else { ignored(.unknownOwner) }
+                    Self.send(stranger.descriptor, Self.response(status: 403, title: LoopbackPage.notYours.title, text: LoopbackPage.notYours.text))
+                    finished.insert(stranger.descriptor)
+                }
+            }
+            for descriptor in finished { Glibc.close(descriptor) }
+            strangers.removeAll { finished.contains($0.descriptor) }
+            finished = []
+            // The user's connections (their indices shift when new ones arrive).
+            for (index, polled) in descriptors.enumerated().dropFirst(listeners.count).prefix(connections.count) where polled.revents != 0 {
                 let position = index - listeners.count
-                switch receive(&connections[position], host: expectedHost, state: state) {
+                switch receive(&connections[position]) {
                 case .waiting:
                     continue
                 case .closed:
                     finished.insert(connections[position].descriptor)
-                case let .ignore(reason, status):
-                    ignored(reason)
-                    Self.answer(connections[position].descriptor, status: status)
-                    finished.insert(connections[position].descriptor)
-                case let .end(outcome):
-                    let connection = connections.remove(at: position)
-                    for other in connections where !finished.contains(other.descriptor) { Glibc.close(other.descriptor) }
-                    for descriptor in finished { Glibc.close(descriptor) }
-                    connections = []
-                    // The listening sockets close now: no other request is taken.
-                    for descriptor in listeners { Glibc.close(descriptor) }
-                    listeners = []
-                    return LoopbackCallback(outcome: outcome, connection: connection.descriptor)
+                case let .head(reading):
+                    let descriptor = connections[position].descriptor
+                    switch decide(reading, host: expectedHost, state: state) {
+                    case let .ignore(reason, status):
+                        ignored(reason)
+                        Self.answer(descriptor, status: status)
+                        finished.insert(descriptor)
+                    case let .handOff(target):
+                        Self.send(descriptor, Self.seeOther(target))
+                        finished.insert(descriptor)
+                        handedOff()
+                    case let .end(outcome):
+                        let connection = connections.remove(at: position)
+                        for other in connections + strangers where !finished.contains(other.descriptor) { Glibc.close(other.descriptor) }
+                        for descriptor in finished { Glibc.close(descriptor) }
+                        connections = []
+                        strangers = []
+                        // The listening sockets close now: no other request is taken.
+                        for descriptor in listeners { Glibc.close(descriptor) }
+                        listeners = []
+                        if until(LoopbackCallback(outcome: outcome, connection: connection.descriptor)) { return }
+                    }
                 }
             }
             for descriptor in finished { Glibc.close(descriptor) }
@@ -312,21 +481,36 @@ public final class LoopbackRedirectListener {
 
     enum Received {
         case waiting, closed
+        case head(LoopbackRequest.Reading)
+    }
+
+    enum Answer {
         case ignore(IgnoredRequest, Int)
+        case handOff(String)
         case end(CallbackOutcome)
     }
 
-    private func receive(_ connection: inout Connection, host expectedHost: String, state: String) -> Received {
+    /// Reads what arrived; a whole head (or one that is too large or malformed) is `head`.
+    private func receive(_ connection: inout Connection) -> Received {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = recv(connection.descriptor, &buffer, buffer.count, 0)
         if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return .waiting }
         if count <= 0 { return .closed }
         connection.received += buffer.prefix(count)
-        switch LoopbackRequest.read(connection.received, limit: Self.maximumHeadBytes) {
-        case .incomplete: return .waiting
+        let reading = LoopbackRequest.read(connection.received, limit: Self.maximumHeadBytes)
+        return reading == .incomplete ? .waiting : .head(reading)
+    }
+
+    /// What a request of the user's own gets.
+    private func decide(_ reading: LoopbackRequest.Reading, host expectedHost: String, state: String?) -> Answer {
+        switch reading {
+        case .incomplete, .malformed: return .ignore(.malformed, 400)
         case .tooLarge: return .ignore(.tooLarge, 431)
-        case .malformed: return .ignore(.malformed, 400)
         case let .request(request):
+            if let target = handoffTarget, request.isHandoff(path: handoffPath, host: expectedHost) {
+                return .handOff(target)
+            }
+            guard let state else { return .ignore(.notFound, 404) }
             switch request.decision(path: redirect.path, host: expectedHost, state: state) {
             case let .end(outcome): return .end(outcome)
             case .ignore(.notFound): return .ignore(.notFound, 404)
@@ -337,7 +521,7 @@ public final class LoopbackRedirectListener {
     }
 
     private func accept(from listener: Int32) {
-        while true {
+        for _ in 0..<Self.acceptsPerRound {
             // accept4 is out of Glibc's Swift view. devtrust starts no program while it
             // waits (xdg-open ran before), so no exec sees the socket between the calls.
             let descriptor = Glibc.accept(listener, nil, nil)
@@ -347,10 +531,18 @@ public final class LoopbackRedirectListener {
             }
             _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
             _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
-            if connections.count >= Self.maximumConnections {
-                Glibc.close(connections.removeFirst().descriptor)
+            // Asked now, while the other end is surely open: the kernel names no owner for a closed one.
+            let owner = ownerOf(descriptor)
+            if case let .uid(uid) = owner, owners.contains(uid) {
+                if connections.count >= Self.maximumConnections {
+                    Glibc.close(connections.removeFirst().descriptor)
+                }
+                connections.append(Connection(descriptor: descriptor, deadline: Self.now() + Self.connectionMilliseconds, owner: owner))
+            } else if strangers.count < Self.maximumStrangerConnections {
+                strangers.append(Connection(descriptor: descriptor, deadline: Self.now() + Self.strangerMilliseconds, owner: owner))
+            } else {
+                Glibc.close(descriptor)
             }
-            connections.append(Connection(descriptor: descriptor, deadline: Self.now() + Self.connectionMilliseconds))
         }
     }
 
@@ -373,8 +565,15 @@ public final class LoopbackRedirectListener {
         send(descriptor, response(status: status, title: title, text: text, extraHeaders: extra))
     }
 
+    /// The handoff: the user's browser sent on to the authorization URL. `no-store`, and no Referer
+    /// from here to there (not that this page's URL holds anything).
+    static func seeOther(_ location: String) -> [UInt8] {
+        response(status: 303, title: "Opening the sign-in page", text: "Opening the sign-in page.", extraHeaders: "Location: \(location)\r\n")
+    }
+
     static func response(status: Int, title: String, text: String, extraHeaders: String = "") -> [UInt8] {
-        let reasons = [200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 431: "Request Header Fields Too Large"]
+        let reasons = [200: "OK", 303: "See Other", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+                       431: "Request Header Fields Too Large"]
         let body = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>devtrust: \(title)</title></head>"
             + "<body><h1>\(title)</h1><p>\(text)</p></body></html>\n"
         let head = "HTTP/1.1 \(status) \(reasons[status] ?? "Error")\r\n"
@@ -427,7 +626,9 @@ public final class LoopbackRedirectListener {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
         }
-        guard bound == 0, Glibc.listen(descriptor, 16) == 0 else {
+        // A long queue: a flood of other users' connections, each accepted and answered in turn,
+        // leaves room for the browser's instead of having its connection refused.
+        guard bound == 0, Glibc.listen(descriptor, SOMAXCONN) == 0 else {
             let code = errno
             Glibc.close(descriptor)
             throw .cannotListen(address: address, code: code)

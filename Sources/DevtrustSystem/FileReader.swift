@@ -9,9 +9,15 @@ public struct FileReadError: Error, Equatable, Sendable, CustomStringConvertible
 
     public var isMissing: Bool { code == ENOENT }
 
-    /// Why, without the path: "No such file or directory", "larger than 1048576 bytes".
+    /// Why, without the path: "No such file or directory", "larger than 1048576 bytes",
+    /// "not a regular file", "a symbolic link".
     public var reason: String {
-        code == 0 ? "larger than \(limit) bytes" : String(cString: strerror(code))
+        switch code {
+        case 0: return "larger than \(limit) bytes"
+        case EINVAL: return "not a regular file"
+        case ELOOP: return "a symbolic link"
+        default: return String(cString: strerror(code))
+        }
     }
 
     public var description: String { "cannot read \(path): \(reason)" }
@@ -55,6 +61,20 @@ public enum FileReader {
         }
         contents.removeLast(contents.count - filled)
         return contents
+    }
+
+    /// A file that something else named, read only when it is a regular file (not a FIFO,
+    /// a device or a directory, which could block or never end) and, unless
+    /// `followingSymlinks`, not a symbolic link; opened without blocking, read up to `limit`.
+    /// A file of another kind fails with EINVAL (`FileReadError.isNotRegular`); a link, ELOOP.
+    public static func readRegularFile(_ path: String, limit: Int = 1 << 20, followingSymlinks: Bool = false) throws(FileReadError) -> [UInt8] {
+        let file = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (followingSymlinks ? 0 : O_NOFOLLOW))
+        guard file >= 0 else { throw FileReadError(path: path, code: errno, limit: limit) }
+        defer { close(file) }
+        var status = stat()
+        guard fstat(file, &status) == 0 else { throw FileReadError(path: path, code: errno, limit: limit) }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw FileReadError(path: path, code: EINVAL, limit: limit) }
+        return try read(descriptor: file, path: path, limit: limit)
     }
 
     public static func exists(_ path: String) -> Bool {

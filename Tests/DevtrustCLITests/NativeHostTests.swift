@@ -570,7 +570,7 @@ struct CheckedDeviceToken {
         let device = try RegisteredHostDevice(tenant: false)
         let other = device.fixture.directory.write("other.json", #"{"name":"org.example.other"}"#)
         let manifest = Self.firefoxManifest(in: device.fixture.directory)
-        for arguments in [["/tmp/whatever.json", "status"], [other, "host@devtrust.dev"], [manifest, "status"], ["chrome-extension://host@devtrust.dev/"],
+        for arguments in [["/tmp/whatever.json", "status"], [manifest, "status"], ["chrome-extension://host@devtrust.dev/"],
                           [NativeMessaging.chromiumCaller, "--parent-window=x"], [NativeMessaging.chromiumCaller, "status"]] {
             for input in [[UInt8](), NativeMessaging.frame(Self.config)] {
                 let run = try NativeHostRun(device.cli.path, arguments, environment: device.cli.environment, input: input, seconds: 20)
@@ -580,6 +580,29 @@ struct CheckedDeviceToken {
         for arguments in [[manifest, "host@devtrust.dev"], [NativeMessaging.chromiumCaller, "--parent-window=0"]] {
             let run = try NativeHostRun(device.cli.path, arguments, environment: device.cli.environment, input: NativeMessaging.frame(Self.config))
             #expect(run.status == 0 && run.replies.first??["type"] == .string("config"), "\(arguments): \(run)")
+        }
+        // Firefox's shape with a file that is not devtrust's manifest: said so, not read as a command.
+        let refused = try NativeHostRun(device.cli.path, [other, "host@devtrust.dev"], environment: device.cli.environment, input: NativeMessaging.frame(Self.config))
+        #expect(refused.status == 2 && refused.replies.isEmpty && refused.stderr.contains("which is not devtrust's host manifest (it names another host)")
+                && refused.stderr.contains("devtrust browser install --firefox"), "\(refused)")
+    }
+
+    /// Issue 25: the path of a Firefox-shaped command line is read before anything else. A FIFO
+    /// there hung devtrust (`timeout 5` gave 124); a symbolic link or a directory is no manifest
+    /// either. Each now ends at once, exit 2, saying what the file is.
+    @Test func aManifestPathThatIsNoRegularFileEndsAtOnce() throws {
+        let directory = TemporaryDirectory("manifest-kinds")
+        let manifest = Self.firefoxManifest(in: directory)
+        let fifo = directory.file("fifo.json")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let link = directory.file("link.json")
+        #expect(symlink(manifest, link) == 0)
+        let folder = directory.file("folder.json")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for (path, reason) in [(fifo, "not a regular file"), (link, "a symbolic link"), (folder, "not a regular file")] {
+            let run = try ProcessRunner.run("/usr/bin/timeout", ["-s", "KILL", "5", DevtrustBinary.defaultPath, path, "host@devtrust.dev"],
+                                            environment: ["PATH": "/usr/bin:/bin", "HOME": directory.file("home")])
+            #expect(run.status == 2 && run.stderr.contains("with \(path), which is not devtrust's host manifest (\(reason))"), "\(path): \(run)")
         }
     }
 

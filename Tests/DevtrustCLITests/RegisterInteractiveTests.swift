@@ -99,11 +99,16 @@ import Testing
     @Test func openHandsTheURLToTheDesktopBrowser() throws {
         let directory = TemporaryDirectory()
         let server = try ReferenceServer(["--redirect-step"])
-        // A stand-in for xdg-open that records what it was asked to open.
+        // A stand-in for xdg-open that records what it was asked to open, and opens it as a browser
+        // would: where that page sends it (a line appended to "opened").
         let bin = directory.file("bin")
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
-        // Each URL it is given, a line appended to "opened".
-        directory.write("bin/xdg-open", "#!/bin/sh\necho \"$1\" >> \(directory.file("opened"))\n", mode: 0o755)
+        directory.write("bin/xdg-open", """
+            #!/bin/sh
+            echo "$1" >> \(directory.file("asked"))
+            curl -s -o /dev/null -w '%{redirect_url}\\n' "$1" >> \(directory.file("opened"))
+
+            """, mode: 0o755)
         var cli = DevtrustBinary(keystore: directory.file("ks"))
         cli.extraEnvironment["PATH"] = bin + ":/usr/bin:/bin"
         cli.extraEnvironment["DISPLAY"] = ":99"
@@ -124,6 +129,10 @@ import Testing
         let result = try cli.run(register + ["--server", server.url])
         #expect(result.status == 0, "\(result)")
         #expect(opened(lines: 1) == expected)
+        // xdg-open's command line (which every user can read in /proc) held only devtrust's own
+        // loopback page, which sent the browser on (issue 25): never the URL and its state.
+        let asked = String(decoding: directory.read("asked") ?? [], as: UTF8.self)
+        #expect(asked.hasPrefix("http://127.0.0.1:") && asked.hasSuffix("/devtrust-sign-in\n") && !asked.contains("state"), "\(asked)")
 
         // Only web URLs: xdg-open also opens files, runs .desktop entries and takes options.
         for hostile in ["file:///etc/passwd", "javascript:alert(1)", "--help", "http://idp.example/authorize", "smb://files.example/share",

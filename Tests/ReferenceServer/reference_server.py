@@ -44,6 +44,7 @@ import argparse
 import base64
 import binascii
 import json
+import http.cookies
 import os
 import re
 import secrets
@@ -608,7 +609,10 @@ def make_handler(server, signins, cibas):
                     # URL without it (the browser extension's loop bound is tested against it).
                     return self.send_headers_only(302, [("Location", url.path + "?" + browser_pages.without_device_token(url.query))])
                 if server.options.browser_login:
-                    return self.browser_login(signins.browser_authorize(request, pushed is not None, check))
+                    # The browser's session: who is signed in there (a test's stand-in browsers say so by a cookie).
+                    cookies = http.cookies.SimpleCookie(self.headers.get("Cookie", ""))
+                    user = cookies["reference-user"].value if "reference-user" in cookies else None
+                    return self.browser_login(signins.browser_authorize(request, pushed is not None, check, user))
                 return self.send_json(200, {"request": request, "pushed": pushed is not None, "deviceCheck": check})
             if url.path == "/api/signin-records":
                 return self.send_json(200, signins.records)

@@ -74,7 +74,7 @@ class IDTokenSigner:
         fault = self.options.id_token_fault
         alg = "RS256" if fault == "small-rsa-key" else self.options.id_token_alg
         claims = {"iss": issuer, "sub": "user-" + hashlib.sha256(user.encode()).hexdigest()[:12], "aud": CLIENT_ID,
-                  "exp": int(now) + 3600, "iat": int(now), "name": "Alice Example", "preferred_username": user}
+                  "exp": int(now) + 3600, "iat": int(now), "name": "Alice Example" if user == USER[0] else user, "preferred_username": user}
         claims.update(extra_claims or {})
         if nonce is not None:
             claims["nonce"] = nonce
@@ -561,11 +561,12 @@ class SignInServer:
 
     # -- browser sign-in (--browser-login) ---------------------------------------
 
-    def browser_authorize(self, request, pushed, check):
+    def browser_authorize(self, request, pushed, check, user=None):
         """GET /oauth2/authorize as a real server answers it once the user has signed in
         in the browser: a 302 to the request's redirect_uri with a code bound to its PKCE
         challenge and the state (--browser-login approve), or with error=access_denied
-        (deny). The device token is checked and recorded as on the app-native path.
+        (deny). The device token is checked and recorded as on the app-native path. `user`: who
+        the browser is signed in as (its session: the `reference-user` cookie), alice by default.
         Returns (status, location or None, error document or None)."""
         get = lambda name: request.get(name)
         redirect = get("redirect_uri") or ""
@@ -582,9 +583,10 @@ class SignInServer:
         else:
             code = secrets.token_urlsafe(24)
             with self.lock:
-                self.codes[code] = {"user": USER[0], "request": {k: get(k) for k in ("redirect_uri", "scope", "state", "code_challenge", "nonce")},
+                self.codes[code] = {"user": user or USER[0], "request": {k: get(k) for k in ("redirect_uri", "scope", "state", "code_challenge", "nonce")},
                                     "flowId": record["flowId"], "at": time.time()}
             record["code"] = code
+            record["user"] = user or USER[0]
             answer = {"code": code}
         if get("state") is not None:
             answer["state"] = get("state")

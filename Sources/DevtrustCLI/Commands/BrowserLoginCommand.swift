@@ -46,7 +46,9 @@ enum BrowserLoginCommand {
             context.info("(\(elsewhere))")
         } else {
             showURL(context, request.url, lead: "Opening the sign-in page in your browser; if it does not open, open this URL:", always: false)
-            launcher = TerminalFlowInteraction.launchBrowser(request.url, context: context,
+            // The browser starts on the listener's handoff page, which sends it on: the URL itself
+            // (state, PKCE challenge, device token) never goes on a command line other users can read.
+            launcher = TerminalFlowInteraction.launchBrowser(handingOff: request.url, through: listener, context: context,
                                                              noDesktop: "(no desktop session here: \(elsewhere))")
             if launcher == nil && context.quiet && !context.json { context.terminal.writeError(TerminalText.printable(request.url) + "\n") }
         }
@@ -64,11 +66,19 @@ enum BrowserLoginCommand {
                 switch reason {
                 case .wrongState: text = "ignored a request to \(listener.redirectURI) with a wrong or missing state (not this sign-in's answer); still waiting"
                 case .incomplete: text = "ignored a request to \(listener.redirectURI) with neither a code nor an error; still waiting"
+                case let .otherUser(uid):
+                    text = "refused a connection to the listener on port \(listener.port) from another user of this machine (uid \(uid)): "
+                        + "it was told this sign-in is not theirs; still waiting for your browser"
+                case .unknownOwner:
+                    text = "refused a connection to the listener on port \(listener.port) whose owner the system could not name "
+                        + "(it closed at once, or NETLINK_SOCK_DIAG and /proc/net/tcp are not readable here); still waiting for your browser"
                 default:
                     context.detail("answered a stray request to the listener (\(reason)); still waiting")
                     return
                 }
                 if warned.insert(text).inserted { context.warn(text) } else { context.detail(text) }
+            }, handedOff: {
+                context.detail("the browser opened \(listener.handoffURL) and was sent on to the sign-in page")
             })
         } catch {
             // Ended by a signal: said, then ended by that signal, as the shell expects.

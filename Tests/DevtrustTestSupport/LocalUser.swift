@@ -1,0 +1,67 @@
+import Foundation
+
+/// A real Unix user made for one test (useradd) and removed when released (userdel),
+/// so that what another user can see and do is the kernel's decision: /proc, socket
+/// owners, file modes. Needs root; `canMake` says whether this run can.
+public final class LocalUser: @unchecked Sendable {
+    public let name: String
+    public let uid: UInt32
+    public let gid: UInt32
+
+    /// useradd and userdel lock /etc/passwd: tests running in parallel take turns.
+    private static let accounts = NSLock()
+
+    public static var canMake: Bool {
+        getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd")
+            && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")
+    }
+
+    /// A system user named `dt-LABEL-XXXXXX` (random), with no home and no login shell.
+    public init(_ label: String) throws {
+        let suffix = String(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(6))
+        name = "dt-\(label.prefix(12))-\(suffix)"
+        Self.accounts.lock()
+        defer { Self.accounts.unlock() }
+        let made = try ProcessRunner.run("/usr/sbin/useradd", ["--system", "--no-create-home", "--home-dir", "/nonexistent",
+                                                               "--shell", "/usr/sbin/nologin", "--user-group", name])
+        guard made.status == 0 else { throw FixtureError("useradd \(name) failed: \(made)") }
+        let id = try ProcessRunner.run("/usr/bin/id", ["-u", name])
+        let group = try ProcessRunner.run("/usr/bin/id", ["-g", name])
+        guard let uid = UInt32(id.output), let gid = UInt32(group.output) else { throw FixtureError("id \(name): \(id) \(group)") }
+        self.uid = uid
+        self.gid = gid
+    }
+
+    deinit {
+        Self.accounts.lock()
+        defer { Self.accounts.unlock() }
+        // Whatever of theirs still runs ends first (userdel refuses a user with processes).
+        _ = try? ProcessRunner.run("/usr/bin/pkill", ["-KILL", "-u", name])
+        _ = try? ProcessRunner.run("/usr/sbin/userdel", [name])
+    }
+
+    /// The command line that runs `executable` as this user with exactly `environment`
+    /// (runuser, then env -i: nothing of the test runner's environment).
+    public func command(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) -> (String, [String]) {
+        let variables = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        return ("/usr/sbin/runuser", ["-u", name, "--", "/usr/bin/env", "-i"] + variables + [executable] + arguments)
+    }
+
+    /// Runs `executable` as this user and waits for it.
+    public func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:], stdin: [UInt8]? = nil) throws -> ProcessResult {
+        let (runner, words) = command(executable, arguments, environment: environment)
+        return try ProcessRunner.run(runner, words, environment: ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin"], stdin: stdin)
+    }
+
+    /// Starts `executable` as this user and leaves it running.
+    public func start(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> BackgroundProcess {
+        let (runner, words) = command(executable, arguments, environment: environment)
+        return try BackgroundProcess(runner, words, environment: ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin"])
+    }
+
+    /// Gives `path` (and what is below it) to this user.
+    public func own(_ path: String) throws {
+        let result = try ProcessRunner.run("/bin/chown", ["-R", "\(uid):\(gid)", path])
+        guard result.status == 0 else { throw FixtureError("chown \(path): \(result)") }
+    }
+}
