@@ -29,10 +29,30 @@ static int read_ends(int fd, struct ends *ends) {
     return 0;
 }
 
-/* NETLINK_SOCK_DIAG: one exact lookup of the peer's socket. The kernel finds
-   it as it would for a packet arriving there: `src` is that socket's local
-   end (our peer), `dst` its remote end (us). */
-static int from_sock_diag(const struct ends *ends, unsigned int *uid) {
+/* What one NETLINK_SOCK_DIAG lookup found. */
+struct found_socket {
+    unsigned int uid, state, family;
+    unsigned long inode;
+    struct inet_diag_sockid id;
+};
+
+static void put_end(const struct sockaddr_storage *address, __be16 *port, __be32 *words) {
+    if (address->ss_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)address;
+        *port = v4->sin_port;
+        memcpy(words, &v4->sin_addr, 4);
+    } else {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)address;
+        *port = v6->sin6_port;
+        memcpy(words, &v6->sin6_addr, 16);
+    }
+}
+
+/* One exact lookup of the TCP socket whose local end is `source` and remote end
+   `destination` (the kernel finds it as it would for a packet arriving there).
+   Returns 0 (found), 1 (the kernel says ENOENT) or -1 (errno set). */
+static int sock_diag_lookup(int family, const struct sockaddr_storage *source, const struct sockaddr_storage *destination,
+                            struct found_socket *found) {
     int descriptor = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
     if (descriptor < 0) return -1;
     struct timeval wait = {.tv_sec = 1, .tv_usec = 0};
@@ -47,26 +67,13 @@ static int from_sock_diag(const struct ends *ends, unsigned int *uid) {
     message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
     message.header.nlmsg_flags = NLM_F_REQUEST;
     message.header.nlmsg_seq = 1;
-    message.request.sdiag_family = (unsigned char)ends->family;
+    message.request.sdiag_family = (unsigned char)family;
     message.request.sdiag_protocol = IPPROTO_TCP;
     message.request.idiag_states = ~0U;
     message.request.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
     message.request.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-    if (ends->family == AF_INET) {
-        const struct sockaddr_in *local = (const struct sockaddr_in *)&ends->local;
-        const struct sockaddr_in *remote = (const struct sockaddr_in *)&ends->remote;
-        message.request.id.idiag_sport = remote->sin_port;
-        message.request.id.idiag_dport = local->sin_port;
-        memcpy(message.request.id.idiag_src, &remote->sin_addr, 4);
-        memcpy(message.request.id.idiag_dst, &local->sin_addr, 4);
-    } else {
-        const struct sockaddr_in6 *local = (const struct sockaddr_in6 *)&ends->local;
-        const struct sockaddr_in6 *remote = (const struct sockaddr_in6 *)&ends->remote;
-        message.request.id.idiag_sport = remote->sin6_port;
-        message.request.id.idiag_dport = local->sin6_port;
-        memcpy(message.request.id.idiag_src, &remote->sin6_addr, 16);
-        memcpy(message.request.id.idiag_dst, &local->sin6_addr, 16);
-    }
+    put_end(source, &message.request.id.idiag_sport, message.request.id.idiag_src);
+    put_end(destination, &message.request.id.idiag_dport, message.request.id.idiag_dst);
     struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
     if (sendto(descriptor, &message, sizeof message, 0, (struct sockaddr *)&kernel, sizeof kernel) != (ssize_t)sizeof message) {
         int code = errno;
@@ -75,7 +82,8 @@ static int from_sock_diag(const struct ends *ends, unsigned int *uid) {
         return -1;
     }
     long buffer[2048];
-    int result = 1;
+    int result = -1;
+    errno = EPROTO;
     for (;;) {
         ssize_t count = recv(descriptor, buffer, sizeof buffer, 0);
         if (count < 0) {
@@ -88,21 +96,19 @@ static int from_sock_diag(const struct ends *ends, unsigned int *uid) {
         for (; NLMSG_OK(header, (unsigned int)count); header = NLMSG_NEXT(header, count)) {
             if (header->nlmsg_type == NLMSG_ERROR) {
                 const struct nlmsgerr *error = NLMSG_DATA(header);
-                /* ENOENT: no such socket (the peer is gone). Anything else: this source cannot answer. */
                 if (error->error == -ENOENT) { result = 1; } else { errno = -error->error; result = -1; }
                 done = 1;
                 break;
             }
             if (header->nlmsg_type == NLMSG_DONE) { done = 1; break; }
             if (header->nlmsg_type == SOCK_DIAG_BY_FAMILY && header->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
-                const struct inet_diag_msg *found = NLMSG_DATA(header);
-                /* A socket with no file (orphaned, TIME_WAIT) reports inode 0 and uid 0: no owner. */
-                if (found->idiag_inode != 0) {
-                    *uid = found->idiag_uid;
-                    result = 0;
-                } else {
-                    result = 1;
-                }
+                const struct inet_diag_msg *message = NLMSG_DATA(header);
+                found->uid = message->idiag_uid;
+                found->family = message->idiag_family;
+                found->state = message->idiag_state;
+                found->inode = message->idiag_inode;
+                found->id = message->id;
+                result = 0;
                 done = 1;
                 break;
             }
@@ -113,6 +119,42 @@ static int from_sock_diag(const struct ends *ends, unsigned int *uid) {
     close(descriptor);
     errno = code;
     return result;
+}
+
+/* Whether the found socket's remote (`local_side` 0: our end) or local (1: the peer's)
+   end is `address`, also when the found socket is an IPv6 one talking IPv4 through
+   mapped addresses (::ffff:a.b.c.d). */
+static int same_end(const struct found_socket *found, const struct sockaddr_storage *address, int local_side) {
+    __be16 port;
+    __be32 words[4] = {0, 0, 0, 0};
+    put_end(address, &port, words);
+    const __be32 *theirs = local_side ? found->id.idiag_src : found->id.idiag_dst;
+    __be16 their_port = local_side ? found->id.idiag_sport : found->id.idiag_dport;
+    if (their_port != port) return 0;
+    if (address->ss_family == AF_INET6) return memcmp(theirs, words, 16) == 0;
+    if (found->family == AF_INET6)
+        return theirs[0] == 0 && theirs[1] == 0 && theirs[2] == htonl(0xFFFF) && theirs[3] == words[0];
+    return theirs[0] == words[0];
+}
+
+/* NETLINK_SOCK_DIAG: the peer's socket, looked up exactly. */
+static int from_sock_diag(const struct ends *ends, unsigned int *uid) {
+    struct found_socket peer;
+    int result = sock_diag_lookup(ends->family, &ends->remote, &ends->local, &peer);
+    if (result < 0) return -1;
+    if (result == 1) {
+        /* ENOENT is also the kernel's answer when it has no TCP diagnostics (inet_diag or
+           tcp_diag not loaded): then it does not find our own end either, and /proc must answer. */
+        struct found_socket ours;
+        return sock_diag_lookup(ends->family, &ends->local, &ends->remote, &ours) == 0 ? 1 : -1;
+    }
+    /* Only the connected socket at the other end answers: the lookup falls back to a
+       listener on that address when no connection matches (not our peer), and a socket
+       with no file (orphaned, TIME_WAIT) reports inode 0 and uid 0 (no owner). */
+    if (peer.state == 10 /* TCP_LISTEN */ || peer.inode == 0) return 1;
+    if (!same_end(&peer, &ends->local, 0) || !same_end(&peer, &ends->remote, 1)) return 1;
+    *uid = peer.uid;
+    return 0;
 }
 
 /* /proc/net/tcp(6) writes each address as the 32-bit words it holds, in hex. */

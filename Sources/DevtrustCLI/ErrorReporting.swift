@@ -125,6 +125,7 @@ struct ErrorReport: Sendable, Equatable {
             // Its message may quote the server (an issuer, an endpoint): on one line too.
             return ErrorReport(.network, TerminalText.oneLine(error.description))
         case let error as LoopbackListenerError:
+            if case .handoffReused = error { return ErrorReport(.failure, error.description) }
             return ErrorReport(.network, error.description)
         case let error as TPMError:
             if case let .unreachable(tcti, reason, hint?) = error {

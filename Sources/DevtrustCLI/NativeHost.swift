@@ -46,9 +46,10 @@ enum NativeHostCaller: Equatable, CustomStringConvertible {
         return true
     }
 
-    /// Why `path` is not a host manifest naming devtrust's host (a regular file, not a link, of
-    /// at most 64 KiB, holding a JSON object), or nil when it is. Read without blocking: the
-    /// path comes from the command line, and a FIFO there must not hang devtrust.
+    /// Why `path` is not a host manifest naming devtrust's host (a regular file, or a link to
+    /// one, of at most 64 KiB, holding a JSON object), or nil when it is. Checked before it is
+    /// opened and read without blocking: the path comes from the command line, and a FIFO or a
+    /// device there must not hang devtrust or be acted on.
     private static func manifestProblem(_ path: String) -> String? {
         let bytes: [UInt8]
         do {

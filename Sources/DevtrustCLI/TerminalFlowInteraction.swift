@@ -116,13 +116,28 @@ final class TerminalFlowInteraction: FlowInteraction {
 
     func callback(redirectURL: String, step: FlowStep) throws -> [(String, String)] {
         context.info("Continue in a browser: \(redirectURL)")
-        if openBrowser { launchBrowser(redirectURL) }
-        if let code = presets["code"], let state = presets["state"] { return [("code", code), ("state", state)] }
-        guard interactive else {
+        let page = openBrowser ? openThroughHandoff(redirectURL) : nil
+        let preset: [(String, String)]? = presets["code"].flatMap { code in presets["state"].map { [("code", code), ("state", $0)] } }
+        if preset != nil || !interactive {
+            // No prompt to serve the page beside: it is served until the browser fetched it (at most 60 s).
+            if let page { waitForBrowser(page, deadline: LoopbackRedirectListener.now() + Self.handoffWaitSeconds * 1000, prompt: nil) }
+            if let preset { return preset }
             throw MissingFlowInputsError(inputs: [("code", "from the callback URL"), ("state", "from the callback URL")], stepText: ["redirection to \(redirectURL)"])
         }
+        let prompt = "Paste the URL the browser was sent back to: "
+        var first = true
         while true {
-            guard let pasted = terminal.readLine(prompt: "Paste the URL the browser was sent back to: ") else {
+            // The page is served while the prompt waits: until the browser fetched it or something is typed.
+            let typed: String?
+            if first, let page {
+                terminal.writeError(prompt)
+                waitForBrowser(page, deadline: LoopbackRedirectListener.now() + Self.handoffPromptSeconds * 1000, prompt: prompt)
+                typed = terminal.readLine(prompt: "")
+            } else {
+                typed = terminal.readLine(prompt: prompt)
+            }
+            first = false
+            guard let pasted = typed else {
                 throw UsageError("no callback URL was given", command: "register")
             }
             let parameters = FormEncoding.queryParameters(pasted.trimmingCharacters)
@@ -208,43 +223,79 @@ final class TerminalFlowInteraction: FlowInteraction {
             problem: { value in input.validations.lazy.compactMap { $0.problem(with: value) }.first })
     }
 
-    /// How long `register --open` serves the handoff page before the paste prompt: a browser
-    /// that starts takes seconds; one that never fetches it leaves the URL printed above.
+    /// How long `register --open` serves the handoff page when nothing is asked at the terminal
+    /// (a script's run): a browser that starts takes seconds; one that never fetches it leaves
+    /// the URL printed above. At the paste prompt, the page is served while the prompt waits
+    /// (at most `handoffPromptSeconds`), until the browser fetched it or something is typed.
     static let handoffWaitSeconds: Int64 = 60
+    static let handoffPromptSeconds: Int64 = 1_800
 
-    /// Opens `url` through a handoff page of a loopback listener of its own, served until the
-    /// browser has fetched it (or xdg-open failed, or 60 s, or Ctrl-C), then closed.
-    private func launchBrowser(_ url: String) {
-        guard let redirect = LoopbackRedirect("http://127.0.0.1/") else { return }
+    /// The handoff page of a redirection step's URL, and the xdg-open that was given it.
+    final class HandoffPage {
+        let listener: LoopbackRedirectListener
+        var launcher: pid_t
+
+        init(listener: LoopbackRedirectListener, launcher: pid_t) {
+            self.listener = listener
+            self.launcher = launcher
+        }
+    }
+
+    /// Starts the browser on a handoff page of a loopback listener of its own, which sends it on
+    /// to `url` (nil, having said why, when it could not start it).
+    private func openThroughHandoff(_ url: String) -> HandoffPage? {
+        guard let redirect = LoopbackRedirect("http://127.0.0.1/") else { return nil }
         let listener: LoopbackRedirectListener
         do {
             listener = try LoopbackRedirectListener(redirect)
         } catch {
             context.warn("not opening the browser: \(error.description); open the URL yourself")
-            return
+            return nil
         }
-        defer { listener.close() }
-        guard var launcher = Self.launchBrowser(handingOff: url, through: listener, context: context) else { return }
-        context.info("Waiting for the browser to open the page (up to \(Self.handoffWaitSeconds) s) ...")
+        guard let launcher = Self.launchBrowser(handingOff: url, through: listener, context: context) else {
+            listener.close()
+            return nil
+        }
+        return HandoffPage(listener: listener, launcher: launcher)
+    }
+
+    /// Serves the page until the browser fetched it, xdg-open failed, the deadline passed or,
+    /// when a `prompt` is on the terminal, something is typed there (left to be read); then
+    /// closes it. A warning meanwhile goes on a line of its own, and the prompt is written again.
+    /// Ctrl-C ends register here as at its prompts (no handler is set).
+    private func waitForBrowser(_ page: HandoffPage, deadline: Int64, prompt: String?) {
+        defer { page.listener.close() }
+        let andInput = prompt != nil
+        if !andInput { context.info("Waiting for the browser to open the page (up to \(Self.handoffWaitSeconds) s) ...") }
+        func warn(_ text: String) {
+            guard let prompt else { return context.warn(text) }
+            terminal.writeError("\n")
+            context.warn(text)
+            terminal.writeError(prompt)
+        }
         var failed = false
+        var typed = false
         var warned = false
-        // Ctrl-C ends register here as at its prompts (no handler is set).
-        let came = (try? listener.waitForHandoff(deadline: LoopbackRedirectListener.now() + Self.handoffWaitSeconds * 1000, giveUp: {
+        let came = (try? page.listener.waitForHandoff(deadline: deadline, giveUp: {
             var status: Int32 = 0
-            if launcher > 0, waitpid(launcher, &status, WNOHANG) == launcher {
-                launcher = 0
+            if page.launcher > 0, waitpid(page.launcher, &status, WNOHANG) == page.launcher {
+                page.launcher = 0
                 failed = !((status & 0x7F) == 0 && (status >> 8) & 0xFF == 0)
             }
-            return failed
+            if andInput {
+                var input = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+                typed = poll(&input, 1, 0) > 0
+            }
+            return failed || typed
         }, ignored: { reason in
             guard case let .otherUser(uid) = reason, !warned else { return }
             warned = true
-            context.warn("refused the page to another user's connection (uid \(uid)): only your own browser is sent on to the URL")
+            warn("refused the page to another user's connection (uid \(uid)): only your own browser is sent on to the URL")
         })) ?? false
         if failed {
-            context.warn("xdg-open could not open a browser; open the URL above yourself")
-        } else if !came {
-            context.warn("no browser opened the page within \(Self.handoffWaitSeconds) s; open the URL above yourself")
+            warn("xdg-open could not open a browser; open the URL above yourself")
+        } else if !came && !typed {
+            warn("no browser opened the page within \(andInput ? Self.handoffPromptSeconds : Self.handoffWaitSeconds) s; open the URL above yourself")
         }
     }
 

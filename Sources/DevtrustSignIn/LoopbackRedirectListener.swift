@@ -10,6 +10,9 @@ public enum LoopbackListenerError: Error, Equatable, Sendable, CustomStringConve
     case timedOut(redirectURI: String, seconds: Int)
     /// A signal (Ctrl-C, SIGTERM, SIGHUP) ended the wait.
     case interrupted(signal: Int32)
+    /// The handoff page was asked for again after it had sent a browser on: someone else
+    /// running as the user (a forwarder that other users can reach) may hold the URL.
+    case handoffReused(url: String)
 
     public var description: String {
         switch self {
@@ -23,6 +26,10 @@ public enum LoopbackListenerError: Error, Equatable, Sendable, CustomStringConve
             return "the browser did not come back to \(redirectURI) within \(seconds) s; run `devtrust login --browser` again (--timeout SECONDS waits longer)"
         case let .interrupted(signal):
             return "interrupted by \(Interrupted.name(of: signal)) while waiting for the browser; nothing was stored"
+        case let .handoffReused(url):
+            return "the sign-in page \(url) was asked for a second time, so a program running as you other than your browser may have "
+                + "opened the sign-in first (a forwarder such as `ssh -D` or a proxy that other users of this machine can reach); "
+                + "the sign-in is ended and nothing was stored: stop such a forwarder, then run `devtrust login --browser` again"
         }
     }
 }
@@ -67,12 +74,15 @@ public enum LoopbackPage: Sendable {
     case signedIn, notSignedIn
     /// For a connection of another user (or of none the kernel can name).
     case notYours
+    /// For a second request for the handoff page (the sign-in is ended).
+    case openedAlready
 
     var title: String {
         switch self {
         case .signedIn: return "Signed in"
         case .notSignedIn: return "Sign-in not completed"
         case .notYours: return "This sign-in belongs to someone else"
+        case .openedAlready: return "This sign-in page was already opened"
         }
     }
 
@@ -83,6 +93,8 @@ public enum LoopbackPage: Sendable {
         case .notYours:
             return "This sign-in was started by another user of this computer: only that user's browser can complete it. "
                 + "To sign in yourself, run devtrust login --browser in your own session."
+        case .openedAlready:
+            return "This sign-in page was asked for a second time, so devtrust has ended the sign-in: the terminal where it runs says why."
         }
     }
 }
@@ -239,6 +251,9 @@ public final class LoopbackRedirectListener {
     private var strangers: [Connection] = []
     /// Where `handoffPath` sends the browser, once offered.
     private var handoffTarget: String?
+    /// Whether the handoff has sent a browser on: it does so once (a second request for it
+    /// ends the wait, `handoffReused`).
+    private var handoffServed = false
     /// Names a connection's owner: the kernel's answer by default; tests may stand in.
     let ownerOf: (Int32) -> PeerOwner
 
@@ -254,6 +269,7 @@ public final class LoopbackRedirectListener {
     /// Connections accepted in one round, so that a flood never stops the reading of the
     /// connections already open (the user's browser among them).
     public static let acceptsPerRound = 64
+    public static let acceptMillisecondsPerRound: Int64 = 100
     /// The path the browser is started with (`handoffURL`); another when the redirect URI's path is this one.
     static let handoffPaths = ["/devtrust-sign-in", "/devtrust-sign-in-page"]
 
@@ -457,7 +473,16 @@ public final class LoopbackRedirectListener {
                     case let .handOff(target):
                         Self.send(descriptor, Self.seeOther(target))
                         finished.insert(descriptor)
+                        handoffServed = true
                         handedOff()
+                    case .handoffAgain:
+                        Self.send(descriptor, Self.response(status: 409, title: LoopbackPage.openedAlready.title, text: LoopbackPage.openedAlready.text))
+                        for connection in connections + strangers { Glibc.close(connection.descriptor) }
+                        connections = []
+                        strangers = []
+                        for descriptor in listeners { Glibc.close(descriptor) }
+                        listeners = []
+                        throw .handoffReused(url: handoffURL)
                     case let .end(outcome):
                         let connection = connections.remove(at: position)
                         for other in connections + strangers where !finished.contains(other.descriptor) { Glibc.close(other.descriptor) }
@@ -487,6 +512,8 @@ public final class LoopbackRedirectListener {
     enum Answer {
         case ignore(IgnoredRequest, Int)
         case handOff(String)
+        /// The handoff asked for after it sent a browser on.
+        case handoffAgain
         case end(CallbackOutcome)
     }
 
@@ -508,7 +535,7 @@ public final class LoopbackRedirectListener {
         case .tooLarge: return .ignore(.tooLarge, 431)
         case let .request(request):
             if let target = handoffTarget, request.isHandoff(path: handoffPath, host: expectedHost) {
-                return .handOff(target)
+                return handoffServed ? .handoffAgain : .handOff(target)
             }
             guard let state else { return .ignore(.notFound, 404) }
             switch request.decision(path: redirect.path, host: expectedHost, state: state) {
@@ -521,7 +548,10 @@ public final class LoopbackRedirectListener {
     }
 
     private func accept(from listener: Int32) {
-        for _ in 0..<Self.acceptsPerRound {
+        // Bounded in number and in time: where the owner comes from /proc/net/tcp (no socket
+        // diagnostics), another user can make each lookup slow by filling that file.
+        let until = Self.now() + Self.acceptMillisecondsPerRound
+        for _ in 0..<Self.acceptsPerRound where Self.now() < until {
             // accept4 is out of Glibc's Swift view. devtrust starts no program while it
             // waits (xdg-open ran before), so no exec sees the socket between the calls.
             let descriptor = Glibc.accept(listener, nil, nil)
@@ -572,7 +602,7 @@ public final class LoopbackRedirectListener {
     }
 
     static func response(status: Int, title: String, text: String, extraHeaders: String = "") -> [UInt8] {
-        let reasons = [200: "OK", 303: "See Other", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+        let reasons = [200: "OK", 303: "See Other", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 409: "Conflict",
                        431: "Request Header Fields Too Large"]
         let body = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>devtrust: \(title)</title></head>"
             + "<body><h1>\(title)</h1><p>\(text)</p></body></html>\n"

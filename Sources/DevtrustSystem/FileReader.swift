@@ -10,12 +10,11 @@ public struct FileReadError: Error, Equatable, Sendable, CustomStringConvertible
     public var isMissing: Bool { code == ENOENT }
 
     /// Why, without the path: "No such file or directory", "larger than 1048576 bytes",
-    /// "not a regular file", "a symbolic link".
+    /// "not a regular file" (`readRegularFile`).
     public var reason: String {
         switch code {
         case 0: return "larger than \(limit) bytes"
         case EINVAL: return "not a regular file"
-        case ELOOP: return "a symbolic link"
         default: return String(cString: strerror(code))
         }
     }
@@ -63,17 +62,24 @@ public enum FileReader {
         return contents
     }
 
-    /// A file that something else named, read only when it is a regular file (not a FIFO,
-    /// a device or a directory, which could block or never end) and, unless
-    /// `followingSymlinks`, not a symbolic link; opened without blocking, read up to `limit`.
-    /// A file of another kind fails with EINVAL (`FileReadError.isNotRegular`); a link, ELOOP.
-    public static func readRegularFile(_ path: String, limit: Int = 1 << 20, followingSymlinks: Bool = false) throws(FileReadError) -> [UInt8] {
-        let file = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (followingSymlinks ? 0 : O_NOFOLLOW))
+    /// A file that something else named, read only when it is a regular file: not a FIFO, a
+    /// device or a directory, which could block, never end, or act on being opened (a tape
+    /// rewinds). Checked with stat before it is opened, then opened without blocking and
+    /// checked again (the same file, still regular), then read up to `limit`. A symbolic
+    /// link is followed (home-manager and stow install such files as links) to a regular
+    /// file only. A file of another kind fails with EINVAL (`reason`: "not a regular file").
+    public static func readRegularFile(_ path: String, limit: Int = 1 << 20) throws(FileReadError) -> [UInt8] {
+        var before = stat()
+        guard stat(path, &before) == 0 else { throw FileReadError(path: path, code: errno, limit: limit) }
+        guard before.st_mode & S_IFMT == S_IFREG else { throw FileReadError(path: path, code: EINVAL, limit: limit) }
+        let file = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard file >= 0 else { throw FileReadError(path: path, code: errno, limit: limit) }
         defer { close(file) }
-        var status = stat()
-        guard fstat(file, &status) == 0 else { throw FileReadError(path: path, code: errno, limit: limit) }
-        guard status.st_mode & S_IFMT == S_IFREG else { throw FileReadError(path: path, code: EINVAL, limit: limit) }
+        var opened = stat()
+        guard fstat(file, &opened) == 0 else { throw FileReadError(path: path, code: errno, limit: limit) }
+        guard opened.st_mode & S_IFMT == S_IFREG, opened.st_dev == before.st_dev, opened.st_ino == before.st_ino else {
+            throw FileReadError(path: path, code: EINVAL, limit: limit)
+        }
         return try read(descriptor: file, path: path, limit: limit)
     }
 

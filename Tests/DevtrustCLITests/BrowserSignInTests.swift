@@ -322,6 +322,38 @@ import Testing
     /// A client that sends a huge header, one that trickles its request and one that sends
     /// nothing: none blocks the real callback, none keeps its connection past 10 s, and none
     /// keeps the command past its timeout.
+    /// The listener's accept queue is long (4096): while devtrust is busy (here: stopped), 200
+    /// waiting connections of a flood still leave room for the browser's, whose connection the
+    /// kernel completes at once instead of dropping its SYN (a queue of 16 made it wait for
+    /// retries, seconds apart). Then devtrust, let go, signs in.
+    @Test func theBrowsersConnectionFindsRoomBehindAFlood() throws {
+        let setup = try Setup()
+        let process = try setup.start(["--no-browser"])
+        let url = try #require(Self.printedURL(process, server: setup.server))
+        let port = try #require(Self.port(of: url))
+        kill(process.pid, SIGSTOP)
+        var stopped = true
+        defer { if stopped { kill(process.pid, SIGCONT) } }
+        let script = """
+            import socket, sys, select
+            port = int(sys.argv[1]); held = []
+            for _ in range(200):
+                s = socket.socket(); s.setblocking(False); s.connect_ex(("127.0.0.1", port)); held.append(s)
+            browser = socket.socket(); browser.settimeout(5)
+            try:
+                browser.connect(("127.0.0.1", port)); print("connected")
+            except OSError as error:
+                print("not connected:", error)
+            """
+        let flood = try ProcessRunner.run(ExternalTool.python.rawValue, ["-c", script, String(port)])
+        #expect(flood.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "connected", "\(flood)")
+        kill(process.pid, SIGCONT)
+        stopped = false
+        let page = try Self.curl(["-L", url])
+        #expect(page.stdout.contains("<h1>Signed in</h1>"), "\(page)")
+        #expect(process.finish()?.status == 0)
+    }
+
     @Test func aHugeHeaderOrASlowClientDoesNotHangTheSignIn() throws {
         let setup = try Setup()
         let process = try setup.start(["--no-browser", "--timeout", "60"])

@@ -212,3 +212,40 @@ import Testing
         #expect((counts?["opened"]?.int64Value ?? 0) >= 200, "\(String(describing: counts))")
     }
 }
+
+extension LocalUsersSignInTests {
+    /// What the owner check cannot tell apart: a forwarder of the victim's that every local user
+    /// can reach (`ssh -D`; here Tests/Interop/user_forwarder.py, SOCKS5) makes its connections
+    /// the victim's. The attacker asks for the handoff page through it first, and gets the URL
+    /// (documented in docs/security.md). The page sends one browser on: when the victim's browser
+    /// then asks for it too, devtrust ends the sign-in, says why, and stores nothing, so that the
+    /// attacker's callback, sent through the forwarder after that, finds no listener.
+    @Test func aSecondRequestForTheHandoffThroughAForwarderEndsTheSignIn() throws {
+        let machine = try Machine()
+        let forwarderScript = DevtrustBinary.copyForOtherUsers(Repository.path("Tests/Interop/user_forwarder.py"), into: machine.scratch.file("tools"))
+        let forwarder = try machine.victim.start(ExternalTool.python.rawValue, [forwarderScript, machine.exchange + "/forwarder-port"])
+        defer {
+            machine.victim.endProcesses()
+            _ = forwarder.finish()
+        }
+        let deadline = Date().addingTimeInterval(60)
+        while !FileManager.default.fileExists(atPath: machine.exchange + "/forwarder-port") && Date() < deadline { usleep(20_000) }
+        let attacker = try machine.attacker.start(ExternalTool.python.rawValue, [machine.attackerScript, "through-forwarder", machine.exchange,
+                                                                                   String(machine.victim.uid)])
+        defer { _ = attacker.finish() }
+        let login = try machine.victimDevtrust(["login", "--browser", "--server", machine.server.url, "--client-id", "devtrust-app", "--timeout", "90"],
+                                               environment: ["STANDIN_AFTER": machine.exchange + "/attacker-scanned"])
+        #expect(attacker.finish() != nil)
+        let report = try #require(machine.note("attacker.json"))
+        // The documented limit: through the victim's own forwarder, the page answered as to the victim.
+        #expect(report["handoffStatus"] == .integer(303), "\(report)")
+        // The victim's browser came second: the sign-in ended, with the reason, and nothing was stored.
+        let browser = try #require(machine.note("browser.json"))
+        #expect(browser["status"] == .integer(409) && browser["body"]?.stringValue?.contains("This sign-in page was already opened") == true, "\(browser)")
+        #expect(login.status == 1 && login.stderr.contains("was asked for a second time") && login.stderr.contains("ssh -D"), "\(login)")
+        #expect(try machine.victimSignIns().isEmpty)
+        // Mallory's callback, sent after that, reached no listener.
+        let callback = report["mallorysCallback"]?.objectValue
+        #expect(callback?["status"] != .integer(200), "\(report)")
+    }
+}

@@ -588,18 +588,27 @@ struct CheckedDeviceToken {
     }
 
     /// Issue 25: the path of a Firefox-shaped command line is read before anything else. A FIFO
-    /// there hung devtrust (`timeout 5` gave 124); a symbolic link or a directory is no manifest
-    /// either. Each now ends at once, exit 2, saying what the file is.
+    /// there hung devtrust (`timeout 5` gave 124); a directory, a device or a link to a FIFO is no
+    /// manifest either. Each now ends at once, exit 2, saying what the file is. A link to a real
+    /// manifest (home-manager, stow) still starts the host.
     @Test func aManifestPathThatIsNoRegularFileEndsAtOnce() throws {
-        let directory = TemporaryDirectory("manifest-kinds")
+        let device = try RegisteredHostDevice(tenant: false)
+        let directory = device.fixture.directory
         let manifest = Self.firefoxManifest(in: directory)
         let fifo = directory.file("fifo.json")
         #expect(mkfifo(fifo, 0o600) == 0)
-        let link = directory.file("link.json")
-        #expect(symlink(manifest, link) == 0)
+        let linkToFIFO = directory.file("link-to-fifo.json")
+        #expect(symlink(fifo, linkToFIFO) == 0)
+        let deviceNode = directory.file("null.json")
+        #expect(symlink("/dev/null", deviceNode) == 0)
         let folder = directory.file("folder.json")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        for (path, reason) in [(fifo, "not a regular file"), (link, "a symbolic link"), (folder, "not a regular file")] {
+        let link = directory.file("link.json")
+        #expect(symlink(manifest, link) == 0)
+        let linked = try NativeHostRun(device.cli.path, [link, "host@devtrust.dev"], environment: device.cli.environment, input: NativeMessaging.frame(Self.config))
+        #expect(linked.status == 0 && linked.replies.first??["type"] == .string("config"), "\(linked)")
+        for (path, reason) in [(fifo, "not a regular file"), (linkToFIFO, "not a regular file"), (deviceNode, "not a regular file"),
+                               (folder, "not a regular file")] {
             let run = try ProcessRunner.run("/usr/bin/timeout", ["-s", "KILL", "5", DevtrustBinary.defaultPath, path, "host@devtrust.dev"],
                                             environment: ["PATH": "/usr/bin:/bin", "HOME": directory.file("home")])
             #expect(run.status == 2 && run.stderr.contains("with \(path), which is not devtrust's host manifest (\(reason))"), "\(path): \(run)")

@@ -96,6 +96,47 @@ import Testing
 }
 
 @Suite(.enabled(if: ReferenceServer.shouldRun)) struct RegisterBrowserTests {
+    /// At a terminal, `--open` does not hold the paste prompt back: the prompt comes at once and
+    /// the handoff page is served while it waits (a browser that takes its time still gets it),
+    /// and a URL pasted before any browser came is taken (review of issue 25: the prompt came
+    /// only after 60 s when no browser fetched the page).
+    @Test(.enabled(if: TmuxSession.shouldRun)) func thePastePromptComesAtOnceAndThePageIsServedWhileItWaits() throws {
+        let directory = TemporaryDirectory()
+        let server = try ReferenceServer(["--redirect-step"])
+        // An xdg-open that only notes what it was given (a browser that has not fetched it yet).
+        directory.write("bin/xdg-open", "#!/bin/sh\necho \"$1\" >> \(directory.file("asked"))\n", mode: 0o755)
+        directory.write("answers.json", #"{"password": "correct horse", "otp": "123456"}"#)
+        let binary = DevtrustBinary(keystore: directory.file("ks"))
+        var environment = binary.environment
+        environment["PATH"] = directory.file("bin") + ":/usr/bin:/bin"
+        environment["DISPLAY"] = ":99"
+        let register = [binary.path, "register", "--server", server.url, "--open", "--input", "http://wso2.com/claims/emailaddress=alice@example.com",
+                        "--inputs", directory.file("answers.json")]
+        for fetchFirst in [true, false] {
+            try? FileManager.default.removeItem(atPath: directory.file("ks"))
+            try? FileManager.default.removeItem(atPath: directory.file("asked"))
+            let session = try TmuxSession(columns: 100, rows: 30, command: register, environment: environment)
+            let prompt = try #require(try session.waitForScreen { $0.contains { $0.hasPrefix("Paste the URL the browser was sent back to:") } },
+                                      "\(session.output)")
+            #expect(!prompt.contains { $0.contains("Waiting for the browser") }, "\(prompt)")
+            let asked = String(decoding: directory.read("asked") ?? [], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(asked.hasPrefix("http://127.0.0.1:") && asked.hasSuffix("/devtrust-sign-in"), "\(asked)")
+            if fetchFirst {
+                // The browser comes while the prompt waits: it is sent on to the step's URL.
+                let fetched = try ProcessRunner.run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}", "--max-time", "10", asked])
+                #expect(fetched.stdout == "303 https://idp.example/authorize?client_id=reference&state=reference-state-7f3a", "\(fetched)")
+            }
+            try session.type("https://app.example/cb?code=c&state=reference-state-7f3a\r")
+            #expect(try session.waitForScreen { $0.contains { $0.contains("Enter the code we sent") || $0.contains("[1] Verify") } } != nil, "\(session.output)")
+            if !fetchFirst {
+                // Pasted before any browser came: the page is no longer served.
+                let late = try ProcessRunner.run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", asked])
+                #expect(late.status == 7, "\(late)")
+            }
+            session.stop()
+        }
+    }
+
     @Test func openHandsTheURLToTheDesktopBrowser() throws {
         let directory = TemporaryDirectory()
         let server = try ReferenceServer(["--redirect-step"])

@@ -312,3 +312,105 @@ struct LoopbackOwnerTests {
         }
     }
 }
+
+/// What the issue 25 review found the first tests let through: the handoff's Host check,
+/// the bound on accepts per round, and a second request for the handoff page.
+struct LoopbackHandoffLimitTests {
+    typealias Answers = LoopbackOwnerTests.Answers
+
+    /// A page of another site that DNS points at 127.0.0.1 (rebinding) gets no Location.
+    @Test func theHandoffNeedsTheListenersHost() throws {
+        let listener = try LoopbackOwnerTests.listener { _ in .uid(1000) }
+        defer { listener.close() }
+        listener.offer("https://idp.example/oauth2/authorize?state=s3cr3t")
+        let answers = Answers()
+        let port = listener.port
+        DispatchQueue.global().async {
+            let descriptor = LoopbackOwnerTests.connect(port)
+            defer { close(descriptor) }
+            let request = Array("GET /devtrust-sign-in HTTP/1.1\r\nHost: evil.example:\(port)\r\n\r\n".utf8)
+            _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            var answer = [UInt8]()
+            while true {
+                let count = recv(descriptor, &buffer, buffer.count, 0)
+                if count <= 0 { break }
+                answer += buffer.prefix(count)
+            }
+            answers.add(String(decoding: answer, as: UTF8.self))
+            answers.finish()
+        }
+        let came = try listener.waitForHandoff(deadline: LoopbackRedirectListener.now() + 30_000, giveUp: { answers.done })
+        #expect(!came)
+        let answer = try #require(answers.all.first)
+        #expect(answer.hasPrefix("HTTP/1.1 404 ") && !answer.contains("Location") && !answer.contains("s3cr3t"), "\(answer)")
+    }
+
+    /// The handoff sends one browser on. Asked for again (a forwarder of the user's that other
+    /// users reach, say `ssh -D`, may have given it to someone else first), it ends the wait:
+    /// the second asker gets no Location, and the sign-in stops.
+    @Test func aSecondRequestForTheHandoffEndsTheSignIn() throws {
+        let listener = try LoopbackOwnerTests.listener { _ in .uid(1000) }
+        defer { listener.close() }
+        listener.offer("https://idp.example/oauth2/authorize?state=s3cr3t")
+        let answers = Answers()
+        let port = listener.port
+        DispatchQueue.global().async {
+            answers.add(LoopbackOwnerTests.get(port, "/devtrust-sign-in"))
+            answers.add(LoopbackOwnerTests.get(port, "/devtrust-sign-in"))
+            answers.finish()
+        }
+        var handedOff = 0
+        #expect(throws: LoopbackListenerError.handoffReused(url: listener.handoffURL)) {
+            _ = try listener.waitForCallback(state: "s3cr3t", deadline: LoopbackRedirectListener.now() + 30_000, timeoutSeconds: 30,
+                                             handedOff: { handedOff += 1 })
+        }
+        while !answers.done { usleep(1000) }
+        #expect(handedOff == 1)
+        #expect(answers.all.first?.hasPrefix("HTTP/1.1 303 ") == true)
+        let second = try #require(answers.all.last)
+        #expect(second.hasPrefix("HTTP/1.1 409 Conflict\r\n") && second.contains("This sign-in page was already opened")
+                && !second.contains("Location") && !second.contains("s3cr3t"), "\(second)")
+        #expect(LoopbackListenerError.handoffReused(url: listener.handoffURL).description.contains("ssh -D"))
+    }
+
+    /// Accepting is bounded per round: a flood that never lets up (here, each accepted
+    /// connection of another user brings another) does not keep the user's own request, sent
+    /// on a connection already open, from being read.
+    @Test func aFloodThatNeverEndsDoesNotStopTheReading() throws {
+        let accepted = Answers()
+        var listener: LoopbackRedirectListener!
+        var flooders = [Int32]()
+        listener = try LoopbackRedirectListener(LoopbackRedirect("http://127.0.0.1/callback")!, owners: [1000]) { _ in
+            accepted.add("accepted")
+            if accepted.all.count == 1 { return .uid(1000) }
+            // Each stranger brings another, up to 2000: the accept queue does not empty before then.
+            if accepted.all.count < 2000 { flooders.append(LoopbackOwnerTests.connect(listener.port)) }
+            return .uid(1001)
+        }
+        defer {
+            listener.close()
+            flooders.forEach { close($0) }
+        }
+        let answers = Answers()
+        let listenerPort = listener.port
+        DispatchQueue.global().async {
+            let own = LoopbackOwnerTests.connect(listenerPort)
+            while accepted.all.isEmpty { usleep(1000) }
+            // The flood begins, then the user's request goes out on the connection open before it.
+            let first = LoopbackOwnerTests.connect(listenerPort)
+            while accepted.all.count < 100 { usleep(1000) }
+            answers.add(LoopbackOwnerTests.get(listenerPort, "/callback?code=c0de&state=s3cr3t", on: own))
+            close(first)
+            answers.finish()
+        }
+        let callback = try listener.waitForCallback(state: "s3cr3t", deadline: LoopbackRedirectListener.now() + 60_000, timeoutSeconds: 60)
+        // Read while the flood went on, not after it was all accepted.
+        let acceptedBefore = accepted.all.count
+        #expect(callback.outcome == .code("c0de"))
+        listener.finish(callback, page: .signedIn)
+        while !answers.done { usleep(1000) }
+        #expect(answers.all.first?.hasPrefix("HTTP/1.1 200 OK\r\n") == true, "\(answers.all)")
+        #expect(acceptedBefore < 2000, "the user's request was read only once the flood was over (\(acceptedBefore) connections accepted)")
+    }
+}

@@ -36,8 +36,14 @@ public final class LocalUser: @unchecked Sendable {
         Self.accounts.lock()
         defer { Self.accounts.unlock() }
         // Whatever of theirs still runs ends first (userdel refuses a user with processes).
-        _ = try? ProcessRunner.run("/usr/bin/pkill", ["-KILL", "-u", name])
+        endProcesses()
         _ = try? ProcessRunner.run("/usr/sbin/userdel", [name])
+    }
+
+    /// Kills every process of this user (a server of theirs that a test left running: Foundation
+    /// learns that `runuser` ended only once its children have too).
+    public func endProcesses() {
+        _ = try? ProcessRunner.run("/usr/bin/pkill", ["-KILL", "-u", name])
     }
 
     /// The command line that runs `executable` as this user with exactly `environment`

