@@ -23,9 +23,9 @@ import sys
 USAGE = "usage: check-layers.py [--describe-json FILE | --self-test]"
 
 # The modules of `devtrust token` (and `device-data`): keys, JOSE, keystore,
-# the device's identity, configuration, posture and what they stand on.
+# the device's identity, configuration, posture, URLs and origins, and what they stand on.
 TOKEN_PATH = ["DevtrustDevice", "DevtrustJOSE", "DevtrustKeystore", "DevtrustKeys",
-              "DevtrustConfig", "DevtrustPosture", "DevtrustSystem", "DevtrustEncoding"]
+              "DevtrustConfig", "DevtrustPosture", "DevtrustSystem", "DevtrustURL", "DevtrustEncoding"]
 # The C modules the token path may stand on: OpenSSL's libcrypto and tpm2-tss
 # (loaded with dlopen). Anything else below it (a new C shim that links or
 # loads libcurl, a package product) is a breach until it is listed here.

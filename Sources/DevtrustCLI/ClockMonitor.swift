@@ -2,6 +2,7 @@ import DevtrustDevice
 import DevtrustHTTP
 import DevtrustKeys
 import DevtrustKeystore
+import DevtrustURL
 
 /// The servers' clocks during one run (server contract, section 2): every
 /// answer's `Date` header is compared with this machine's clock; a difference
@@ -31,7 +32,7 @@ final class ClockMonitor: @unchecked Sendable {
     }
 
     func observe(_ observation: ClockObservation) {
-        let origin = ClockSkew.origin(of: observation.url)
+        let origin = Origin.text(of: observation.url)
         let skew = Int64(observation.skewSeconds.rounded())
         measured[origin] = skew
         let now = reading()
@@ -53,7 +54,7 @@ final class ClockMonitor: @unchecked Sendable {
     /// Seconds to take off this machine's time for tokens to `server`: this run's measurement, or a stored one that still applies.
     /// `threshold`: smaller differences are not corrected.
     func correction(for server: String, threshold: Int64 = ClockSkew.correctionThreshold) -> Int64? {
-        let origin = ClockSkew.origin(of: server)
+        let origin = Origin.text(of: server)
         if let skew = measured[origin] {
             return abs(skew) > threshold && abs(skew) <= ClockSkew.maximumCorrection ? skew : nil
         }

@@ -85,7 +85,7 @@ struct ErrorReport: Sendable, Equatable {
             switch error {
             case .keyChangedDuringRegistration, .keyExistsWithOtherBackend:
                 exitCode = .failure
-            case .notSignedIn, .noDeviceKey, .notRegistered, .registrationForOtherKey, .dpopKeyChanged, .notDPoPBound:
+            case .notSignedIn, .noDeviceKey, .notRegistered, .registrationForOtherKey, .tokenGoesElsewhere, .dpopKeyChanged, .notDPoPBound:
                 exitCode = .noKeyOrNotRegistered
             case .ambiguousSignIn, .ambiguousRegistration, .importedKeyBackend:
                 exitCode = .usage

@@ -155,20 +155,22 @@ enum LoginCommand: DevtrustCommand {
         }
         let registration: RegistrationRecord
         do {
+            let choice: RegistrationChoice
             if let server {
-                registration = try RegistrationSelector.select(from: state, server: server)
+                choice = .server(server)
             } else if let destination = provider?.authorization {
-                registration = try RegistrationSelector.select(from: state, destination: destination, providerURLs: [provider?.issuer].compactMap { $0 })
+                choice = .provider(destination: destination, providerURLs: [provider?.issuer].compactMap { $0 })
             } else {
                 throw DeviceError.notRegistered(server: nil)
             }
-        } catch {
-            context.warn("\(error); signing in without a device token")
-            return nil
-        }
-        let home = ClockSkew.origin(of: registration.server)
-        if let elsewhere = destinations.first(where: { ClockSkew.origin(of: $0) != home }) {
-            context.warn("the request goes to \(ClockSkew.origin(of: elsewhere)), not to \(home) where this device is registered; a device token goes only to its own server, so this sign-in carries none")
+            // Never nil: a choice other than --device-id names a registration or throws.
+            registration = try RegistrationSelector.select(from: state, choice, sendingTo: destinations).registration!
+        } catch let error as DeviceError {
+            if case .tokenGoesElsewhere = error {
+                context.warn("\(error), so this sign-in carries none")
+            } else {
+                context.warn("\(error); signing in without a device token")
+            }
             return nil
         }
         let device = try store.loadKey()

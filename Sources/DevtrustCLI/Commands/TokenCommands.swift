@@ -71,9 +71,9 @@ enum TokenCommand: DevtrustCommand {
     private static func mint(_ context: CommandContext, _ options: Options, store: DeviceStore, configuration: Configuration,
                              claims: [(String, String)], explicitDeviceID: String?) throws -> String {
         let device = try store.loadKey()
-        let registration = try explicitDeviceID.map { id in device.state.registrations.first { $0.registrationId == id } }
-            ?? RegistrationSelector.select(from: device.state, server: options.server)
-        let deviceID = explicitDeviceID ?? registration!.registrationId
+        let selected = try RegistrationSelector.select(from: device.state, explicitDeviceID.map(RegistrationChoice.deviceID) ?? .server(options.server))
+        let registration = selected.registration
+        let deviceID = selected.deviceID
         let attributesForKey = DeviceAttributesForKey(configuration: configuration, addedClaims: claims)
         let attributes: DeviceAttributes
         // The steps are said only with -v: the default path does no more than mint.
