@@ -24,6 +24,10 @@ let package = Package(
         // ioctl (variadic): the terminal's window size.
         .target(name: "CProcessHardening"),
 
+        // The signing deadline's alarm: a SIGALRM handler that writes words made beforehand and exits
+        // (async-signal-safe C; Swift cannot write a signal handler). On the token path.
+        .target(name: "CDeadline"),
+
         // Who owns the other end of a loopback TCP connection (NETLINK_SOCK_DIAG, else /proc/net/tcp):
         // the browser sign-in's listener serves the user's own processes only.
         .target(name: "CLoopbackPeer"),
@@ -73,10 +77,16 @@ let package = Package(
         // how it went (RefreshOutcome).
         .target(name: "DevtrustDevice", dependencies: ["DevtrustKeys", "DevtrustKeystore", "DevtrustEncoding", "DevtrustURL"]),
 
+        // The application core every front end shares (below HTTP, on the token path): device tokens
+        // and device data for a chosen registration (DeviceTokenService), the servers' clocks
+        // (ServerClocks), the device's attributes, and the one signing deadline (SigningDeadline).
+        .target(name: "DevtrustCore", dependencies: ["CDeadline", "DevtrustConfig", "DevtrustDevice", "DevtrustJOSE", "DevtrustKeys",
+                                                     "DevtrustKeystore", "DevtrustPosture", "DevtrustURL"]),
+
         // The command line: argument parsing, commands, errors to exit codes.
         .target(
             name: "DevtrustCLI",
-            dependencies: ["CProcessHardening", "CQRCode", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustSystem", "DevtrustURL"]
+            dependencies: ["CProcessHardening", "CQRCode", "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustSystem", "DevtrustURL"]
         ),
         // Every symbol bound at start (-z now): the first call of a lazily bound
         // function runs the dynamic linker's resolver, which saves the vector
@@ -127,6 +137,11 @@ let package = Package(
             dependencies: ["DevtrustDevice", "DevtrustKeystore", "DevtrustKeys", "DevtrustJOSE", "DevtrustEncoding", "DevtrustTestSupport"]
         ),
         .testTarget(
+            name: "DevtrustCoreTests",
+            dependencies: ["DevtrustCore", "DevtrustConfig", "DevtrustDevice", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore",
+                           "DevtrustTestSupport"]
+        ),
+        .testTarget(
             name: "DevtrustFlowTests",
             dependencies: ["DevtrustFlow", "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding", "DevtrustTestSupport"]
         ),
@@ -142,7 +157,7 @@ let package = Package(
         .testTarget(
             name: "DevtrustCLITests",
             dependencies: ["DevtrustCLI", "DevtrustTestSupport", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustConfig",
-                           "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeystore", "DevtrustSignIn", "DevtrustURL"]
+                           "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeystore", "DevtrustSignIn", "DevtrustURL"]
         ),
     ]
 )

@@ -68,6 +68,17 @@ struct ErrorReport: Sendable, Equatable {
         return .object(["error": .object(error)])
     }
 
+    /// What stderr gets for it: the lines for people (what failed in `style`'s error colour, the hint
+    /// after it plain), or with --json the one JSON object on one line, never coloured.
+    func text(style: TerminalStyle, verbose: Bool, json: Bool) -> String {
+        if json { return JSONWriter.string(self.json(verbose: verbose)) + "\n" }
+        var text = style.error("devtrust: error: " + TerminalText.printable(summary)) + TerminalText.printable(hintPart) + "\n"
+        if verbose, let detail, !detail.isEmpty {
+            text += "devtrust: detail: \(TerminalText.printable(detail))\n"
+        }
+        return text
+    }
+
     static func from(_ error: any Error) -> ErrorReport {
         switch error {
         case let error as ForwardedError:
