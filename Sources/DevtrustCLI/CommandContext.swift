@@ -106,11 +106,17 @@ struct CommandContext {
                               cache: cacheDirectory)
     }
 
-    /// The device-token service over this run's keystore (or `store`), clocks, randomness and
-    /// posture, with `configuration`; its warnings on stderr.
-    func deviceTokens(_ configuration: Configuration, store: DeviceStore? = nil) throws -> DeviceTokenService {
+    /// The device-token service over this run's keystore, clocks, randomness and posture, with
+    /// `configuration`; its warnings on stderr.
+    func deviceTokens(_ configuration: Configuration) throws -> DeviceTokenService {
+        deviceTokens(configuration, store: try deviceStore())
+    }
+
+    /// The same over `store`, a keystore the command has opened already. (Two functions, not an
+    /// optional store: `DeviceStore?`'s type metadata would be made at run time on `token`'s path.)
+    func deviceTokens(_ configuration: Configuration, store: DeviceStore) -> DeviceTokenService {
         let context = self
-        return DeviceTokenService(store: try store ?? deviceStore(), configuration: configuration, clock: environment.clock,
+        return DeviceTokenService(store: store, configuration: configuration, clock: environment.clock,
                                   random: environment.random, serverClocks: clocks, posture: postureSources, warn: { context.warn($0) })
     }
 

@@ -10,8 +10,13 @@ extension SigningDeadline {
         let report = ErrorReport(.tpm, summary: "the TPM did not answer within \(commandSeconds) s (\(what))",
                                  hint: "check that the TPM, its resource manager or the simulator is working (`devtrust doctor` checks it), then try again",
                                  joinedBy: ": ")
-        let plain = report.text(style: .plain, verbose: false, json: context.json)
-        let onTerminal = context.json ? nil : TerminalStyle.onTerminal(context.environment.variables).map { report.text(style: $0, verbose: false, json: false) }
-        return .command(error: Array(plain.utf8), errorOnTerminal: onTerminal.map { Array($0.utf8) }, exitStatus: ExitCode.tpm.rawValue)
+        guard !context.json else {
+            return .command(error: Array(report.text(style: .plain, verbose: false, json: true).utf8), errorOnTerminal: nil, exitStatus: ExitCode.tpm.rawValue)
+        }
+        // As `ErrorReport.text` writes them, made printable once.
+        let lines = report.humanLines(verbose: false)
+        let onTerminal = TerminalStyle.coloursTerminals(context.environment.variables)
+            ? Array((TerminalStyle(usesColour: true).error(lines.failed) + lines.rest).utf8) : nil
+        return .command(error: Array((lines.failed + lines.rest).utf8), errorOnTerminal: onTerminal, exitStatus: ExitCode.tpm.rawValue)
     }
 }

@@ -72,11 +72,18 @@ struct ErrorReport: Sendable, Equatable {
     /// after it plain), or with --json the one JSON object on one line, never coloured.
     func text(style: TerminalStyle, verbose: Bool, json: Bool) -> String {
         if json { return JSONWriter.string(self.json(verbose: verbose)) + "\n" }
-        var text = style.error("devtrust: error: " + TerminalText.printable(summary)) + TerminalText.printable(hintPart) + "\n"
+        let lines = humanLines(verbose: verbose)
+        return style.error(lines.failed) + lines.rest
+    }
+
+    /// The lines for people in two parts, each printable: what failed (`devtrust: error: ...`,
+    /// the part a style colours), and the rest (the hint, a detail line with verbose).
+    func humanLines(verbose: Bool) -> (failed: String, rest: String) {
+        var rest = TerminalText.printable(hintPart) + "\n"
         if verbose, let detail, !detail.isEmpty {
-            text += "devtrust: detail: \(TerminalText.printable(detail))\n"
+            rest += "devtrust: detail: \(TerminalText.printable(detail))\n"
         }
-        return text
+        return ("devtrust: error: " + TerminalText.printable(summary), rest)
     }
 
     static func from(_ error: any Error) -> ErrorReport {

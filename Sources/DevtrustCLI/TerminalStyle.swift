@@ -15,14 +15,9 @@ struct TerminalStyle: Equatable {
         self.init(usesColour: errorIsTerminal && Self.coloursTerminals(variables))
     }
 
-    /// The style stderr has if it is a terminal, from the variables alone (nil: plain even
-    /// there): for words made before it is known where they go (`SigningDeadline.command`).
-    static func onTerminal(_ variables: [String: String]) -> TerminalStyle? {
-        coloursTerminals(variables) ? TerminalStyle(usesColour: true) : nil
-    }
-
-    /// Whether a terminal gets colour: NO_COLOR unset or empty, and TERM one with escapes.
-    private static func coloursTerminals(_ variables: [String: String]) -> Bool {
+    /// Whether a terminal gets colour: NO_COLOR unset or empty, and TERM one with escapes. From
+    /// the variables alone: for words made before it is known where they go (`SigningDeadline.command`).
+    static func coloursTerminals(_ variables: [String: String]) -> Bool {
         let noColour = variables["NO_COLOR"].map { !$0.isEmpty } ?? false
         return !noColour && hasEscapes(variables)
     }

@@ -10,9 +10,9 @@ import DevtrustPosture
 /// `device-data`, `token`, `register`, `login` (its device token), the native
 /// host and `attributes` all take them from here (through `DeviceTokenService`).
 public struct DeviceAttributesForKey: Sendable {
-    public let configuration: Configuration
+    let configuration: Configuration
     /// `--claim NAME=VALUE`s, checked (`ClaimName`).
-    public var addedClaims: [(String, String)]
+    let addedClaims: [(String, String)]
 
     public init(configuration: Configuration, addedClaims: [(String, String)] = []) {
         self.configuration = configuration
@@ -44,13 +44,13 @@ public struct DeviceAttributesForKey: Sendable {
 /// tests), as which user, and where the slow collectors' results are cached.
 public struct PostureSources: Sendable {
     /// Prefix of every path the collectors read.
-    public var root: String
-    public var effectiveUserID: UInt32
+    let root: String
+    let effectiveUserID: UInt32
     /// The user's home directory and XDG_CONFIG_HOME (the desktop's lock-screen settings).
-    public var home: String?
-    public var xdgConfigHome: String?
+    let home: String?
+    let xdgConfigHome: String?
     /// Where the firewall's and the admin's collector's results are kept (nil: nowhere).
-    public var cache: CacheDirectory?
+    let cache: CacheDirectory?
 
     public init(root: String = "", effectiveUserID: UInt32, home: String?, xdgConfigHome: String?, cache: CacheDirectory?) {
         self.root = root

@@ -16,14 +16,14 @@ import DevtrustPosture
 public struct DeviceTokenService {
     /// The keystore and the TPM its key is used in.
     public let store: DeviceStore
-    public let configuration: Configuration
+    let configuration: Configuration
     /// This machine's clock (`iat`, the posture cache), before any server's correction.
-    public let clock: any Clock
-    public let random: any RandomSource
-    public let serverClocks: ServerClocks
-    public let posture: PostureSources
+    let clock: any Clock
+    let random: any RandomSource
+    let serverClocks: ServerClocks
+    let postureSources: PostureSources
     /// Where warnings go (a failing admin collector): said, never fatal.
-    public let warn: (String) -> Void
+    let warn: (String) -> Void
 
     public init(store: DeviceStore, configuration: Configuration, clock: any Clock, random: any RandomSource,
                 serverClocks: ServerClocks, posture: PostureSources, warn: @escaping (String) -> Void) {
@@ -32,7 +32,7 @@ public struct DeviceTokenService {
         self.clock = clock
         self.random = random
         self.serverClocks = serverClocks
-        self.posture = posture
+        self.postureSources = posture
         self.warn = warn
     }
 
@@ -103,7 +103,7 @@ public struct DeviceTokenService {
 
     /// The posture for a key kept by `backend` (nil: no key); problems are warned of, never fatal.
     public func posture(backend: KeyBackend?) -> PostureReport {
-        let report = posture.collect(backend: backend, configuration: configuration, now: clock.secondsSinceEpoch())
+        let report = postureSources.collect(backend: backend, configuration: configuration, now: clock.secondsSinceEpoch())
         for problem in report.problems { warn(problem) }
         return report
     }

@@ -17,20 +17,20 @@ public struct SigningDeadline: Sendable {
     /// host then answers that it did not finish, on stdout where the browser reads, and ends.
     public static let nativeHostSeconds: UInt32 = 10
     /// Where each writes its last words: a command its error on stderr, the host its reply on stdout.
-    public static let commandOutput: Int32 = 2
-    public static let nativeHostOutput: Int32 = 1
+    static let commandOutput: Int32 = 2
+    static let nativeHostOutput: Int32 = 1
 
     public let seconds: UInt32
     /// The file descriptor the last words go to.
     public let output: Int32
     /// What `output` gets when the deadline passes...
-    public let lastWords: [UInt8]
+    let lastWords: [UInt8]
     /// ...or this instead, when `output` is a terminal then (colour); nil: `lastWords` everywhere.
-    public let lastWordsOnTerminal: [UInt8]?
+    let lastWordsOnTerminal: [UInt8]?
     /// The process's exit status then (the CLI names its exit codes: `ExitCode`).
-    public let exitStatus: Int32
+    let exitStatus: Int32
 
-    public init(seconds: UInt32, output: Int32, lastWords: [UInt8], lastWordsOnTerminal: [UInt8]? = nil, exitStatus: Int32) {
+    init(seconds: UInt32, output: Int32, lastWords: [UInt8], lastWordsOnTerminal: [UInt8]? = nil, exitStatus: Int32) {
         self.seconds = seconds
         self.output = output
         self.lastWords = lastWords

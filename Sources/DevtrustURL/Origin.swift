@@ -5,7 +5,7 @@
 /// the native host's authorization endpoints and server base URLs all normalise
 /// through it. Validation (what devtrust may send to, what a browser wrote) is the
 /// callers' (`ServerURL`, `AuthorizationEndpoint`); this type only normalises.
-public struct Origin: Hashable, Comparable, Sendable, CustomStringConvertible {
+public struct Origin: Hashable, Sendable, CustomStringConvertible {
     /// Lower case.
     public let scheme: String
     /// Lower case; an IPv6 address in brackets (`[::1]`).
@@ -50,8 +50,6 @@ public struct Origin: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// `host[:port]`: the server after its scheme.
     public var authority: String { host + (port.map { ":\($0)" } ?? "") }
 
-    public static func < (lhs: Origin, rhs: Origin) -> Bool { lhs.description < rhs.description }
-
     /// A scheme written one way: lower case.
     public static func normalizedScheme(_ scheme: some StringProtocol) -> String { scheme.lowercased() }
 
@@ -76,16 +74,19 @@ public struct Origin: Hashable, Comparable, Sendable, CustomStringConvertible {
 /// "@", the host (an IPv6 address with its brackets), and the port after the host's ":".
 /// Nothing is normalised here (`Origin` does that); an authority that is malformed splits as
 /// well as it can (an unclosed "[" leaves the whole rest as the host).
-public struct URLAuthority: Equatable, Sendable {
-    public var userInfo: Substring?
-    public var host: Substring
+public struct URLAuthority: Sendable {
+    public let userInfo: Substring?
+    public let host: Substring
     /// What follows the host's ":" (possibly empty), or nil when there is no ":".
-    public var port: Substring?
+    public let port: Substring?
     /// Text after a bracketed host that is not ":port" (`[::1]x`): a malformed authority.
-    public var afterBracketedHost: Substring?
+    public let afterBracketedHost: Substring?
 
     public init(_ authority: some StringProtocol) {
         var rest = Substring(authority)
+        var userInfo: Substring?
+        var port: Substring?
+        var afterBracketedHost: Substring?
         if let at = rest.lastIndex(of: "@") {
             userInfo = rest[..<at]
             rest = rest[rest.index(after: at)...]
@@ -104,5 +105,8 @@ public struct URLAuthority: Equatable, Sendable {
         } else {
             host = rest
         }
+        self.userInfo = userInfo
+        self.port = port
+        self.afterBracketedHost = afterBracketedHost
     }
 }

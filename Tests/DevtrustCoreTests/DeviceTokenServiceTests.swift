@@ -106,7 +106,9 @@ import Testing
         #expect(try service.signInDeviceToken(for: nil, sendingTo: []) == .withoutToken(because: .notRegistered(server: nil)))
         let empty = DeviceStore(keystore: Keystore(path: setup.directory.file("empty")))
         let keyless = DeviceTokenService(store: empty, configuration: Configuration(), clock: FixedClock(seconds: Self.now), random: CountingRandom(),
-                                         serverClocks: ServerClocks(store: nil, reading: Setup.reading, warn: { _ in }), posture: service.posture, warn: { _ in })
+                                         serverClocks: ServerClocks(store: nil, reading: Setup.reading, warn: { _ in }),
+                                         posture: PostureSources(root: setup.directory.file("root"), effectiveUserID: 1000, home: nil, xdgConfigHome: nil, cache: nil),
+                                         warn: { _ in })
         #expect(try keyless.signInDeviceToken(for: .server(nil), sendingTo: []) == .withoutToken(because: .noDeviceKey(keystore: setup.directory.file("empty"))))
     }
 

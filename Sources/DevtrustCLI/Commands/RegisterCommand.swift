@@ -87,7 +87,7 @@ enum RegisterCommand: DevtrustCommand {
         // Before the first request: a key that cannot sign would fail only at
         // the device step, after the server created the account and sent an OTP.
         try device.key.checkCanSign(random: context.environment.random)
-        let deviceTokens = try context.deviceTokens(configuration, store: store)
+        let deviceTokens = context.deviceTokens(configuration, store: store)
         let attributesForKey = deviceTokens.attributes(addedClaims: claims)
         let posture = deviceTokens.posture(backend: device.record.backend)
         if context.verbose {
