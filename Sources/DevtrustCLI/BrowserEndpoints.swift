@@ -45,8 +45,8 @@ struct BrowserEndpoints {
 
     /// The registrations made with the current key.
     static func currentRegistrations(_ state: KeystoreState) -> [RegistrationRecord] {
-        guard let key = state.key else { return [] }
-        return state.registrations.filter { $0.keyFingerprint == key.fingerprint }
+        guard state.key != nil else { return [] }
+        return state.registrations.filter { RegistrationSelector.isMadeWithKey($0, of: state) }
     }
 
     /// The discovery documents `addProfiles` asks for: those of profiles without a configured

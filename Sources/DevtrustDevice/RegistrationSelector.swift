@@ -53,7 +53,7 @@ public enum RegistrationSelector {
         case let .chosen(chosen):
             registration = chosen
         }
-        if let key = state.key, registration.keyFingerprint != key.fingerprint {
+        guard isMadeWithKey(registration, of: state) else {
             throw .registrationForOtherKey(registrationId: registration.registrationId, server: registration.server)
         }
         let home = Origin.text(of: registration.server)
@@ -61,6 +61,12 @@ public enum RegistrationSelector {
             throw .tokenGoesElsewhere(destination: Origin.text(of: elsewhere), server: home)
         }
         return SelectedRegistration(deviceID: registration.registrationId, registration: registration)
+    }
+
+    /// Whether `registration` was made with `state`'s key: a server accepts tokens naming it only
+    /// then. Without a key there is nothing to tell it from (and nothing to sign with).
+    public static func isMadeWithKey(_ registration: RegistrationRecord, of state: KeystoreState) -> Bool {
+        state.key.map { $0.fingerprint == registration.keyFingerprint } ?? true
     }
 
     private static func only(_ candidates: [RegistrationRecord], server: String?) throws(DeviceError) -> RegistrationRecord {

@@ -39,7 +39,7 @@ struct ClockDiagnosis {
     let http: any HTTPClient
     /// This machine's wall clock, seconds since the epoch with fractions.
     let now: () -> Double
-    /// Whether devtrust's own tokens for a server are written in its time now (a recent measurement, `ClockMonitor`).
+    /// Whether devtrust's own tokens for a server are written in its time now (a recent measurement, `ServerClocks`).
     let correctsTokens: (String) -> Bool
 
     /// The servers of the registrations, then of the sign-ins, one per origin.
