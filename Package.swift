@@ -24,6 +24,10 @@ let package = Package(
         // ioctl (variadic): the terminal's window size.
         .target(name: "CProcessHardening"),
 
+        // The signing deadline's alarm: a SIGALRM handler that writes words made beforehand and exits
+        // (async-signal-safe C; Swift cannot write a signal handler). On the token path.
+        .target(name: "CDeadline"),
+
         // Who owns the other end of a loopback TCP connection (NETLINK_SOCK_DIAG, else /proc/net/tcp):
         // the browser sign-in's listener serves the user's own processes only.
         .target(name: "CLoopbackPeer"),
@@ -34,6 +38,10 @@ let package = Package(
         // Base64, base64url, hex, DER and PEM, and a small strict JSON value type.
         .target(name: "DevtrustEncoding"),
 
+        // URLs as RFC 3986 splits and resolves them (URLReference), and the one rule for a URL's
+        // origin (Origin): what every module compares servers by. On the token path: no HTTP here.
+        .target(name: "DevtrustURL"),
+
         // Operating-system helpers shared by the modules: bounded file reads.
         .target(name: "DevtrustSystem", dependencies: ["DevtrustEncoding"]),
 
@@ -42,23 +50,23 @@ let package = Package(
         .target(name: "DevtrustKeys", dependencies: ["COpenSSL", "CTPM2", "DevtrustEncoding"]),
 
         // Compact JWS (ES256), verification, device data and device tokens.
-        .target(name: "DevtrustJOSE", dependencies: ["DevtrustKeys", "DevtrustEncoding"]),
+        .target(name: "DevtrustJOSE", dependencies: ["DevtrustKeys", "DevtrustEncoding", "DevtrustURL"]),
 
         // The on-disk keystore: layout, atomic writes, locking, permissions, versions;
         // the records it holds, a sign-in's tokens (TokenSet) among them.
-        .target(name: "DevtrustKeystore", dependencies: ["DevtrustKeys", "DevtrustEncoding", "DevtrustSystem"]),
+        .target(name: "DevtrustKeystore", dependencies: ["DevtrustKeys", "DevtrustEncoding", "DevtrustSystem", "DevtrustURL"]),
 
         // The JSON configuration file and its typed errors.
         .target(name: "DevtrustConfig", dependencies: ["DevtrustEncoding", "DevtrustSystem"]),
 
         // HTTPS (and http to loopback) over libcurl: the one HTTP layer of every client.
-        .target(name: "DevtrustHTTP", dependencies: ["CCurl", "DevtrustEncoding"]),
+        .target(name: "DevtrustHTTP", dependencies: ["CCurl", "DevtrustEncoding", "DevtrustURL"]),
 
         // The Flow Execution API client: registration flows and the Device Registration step.
         .target(name: "DevtrustFlow", dependencies: ["DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding"]),
 
         // Signing in from the device: OIDC discovery, PKCE, app-native sign-in, device code, tokens.
-        .target(name: "DevtrustSignIn", dependencies: ["CLoopbackPeer", "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore", "DevtrustEncoding"]),
+        .target(name: "DevtrustSignIn", dependencies: ["CLoopbackPeer", "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore", "DevtrustEncoding", "DevtrustURL"]),
 
         // Linux device posture: attribute collectors reading below a root prefix.
         .target(name: "DevtrustPosture", dependencies: ["DevtrustSystem", "DevtrustEncoding"]),
@@ -67,12 +75,18 @@ let package = Package(
         // and stored sign-ins. Below HTTP, like everything `devtrust token` runs on
         // (scripts/check-layers.py): the caller refreshes a sign-in's tokens and says
         // how it went (RefreshOutcome).
-        .target(name: "DevtrustDevice", dependencies: ["DevtrustKeys", "DevtrustKeystore", "DevtrustEncoding"]),
+        .target(name: "DevtrustDevice", dependencies: ["DevtrustKeys", "DevtrustKeystore", "DevtrustEncoding", "DevtrustURL"]),
+
+        // The application core every front end shares (below HTTP, on the token path): device tokens
+        // and device data for a chosen registration (DeviceTokenService), the servers' clocks
+        // (ServerClocks), the device's attributes, and the one signing deadline (SigningDeadline).
+        .target(name: "DevtrustCore", dependencies: ["CDeadline", "DevtrustConfig", "DevtrustDevice", "DevtrustJOSE", "DevtrustKeys",
+                                                     "DevtrustKeystore", "DevtrustPosture", "DevtrustURL"]),
 
         // The command line: argument parsing, commands, errors to exit codes.
         .target(
             name: "DevtrustCLI",
-            dependencies: ["CProcessHardening", "CQRCode", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustSystem"]
+            dependencies: ["CProcessHardening", "CQRCode", "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustSystem", "DevtrustURL"]
         ),
         // Every symbol bound at start (-z now): the first call of a lazily bound
         // function runs the dynamic linker's resolver, which saves the vector
@@ -104,6 +118,7 @@ let package = Package(
         .target(name: "DevtrustTestSupport", dependencies: ["DevtrustEncoding", "DevtrustKeys"], path: "Tests/DevtrustTestSupport"),
 
         .testTarget(name: "DevtrustEncodingTests", dependencies: ["DevtrustEncoding", "DevtrustTestSupport"]),
+        .testTarget(name: "DevtrustURLTests", dependencies: ["DevtrustURL", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(
             name: "DevtrustKeysTests",
             dependencies: ["COpenSSL", "DevtrustKeys", "DevtrustEncoding", "DevtrustTestSupport"],
@@ -122,6 +137,11 @@ let package = Package(
             dependencies: ["DevtrustDevice", "DevtrustKeystore", "DevtrustKeys", "DevtrustJOSE", "DevtrustEncoding", "DevtrustTestSupport"]
         ),
         .testTarget(
+            name: "DevtrustCoreTests",
+            dependencies: ["DevtrustCore", "DevtrustConfig", "DevtrustDevice", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore",
+                           "DevtrustTestSupport"]
+        ),
+        .testTarget(
             name: "DevtrustFlowTests",
             dependencies: ["DevtrustFlow", "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding", "DevtrustTestSupport"]
         ),
@@ -137,7 +157,7 @@ let package = Package(
         .testTarget(
             name: "DevtrustCLITests",
             dependencies: ["DevtrustCLI", "DevtrustTestSupport", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustConfig",
-                           "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeystore", "DevtrustSignIn"]
+                           "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeystore", "DevtrustSignIn", "DevtrustURL"]
         ),
     ]
 )

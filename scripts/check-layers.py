@@ -22,14 +22,16 @@ import sys
 
 USAGE = "usage: check-layers.py [--describe-json FILE | --self-test]"
 
-# The modules of `devtrust token` (and `device-data`): keys, JOSE, keystore,
-# the device's identity, configuration, posture and what they stand on.
-TOKEN_PATH = ["DevtrustDevice", "DevtrustJOSE", "DevtrustKeystore", "DevtrustKeys",
-              "DevtrustConfig", "DevtrustPosture", "DevtrustSystem", "DevtrustEncoding"]
-# The C modules the token path may stand on: OpenSSL's libcrypto and tpm2-tss
-# (loaded with dlopen). Anything else below it (a new C shim that links or
-# loads libcurl, a package product) is a breach until it is listed here.
-TOKEN_PATH_C_MODULES = ["COpenSSL", "CTPM2"]
+# The modules of `devtrust token` (and `device-data`): the application core (the
+# device-token service, the signing deadline), keys, JOSE, keystore, the device's
+# identity, configuration, posture, URLs and origins, and what they stand on.
+TOKEN_PATH = ["DevtrustCore", "DevtrustDevice", "DevtrustJOSE", "DevtrustKeystore", "DevtrustKeys",
+              "DevtrustConfig", "DevtrustPosture", "DevtrustSystem", "DevtrustURL", "DevtrustEncoding"]
+# The C modules the token path may stand on: OpenSSL's libcrypto, tpm2-tss
+# (loaded with dlopen) and the signing deadline's alarm (libc only). Anything
+# else below it (a new C shim that links or loads libcurl, a package product)
+# is a breach until it is listed here.
+TOKEN_PATH_C_MODULES = ["COpenSSL", "CTPM2", "CDeadline"]
 
 def describe(path):
     if path:

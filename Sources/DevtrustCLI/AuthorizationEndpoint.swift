@@ -1,26 +1,29 @@
 import DevtrustHTTP
+import DevtrustURL
 
-/// An authorization endpoint as the native messaging host compares it: scheme,
-/// host, port and path, written one way (`https://host[:port]/path`, the host in
-/// lower case, a default port left out). A navigation gets a device token only
-/// when its URL, less the query, is exactly such an endpoint; nothing else of the
-/// URL is normalised, so a path spelt another way is another endpoint.
+/// An authorization endpoint as the native messaging host compares it: its origin
+/// (`Origin`: scheme and host in lower case, a default port left out) and its path,
+/// written `https://host[:port]/path`. A navigation gets a device token only when its
+/// URL, less the query, is exactly such an endpoint; nothing else of the URL is
+/// normalised, so a path spelt another way is another endpoint.
 struct AuthorizationEndpoint: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// Why a URL is not an endpoint the host serves (the `not_allowed` reply says it).
     struct Refusal: Error, Equatable, Sendable, CustomStringConvertible {
         let description: String
     }
 
-    let scheme: String
-    /// Lower case; an IPv6 address in brackets.
-    let host: String
-    /// Nil for the scheme's default port.
-    let port: Int?
+    let origin: Origin
     /// As written, never empty ("/" for the root).
     let path: String
 
+    var scheme: String { origin.scheme }
+    /// Lower case; an IPv6 address in brackets.
+    var host: String { origin.host }
+    /// Nil for the scheme's default port.
+    var port: Int? { origin.port }
+
     var description: String {
-        scheme + "://" + host + (port.map { ":\($0)" } ?? "") + path
+        origin.description + path
     }
 
     static func < (lhs: Self, rhs: Self) -> Bool { lhs.description < rhs.description }
@@ -53,7 +56,7 @@ struct AuthorizationEndpoint: Hashable, Comparable, Sendable, CustomStringConver
         guard let colon = text.firstIndex(of: ":"), text[colon...].hasPrefix("://") else {
             throw Refusal(description: "the URL is not an http(s) URL")
         }
-        let scheme = text[..<colon].lowercased()
+        let scheme = Origin.normalizedScheme(text[..<colon])
         guard scheme == "https" || scheme == "http" else {
             throw Refusal(description: "the URL's scheme is \(scheme), not https")
         }
@@ -62,20 +65,11 @@ struct AuthorizationEndpoint: Hashable, Comparable, Sendable, CustomStringConver
         let authority = rest[..<authorityEnd]
         guard !authority.contains("@") else { throw Refusal(description: "the URL carries a user name or password") }
         guard !authority.contains("\\") else { throw Refusal(description: "the URL has a backslash in its host") }
-        var hostPart = authority
-        var portText: Substring?
-        if hostPart.hasPrefix("[") {
-            guard let close = hostPart.firstIndex(of: "]") else { throw Refusal(description: "the URL's IPv6 address is not closed") }
-            let after = hostPart[hostPart.index(after: close)...]
-            if !after.isEmpty {
-                guard after.hasPrefix(":") else { throw Refusal(description: "the URL's host is malformed") }
-                portText = after.dropFirst()
-            }
-            hostPart = hostPart[...close]
-        } else if let colon = hostPart.firstIndex(of: ":") {
-            portText = hostPart[hostPart.index(after: colon)...]
-            hostPart = hostPart[..<colon]
-        }
+        let parts = URLAuthority(authority)
+        if parts.host.hasPrefix("[") && !parts.host.hasSuffix("]") { throw Refusal(description: "the URL's IPv6 address is not closed") }
+        if parts.afterBracketedHost != nil { throw Refusal(description: "the URL's host is malformed") }
+        let hostPart = parts.host
+        let portText = parts.port
         guard !hostPart.isEmpty else { throw Refusal(description: "the URL has no host") }
         let hostBytes = hostPart.hasPrefix("[") ? hostPart.utf8.dropFirst().dropLast() : hostPart.utf8[...]
         guard hostBytes.allSatisfy({ Self.isHostByte($0, bracketed: hostPart.hasPrefix("[")) }) else {
@@ -88,9 +82,10 @@ struct AuthorizationEndpoint: Hashable, Comparable, Sendable, CustomStringConver
                   let number = Int(portText), (1...65535).contains(number) else {
                 throw Refusal(description: "the URL's port is not written as a number from 1 to 65535")
             }
-            port = number == (scheme == "https" ? 443 : 80) ? nil : number
+            port = number
         }
-        let host = hostPart.lowercased()
+        let origin = Origin(scheme: scheme, host: hostPart, port: port)
+        let host = origin.host
         if scheme == "http" && !TransportPolicy.isLoopback(host: host) {
             throw Refusal(description: "the URL is plain http to \(host), which is not a loopback address")
         }
@@ -99,9 +94,7 @@ struct AuthorizationEndpoint: Hashable, Comparable, Sendable, CustomStringConver
         guard !segments.contains(where: Self.isDotSegment) else {
             throw Refusal(description: "the URL's path has dot segments")
         }
-        self.scheme = scheme
-        self.host = host
-        self.port = port
+        self.origin = origin
         self.path = path
     }
 

@@ -4,6 +4,7 @@ import DevtrustEncoding
 import DevtrustKeys
 import DevtrustKeystore
 import DevtrustSignIn
+import DevtrustURL
 
 /// The authorization endpoints a browser navigation may carry a device token
 /// to, each with the registration whose device id the token names: for every
@@ -44,18 +45,18 @@ struct BrowserEndpoints {
 
     /// The registrations made with the current key.
     static func currentRegistrations(_ state: KeystoreState) -> [RegistrationRecord] {
-        guard let key = state.key else { return [] }
-        return state.registrations.filter { $0.keyFingerprint == key.fingerprint }
+        guard state.key != nil else { return [] }
+        return state.registrations.filter { RegistrationSelector.isMadeWithKey($0, of: state) }
     }
 
     /// The discovery documents `addProfiles` asks for: those of profiles without a configured
     /// authorization endpoint, on the origin of a server this device is registered with.
     static func discoveryURLs(_ configuration: Configuration, state: KeystoreState) -> [String] {
         guard state.key != nil else { return [] }
-        let origins = Set(currentRegistrations(state).map { ClockSkew.origin(of: $0.server) })
+        let origins = Set(currentRegistrations(state).map { Origin.text(of: $0.server) })
         return configuration.signInProfiles.keys.sorted().compactMap { name in
             let profile = configuration.signInProfiles[name]!
-            guard profile.endpoints["authorization"] == nil, let discovery = profile.discovery, origins.contains(ClockSkew.origin(of: discovery)) else { return nil }
+            guard profile.endpoints["authorization"] == nil, let discovery = profile.discovery, origins.contains(Origin.text(of: discovery)) else { return nil }
             return discovery
         }
     }
@@ -75,8 +76,8 @@ struct BrowserEndpoints {
                 authorization = configured
             } else if let discovery = profile.discovery {
                 // No request to a server this device is not registered with: its endpoint would be left out anyway.
-                let origin = ClockSkew.origin(of: discovery)
-                guard Self.currentRegistrations(state).contains(where: { ClockSkew.origin(of: $0.server) == origin }) else { continue }
+                let origin = Origin.text(of: discovery)
+                guard Self.currentRegistrations(state).contains(where: { Origin.text(of: $0.server) == origin }) else { continue }
                 do {
                     let server = try discover(discovery)
                     guard let advertised = server.authorization else {
@@ -98,20 +99,15 @@ struct BrowserEndpoints {
                 note("sign-in profile \(name): \(authorization) is not an https URL without query or fragment; left out")
                 continue
             }
-            // As `login` picks the registration for a sign-in's device token: the token goes only to
-            // the server (origin and tenant) the device is registered with.
-            let registration: RegistrationRecord
-            do {
-                if let server = profile.server, profile.discovery == nil {
-                    registration = try RegistrationSelector.select(from: state, server: server)
-                    guard ClockSkew.origin(of: registration.server) == ClockSkew.origin(of: authorization) else { continue }
-                } else {
-                    registration = try RegistrationSelector.select(from: state, destination: authorization, providerURLs: [issuer].compactMap { $0 })
-                }
-            } catch {
-                continue
+            // As `login` picks the registration for a sign-in's device token (the one rule): the token goes
+            // only to the server (origin and tenant) the device is registered with.
+            let choice: RegistrationChoice = if let server = profile.server, profile.discovery == nil {
+                .server(server)
+            } else {
+                .provider(destination: authorization, providerURLs: [issuer].compactMap { $0 })
             }
-            guard Self.currentRegistrations(state).contains(registration) else { continue }
+            guard let registration = try? RegistrationSelector.select(from: state, choice, sendingTo: [authorization]).registration,
+                  Self.currentRegistrations(state).contains(registration) else { continue }
             add(Entry(endpoint: endpoint, registration: registration))
         }
     }

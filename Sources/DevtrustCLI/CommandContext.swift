@@ -1,4 +1,5 @@
 import DevtrustConfig
+import DevtrustCore
 import DevtrustDevice
 import DevtrustKeys
 import DevtrustKeystore
@@ -11,14 +12,14 @@ struct CommandContext {
     /// What the TPM backend did on its own during the command; printed after it.
     var tpmNotices = TPMNotices()
     /// The servers' clocks, as their answers tell them.
-    let clocks: ClockMonitor
+    let clocks: ServerClocks
     /// The cache directory (posture results, clock measurements), kept out of the keystore:
     /// resolved once per command (its overlap with the keystore takes a few `realpath` calls).
     let cacheDirectory: CacheDirectory?
     /// The line at the bottom of the terminal that the countdown and the network-wait indicator rewrite.
     let statusLine: StatusLine
 
-    init(global: GlobalOptions, environment: CommandEnvironment, tpmNotices: TPMNotices = TPMNotices(), clocks: ClockMonitor? = nil) {
+    init(global: GlobalOptions, environment: CommandEnvironment, tpmNotices: TPMNotices = TPMNotices(), clocks: ServerClocks? = nil) {
         self.global = global
         self.environment = environment
         self.tpmNotices = tpmNotices
@@ -26,7 +27,7 @@ struct CommandContext {
         let cacheDirectory = Self.cacheDirectory(global, environment)
         self.cacheDirectory = cacheDirectory
         self.statusLine = StatusLine(terminal: terminal)
-        self.clocks = clocks ?? ClockMonitor(
+        self.clocks = clocks ?? ServerClocks(
             store: cacheDirectory.map(ClockSkewStore.init),
             reading: environment.bootClock, warn: { Self.warning($0, to: terminal, style: TerminalStyle(environment)) })
     }
@@ -96,6 +97,27 @@ struct CommandContext {
 
     func deviceStore() throws -> DeviceStore {
         DeviceStore(keystore: try keystore(), clock: environment.clock, tpm: tpmSelection, random: environment.random, tpmNotices: tpmNotices)
+    }
+
+    /// Where this run's posture is read: the machine's files, as the effective user, caching in the cache directory.
+    var postureSources: PostureSources {
+        let variables = environment.variables
+        return PostureSources(effectiveUserID: environment.effectiveUserID, home: variables["HOME"], xdgConfigHome: variables["XDG_CONFIG_HOME"],
+                              cache: cacheDirectory)
+    }
+
+    /// The device-token service over this run's keystore, clocks, randomness and posture, with
+    /// `configuration`; its warnings on stderr.
+    func deviceTokens(_ configuration: Configuration) throws -> DeviceTokenService {
+        deviceTokens(configuration, store: try deviceStore())
+    }
+
+    /// The same over `store`, a keystore the command has opened already. (Two functions, not an
+    /// optional store: `DeviceStore?`'s type metadata would be made at run time on `token`'s path.)
+    func deviceTokens(_ configuration: Configuration, store: DeviceStore) -> DeviceTokenService {
+        let context = self
+        return DeviceTokenService(store: store, configuration: configuration, clock: environment.clock,
+                                  random: environment.random, serverClocks: clocks, posture: postureSources, warn: { context.warn($0) })
     }
 
     func configuration() throws(ConfigError) -> Configuration {

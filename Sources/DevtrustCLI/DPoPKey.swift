@@ -1,3 +1,4 @@
+import DevtrustCore
 import DevtrustDevice
 import DevtrustJOSE
 import DevtrustKeys
@@ -9,12 +10,12 @@ import DevtrustSignIn
 /// documented in docs/security.md: every resource server sees the same public key in the proofs.
 struct DPoPKey {
     /// A binding of the device key, with the nonces of the cache directory (or of this run, when there is none).
-    /// Loading the key and each proof's signature are bounded (KeyUseDeadline): a TPM that never
+    /// Loading the key and each proof's signature are bounded (`SigningDeadline`): a TPM that never
     /// answers must not hold a sign-in or `$(devtrust access-token)`'s refresh for ever.
     static func binding(_ context: CommandContext, store: DeviceStore, server url: String) throws -> DPoPBinding {
-        let lastWords = KeyUseDeadline.lastWords(context, "signing a DPoP proof")
-        let device = try KeyUseDeadline.bounding(lastWords: lastWords) { try store.loadKey() }
-        return DPoPBinding(minter: minter(context, key: DeadlineBoundKey(key: device.key, lastWords: lastWords), server: url), nonces: nonces(context))
+        let deadline = SigningDeadline.command(context, doing: "signing a DPoP proof")
+        let device = try deadline.bounding { try store.loadKey() }
+        return DPoPBinding(minter: minter(context, key: deadline.bounding(device.key), server: url), nonces: nonces(context))
     }
 
     /// Proofs in the server's time whenever its clock was measured to differ, however little: servers allow a

@@ -60,17 +60,7 @@ public enum DevtrustCommandLine {
     /// after it plain), or with --json one JSON object on one line, never coloured.
     private static func report(_ error: any Error, terminal: any Terminal, style: TerminalStyle, verbose: Bool, json: Bool) -> Int32 {
         let report = ErrorReport.from(error)
-        terminal.writeError(errorText(report, style: style, verbose: verbose, json: json))
+        terminal.writeError(report.text(style: style, verbose: verbose, json: json))
         return report.exitCode.rawValue
-    }
-
-    /// What stderr gets for an error: the lines for people, or the one JSON object.
-    static func errorText(_ report: ErrorReport, style: TerminalStyle, verbose: Bool, json: Bool) -> String {
-        if json { return JSONWriter.string(report.json(verbose: verbose)) + "\n" }
-        var text = style.error("devtrust: error: " + TerminalText.printable(report.summary)) + TerminalText.printable(report.hintPart) + "\n"
-        if verbose, let detail = report.detail, !detail.isEmpty {
-            text += "devtrust: detail: \(TerminalText.printable(detail))\n"
-        }
-        return text
     }
 }

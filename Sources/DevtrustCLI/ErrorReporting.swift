@@ -68,6 +68,24 @@ struct ErrorReport: Sendable, Equatable {
         return .object(["error": .object(error)])
     }
 
+    /// What stderr gets for it: the lines for people (what failed in `style`'s error colour, the hint
+    /// after it plain), or with --json the one JSON object on one line, never coloured.
+    func text(style: TerminalStyle, verbose: Bool, json: Bool) -> String {
+        if json { return JSONWriter.string(self.json(verbose: verbose)) + "\n" }
+        let lines = humanLines(verbose: verbose)
+        return style.error(lines.failed) + lines.rest
+    }
+
+    /// The lines for people in two parts, each printable: what failed (`devtrust: error: ...`,
+    /// the part a style colours), and the rest (the hint, a detail line with verbose).
+    func humanLines(verbose: Bool) -> (failed: String, rest: String) {
+        var rest = TerminalText.printable(hintPart) + "\n"
+        if verbose, let detail, !detail.isEmpty {
+            rest += "devtrust: detail: \(TerminalText.printable(detail))\n"
+        }
+        return ("devtrust: error: " + TerminalText.printable(summary), rest)
+    }
+
     static func from(_ error: any Error) -> ErrorReport {
         switch error {
         case let error as ForwardedError:
@@ -85,7 +103,7 @@ struct ErrorReport: Sendable, Equatable {
             switch error {
             case .keyChangedDuringRegistration, .keyExistsWithOtherBackend:
                 exitCode = .failure
-            case .notSignedIn, .noDeviceKey, .notRegistered, .registrationForOtherKey, .dpopKeyChanged, .notDPoPBound:
+            case .notSignedIn, .noDeviceKey, .notRegistered, .registrationForOtherKey, .tokenGoesElsewhere, .dpopKeyChanged, .notDPoPBound:
                 exitCode = .noKeyOrNotRegistered
             case .ambiguousSignIn, .ambiguousRegistration, .importedKeyBackend:
                 exitCode = .usage

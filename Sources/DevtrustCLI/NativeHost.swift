@@ -1,9 +1,9 @@
 import DevtrustConfig
+import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
 import DevtrustJOSE
 import DevtrustKeystore
-import CProcessHardening
 import DevtrustSignIn
 import DevtrustSystem
 
@@ -114,8 +114,6 @@ struct NativeHost {
     static let maximumEchoedCharacters = 200
     /// The longest message an error reply carries.
     static let maximumMessageCharacters = 1_000
-    /// How long signing a token may take before the host answers that it did not finish, and ends.
-    static let signingWatchdogSeconds: UInt32 = 10
 
     let context: CommandContext
     let caller: NativeHostCaller
@@ -280,23 +278,17 @@ struct NativeHost {
         guard let entry = endpoints.entry(for: endpoint) else {
             throw Refusal(code: .notAllowed, message: "no device token for \(Self.echoed(endpoint.description)): it is not the authorization endpoint of a server this device is registered with")
         }
-        // A TPM that stopped answering would hold the browser's navigation forever: after a bound,
-        // the host answers so (the extension then navigates without a token) and ends.
-        let isTPM = state.key?.backend == .tpm
-        let late = isTPM ? Refusal(code: .tpm, message: "the TPM did not answer in \(Self.signingWatchdogSeconds) s")
-            : Refusal(code: .failed, message: "signing did not finish in \(Self.signingWatchdogSeconds) s")
-        let lastWords = NativeMessagingChannel.frame(JSONWriter.bytes(Self.reply(late, id: id)))
-        _ = lastWords.withUnsafeBufferPointer { devtrust_arm_watchdog(Self.signingWatchdogSeconds, $0.baseAddress, $0.count) }
-        defer { devtrust_disarm_watchdog() }
+        // A TPM that stopped answering would hold the browser's navigation forever: after a bound
+        // (SigningDeadline.nativeHostSeconds), the host answers so (the extension then navigates
+        // without a token) and ends.
+        let seconds = SigningDeadline.nativeHostSeconds
+        let late = state.key?.backend == .tpm ? Refusal(code: .tpm, message: "the TPM did not answer in \(seconds) s")
+            : Refusal(code: .failed, message: "signing did not finish in \(seconds) s")
+        let deadline = SigningDeadline.nativeHost(reply: NativeMessagingChannel.frame(JSONWriter.bytes(Self.reply(late, id: id))),
+                                                  exitStatus: ExitCode.failure.rawValue)
         do {
-            let device = try store.loadKey()
-            guard device.record.fingerprint == entry.registration.keyFingerprint else {
-                throw DeviceError.registrationForOtherKey(registrationId: entry.registration.registrationId, server: entry.registration.server)
-            }
-            let attributes = DeviceAttributesForKey(configuration: configuration).attributes(context, backend: device.record.backend)
-            let clock = context.clocks.clock(for: entry.registration.server, base: context.environment.clock)
-            let token = try DeviceTokenMinter(key: device.key, clock: clock, random: context.environment.random)
-                .deviceToken(deviceId: entry.registration.registrationId, attributes: attributes)
+            // The registration of the endpoint, checked against the key now loaded.
+            let token = try context.deviceTokens(configuration, store: store).deviceToken(for: .chosen(entry.registration), deadline: deadline)
             return ["type": .string("token"), "token": .string(token)]
         } catch {
             throw Self.refusal(error)

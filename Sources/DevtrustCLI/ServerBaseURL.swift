@@ -1,3 +1,5 @@
+import DevtrustURL
+
 /// `--server` takes a server's base URL; an endpoint's URL pasted from the
 /// server's documentation or a browser is refused with the base to use, so
 /// that no request goes to `…/flow/execute/api/server/v1/flow/execute`.
@@ -12,17 +14,16 @@ enum ServerBaseURL {
 
     /// The base URL before an API root in `text`'s path, or nil when its path has none.
     static func base(of text: String) -> String? {
-        guard let schemeEnd = text.firstIndex(of: ":"), text[schemeEnd...].hasPrefix("://") else { return nil }
-        let afterScheme = text.index(schemeEnd, offsetBy: 3)
-        guard let pathStart = text[afterScheme...].firstIndex(of: "/") else { return nil }
-        let path = text[pathStart...].prefix { $0 != "?" && $0 != "#" }
+        let reference = URLReference(text)
+        guard let scheme = reference.scheme, let authority = reference.authority else { return nil }
+        let path = Substring(reference.path)
         var index = path.startIndex
         while index < path.endIndex {
             let rest = path[index...]
             for root in apiRoots where rest.hasPrefix(root) {
                 let after = rest.dropFirst(root.count)
                 if after.isEmpty || after.hasPrefix("/") {
-                    return String(text[..<index])
+                    return scheme + "://" + authority + path[..<index]
                 }
             }
             guard let next = path[path.index(after: index)...].firstIndex(of: "/") else { break }

@@ -2,6 +2,7 @@ import DevtrustEncoding
 import DevtrustFlow
 import DevtrustHTTP
 import DevtrustSignIn
+import DevtrustURL
 import Glibc
 
 /// The user's side of a registration flow: inputs given up front (`--input`,

@@ -12,8 +12,14 @@ struct TerminalStyle: Equatable {
     }
 
     init(errorIsTerminal: Bool, variables: [String: String]) {
+        self.init(usesColour: errorIsTerminal && Self.coloursTerminals(variables))
+    }
+
+    /// Whether a terminal gets colour: NO_COLOR unset or empty, and TERM one with escapes. From
+    /// the variables alone: for words made before it is known where they go (`SigningDeadline.command`).
+    static func coloursTerminals(_ variables: [String: String]) -> Bool {
         let noColour = variables["NO_COLOR"].map { !$0.isEmpty } ?? false
-        self.init(usesColour: errorIsTerminal && !noColour && Self.hasEscapes(variables))
+        return !noColour && hasEscapes(variables)
     }
 
     /// Whether TERM names a terminal that knows ANSI escapes (colour, clearing a line):

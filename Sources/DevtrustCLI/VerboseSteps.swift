@@ -4,7 +4,7 @@ import DevtrustFlow
 /// With `-v`: each request's method and URL, and the answer's status, on
 /// stderr. Never headers or bodies (they carry device tokens, passwords and
 /// access tokens), nor a URL's query or user part (`TransportPolicy.redacted`).
-/// A command runs on one thread, as `ClockMonitor` does: no lock is needed.
+/// A command runs on one thread, as `ServerClocks` does: no lock is needed.
 struct VerboseHTTPClient: HTTPClient, @unchecked Sendable {
     let inner: any HTTPClient
     let say: (String) -> Void

@@ -1,6 +1,7 @@
 import DevtrustEncoding
 import DevtrustKeys
 import DevtrustKeystore
+import DevtrustURL
 import Glibc
 
 /// How far this machine's clock is from a server's, as last measured from its
@@ -55,19 +56,6 @@ public enum ClockSkew {
     /// Whether tokens minted now would be refused (or drop out within a minute) at a server this far off.
     public static func exceedsTolerance(_ skew: Int64) -> Bool {
         skew > toleratedAhead || -skew > toleratedBehind
-    }
-
-    /// `scheme://host[:port]` of a URL (the default port left out), lowercased: the key of a server's record.
-    public static func origin(of url: String) -> String {
-        let characters = Array(url)
-        guard let colon = characters.firstIndex(of: ":"), characters[colon...].starts(with: [":", "/", "/"]) else { return url }
-        let scheme = String(characters[..<colon]).lowercased()
-        let rest = characters[(colon + 3)...]
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        var authority = String(rest[..<authorityEnd]).lowercased()
-        let defaultPort: String? = scheme == "https" ? ":443" : scheme == "http" ? ":80" : nil
-        if let defaultPort, authority.hasSuffix(defaultPort) { authority.removeLast(defaultPort.count) }
-        return scheme + "://" + authority
     }
 
     /// The seconds to take off this machine's time for tokens to `server`, or nil for none.
@@ -137,13 +125,14 @@ public struct ClockSkewStore: Sendable {
         return records
     }
 
+    /// The record of `url`'s server: kept under its origin (`Origin.text(of:)`).
     public func record(for url: String) -> ClockSkewRecord? {
-        records()[ClockSkew.origin(of: url)]
+        records()[Origin.text(of: url)]
     }
 
     public func save(_ record: ClockSkewRecord, for url: String) {
         var all = records()
-        all[ClockSkew.origin(of: url)] = record
+        all[Origin.text(of: url)] = record
         var document = JSONObject()
         for origin in all.keys.sorted() {
             let entry = all[origin]!

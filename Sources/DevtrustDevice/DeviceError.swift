@@ -11,6 +11,8 @@ public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
     case ambiguousRegistration(servers: [String])
     /// The registration was made with a key that is no longer the device key.
     case registrationForOtherKey(registrationId: String, server: String)
+    /// A device token would go to `destination`, another origin than its registration's `server`.
+    case tokenGoesElsewhere(destination: String, server: String)
     case notSignedIn(server: String?)
     case ambiguousSignIn(names: [String])
     /// The server refused the refresh; the stored tokens were dropped.
@@ -57,6 +59,8 @@ public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
             return "the sign-in's tokens are DPoP-bound to the key \(boundTo), but the device key is now \(deviceKey); run `devtrust login` again"
         case let .notDPoPBound(server):
             return "the sign-in at \(server) holds bearer tokens, not DPoP-bound ones; run `devtrust login --dpop` to sign in for DPoP-bound tokens"
+        case let .tokenGoesElsewhere(destination, server):
+            return "the request goes to \(destination), not to \(server) where this device is registered; a device token goes only to its own server"
         case let .registrationForOtherKey(registrationId, server):
             return "registration \(registrationId) with \(server) was made with a different key than the current one; run `devtrust register --server \(server)` again"
         }

@@ -1,3 +1,5 @@
+import DevtrustURL
+
 /// Why a request got no usable answer: a network or TLS failure, except
 /// `invalidURL` and `insecureURL`, a URL the user gave that devtrust refuses
 /// (the CLI's ErrorReport chooses the exit codes).
@@ -57,13 +59,13 @@ public enum HTTPError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// `host:port` of a URL, the scheme's port when it names none.
+    /// `host:port` of a URL as written, with the scheme's default port (`Origin`) when it names none.
     static func hostAndPort(_ url: String) -> String {
-        let scheme = url.prefix { $0 != ":" }
-        let afterScheme = url.drop { $0 != ":" }.dropFirst(3)
-        var authority = afterScheme.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        let hasPort = authority.last.map { $0 != "]" } == true && authority.split(separator: "]").last?.contains(":") == true
-        return hasPort ? String(authority) : authority + (scheme.lowercased() == "http" ? ":80" : ":443")
+        let reference = URLReference(url)
+        let authority = URLAuthority(reference.authority ?? "")
+        let written = String(authority.host) + (authority.port.map { ":" + $0 } ?? "")
+        guard authority.port == nil else { return written }
+        // devtrust sends only https, and http to loopback: any other scheme is taken as https.
+        return written + ":" + String(Origin.defaultPort(of: reference.scheme ?? "") ?? 443)
     }
 }

@@ -1,18 +1,25 @@
+import DevtrustURL
+
 /// A server base URL that devtrust may talk to: https anywhere, plain http
-/// only to a loopback address (tests and local demos).
+/// only to a loopback address (tests and local demos). What is refused is this
+/// type's; how the scheme, host and port are written is `Origin`'s.
 public struct ServerURL: Equatable, Hashable, Sendable, CustomStringConvertible {
-    public let scheme: String
-    /// Lowercased host, with brackets for IPv6 (`[::1]`).
-    public let host: String
+    /// scheme://host[:port], for same-origin checks (the default port counts as absent).
+    public let origin: Origin
+    /// The port as written (443 stays in `description` when given; `origin` leaves it out).
     public let port: Int?
     /// The path without a trailing slash ("" for the root).
     public let path: String
+
+    public var scheme: String { origin.scheme }
+    /// Lowercased host, with brackets for IPv6 (`[::1]`).
+    public var host: String { origin.host }
 
     public init(_ text: String) throws(HTTPError) {
         guard let schemeEnd = text.firstIndex(of: ":"), text[schemeEnd...].hasPrefix("://") else {
             throw .invalidURL(text, reason: "it needs a scheme, e.g. https://")
         }
-        scheme = text[..<schemeEnd].lowercased()
+        let scheme = Origin.normalizedScheme(text[..<schemeEnd])
         guard scheme == "https" || scheme == "http" else {
             throw .invalidURL(text, reason: "only https:// URLs are supported")
         }
@@ -23,22 +30,15 @@ public struct ServerURL: Equatable, Hashable, Sendable, CustomStringConvertible 
         guard !rest[authorityEnd...].contains("?"), !rest[authorityEnd...].contains("#") else {
             throw .invalidURL(text, reason: "a server base URL has no query or fragment")
         }
-        var hostPart = Substring(authority)
-        var port: Int?
-        if hostPart.hasPrefix("[") {
-            guard let close = hostPart.firstIndex(of: "]") else { throw .invalidURL(text, reason: "unterminated IPv6 address") }
-            let after = hostPart[hostPart.index(after: close)...]
-            if after.hasPrefix(":") { port = Int(after.dropFirst()) ?? -1 } else if !after.isEmpty { throw .invalidURL(text, reason: "bad port") }
-            hostPart = hostPart[...close]
-        } else if let colon = hostPart.lastIndex(of: ":") {
-            port = Int(hostPart[hostPart.index(after: colon)...]) ?? -1
-            hostPart = hostPart[..<colon]
-        }
+        let parts = URLAuthority(authority)
+        if parts.host.hasPrefix("[") && !parts.host.hasSuffix("]") { throw .invalidURL(text, reason: "unterminated IPv6 address") }
+        if parts.afterBracketedHost != nil { throw .invalidURL(text, reason: "bad port") }
+        let port = parts.port.map { Int($0) ?? -1 }
         if let port, !(1...65535).contains(port) { throw .invalidURL(text, reason: "bad port") }
-        guard !hostPart.isEmpty, hostPart.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
+        guard !parts.host.isEmpty, parts.host.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
             throw .invalidURL(text, reason: "no valid host name")
         }
-        host = hostPart.lowercased()
+        origin = Origin(scheme: scheme, host: parts.host, port: port)
         self.port = port
         var path = String(rest[authorityEnd...])
         while path.hasSuffix("/") { path.removeLast() }
@@ -49,12 +49,6 @@ public struct ServerURL: Equatable, Hashable, Sendable, CustomStringConvertible 
         if scheme == "http" && !isLoopback {
             throw .insecureURL(text)
         }
-    }
-
-    /// scheme://host[:port], for same-origin checks (the default port counts as absent).
-    public var origin: String {
-        let defaultPort = scheme == "https" ? 443 : 80
-        return scheme + "://" + host + (port.map { $0 == defaultPort ? "" : ":\($0)" } ?? "")
     }
 
     /// 127.0.0.0/8, ::1 and localhost: the only hosts plain http may reach

@@ -1,5 +1,6 @@
 import DevtrustEncoding
 import DevtrustKeys
+import DevtrustURL
 
 /// RFC 9449 DPoP proofs: ES256 JWTs with header `typ` `dpop+jwt` and the key's public `jwk`,
 /// and claims `jti`, `htm`, `htu`, `iat` (plus `nonce` when the server gave one, and `ath`
@@ -33,36 +34,21 @@ public struct DPoPProofMinter: Sendable {
         return try CompactJWS.sign(header: header, payload: claims, with: key)
     }
 
-    /// `htu`: the URL without its query and fragment (RFC 9449 section 4.2), normalised as RFC 3986
-    /// sections 6.2.2 and 6.2.3 say (scheme and host in lower case, no default port, "/" for an empty
-    /// path): servers compare it with their own URL, which is in that form, byte for byte. The path
-    /// and its percent-encoding stay as given: a server may tell `/a%2Fb` from `/a/b`.
+    /// `htu`: the URL without its query and fragment (RFC 9449 section 4.2), its scheme, host and port
+    /// written as `Origin` writes them (RFC 3986 sections 6.2.2 and 6.2.3: lower case, no default port),
+    /// and "/" for an empty path: servers compare it with their own URL, which is in that form, byte for
+    /// byte. The path and its percent-encoding stay as given: a server may tell `/a%2Fb` from `/a/b`.
+    /// A user name (devtrust refuses such URLs anyway) is kept as written; a URL with no origin is
+    /// only cut at its query.
     public static func targetURI(_ url: String) -> String {
-        let withoutQuery = url.firstIndex(where: { $0 == "?" || $0 == "#" }).map { String(url[..<$0]) } ?? url
-        guard let colon = withoutQuery.firstIndex(of: ":"), withoutQuery[colon...].hasPrefix("://") else { return withoutQuery }
-        let scheme = withoutQuery[..<colon].lowercased()
-        let rest = withoutQuery[withoutQuery.index(colon, offsetBy: 3)...]
-        let pathStart = rest.firstIndex(of: "/") ?? rest.endIndex
-        var authority = rest[..<pathStart]
-        let path = rest[pathStart...]
-        // user@ (devtrust refuses such URLs anyway) keeps its case; the host is what follows it.
-        var userInfo = Substring("")
-        if let at = authority.lastIndex(of: "@") {
-            userInfo = authority[...at]
-            authority = authority[authority.index(after: at)...]
+        var reference = URLReference(url)
+        reference.query = nil
+        reference.fragment = nil
+        guard let scheme = reference.scheme, let authority = reference.authority, let origin = Origin(scheme: scheme, authority: authority) else {
+            return reference.text
         }
-        var host = authority
-        var port: Substring?
-        let portColon = authority.hasPrefix("[")
-            ? authority.firstIndex(of: "]").flatMap { close in authority[close...].firstIndex(of: ":") }
-            : authority.lastIndex(of: ":")
-        if let portColon {
-            host = authority[..<portColon]
-            port = authority[authority.index(after: portColon)...]
-        }
-        let defaultPort = scheme == "https" ? "443" : scheme == "http" ? "80" : nil
-        let keptPort: String = port.map { $0.isEmpty || String($0) == defaultPort ? "" : ":\($0)" } ?? ""
-        return scheme + "://" + userInfo + host.lowercased() + keptPort + (path.isEmpty ? "/" : path)
+        let userInfo = URLAuthority(authority).userInfo.map { $0 + "@" } ?? ""
+        return origin.scheme + "://" + userInfo + origin.authority + (reference.path.isEmpty ? "/" : reference.path)
     }
 
     /// The longest nonce devtrust sends or keeps: far more than a server's nonce needs, short of a header line's limit.

@@ -1,6 +1,7 @@
 import DevtrustEncoding
 import DevtrustHTTP
 import DevtrustKeystore
+import DevtrustURL
 
 /// One authenticator of an app-native step (server contract, section 4).
 public struct AppNativeAuthenticator: Sendable, Equatable {

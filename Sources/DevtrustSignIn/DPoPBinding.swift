@@ -12,9 +12,10 @@ public protocol DPoPNonceStore: Sendable {
 }
 
 extension DPoPNonceStore {
-    /// `scheme://host[:port]` of a URL, the key of its nonce.
+    /// The key of a URL's nonce: the origin (`scheme://host[:port]`) of a URL devtrust sends to
+    /// (`ServerURL`'s rules); any other URL's `htu`, which no request goes to.
     public static func origin(of url: String) -> String {
-        (try? ServerURL(DPoPProofMinter.targetURI(url)))?.origin ?? DPoPProofMinter.targetURI(url)
+        (try? ServerURL(DPoPProofMinter.targetURI(url)))?.origin.description ?? DPoPProofMinter.targetURI(url)
     }
 }
 

@@ -1,5 +1,5 @@
 import DevtrustEncoding
-import DevtrustHTTP
+import DevtrustURL
 
 /// A loopback redirect URI of a native app (RFC 8252 section 7.3):
 /// `http://127.0.0.1[:PORT]/PATH`, `http://[::1][:PORT]/PATH` or, when a

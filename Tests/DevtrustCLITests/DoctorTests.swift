@@ -1,6 +1,7 @@
 import DevtrustDevice
 import DevtrustEncoding
 import DevtrustTestSupport
+import DevtrustURL
 import Foundation
 import Glibc
 import Testing
@@ -58,7 +59,7 @@ import Testing
     /// checks skip (no TPM, and the key needs none), and the keystore is left as it was.
     @Test func aRegisteredSoftwareKeyPassesEveryCheckThatApplies() throws {
         let setup = try ReferenceServerFixture<DevtrustBinary>(register: true)
-        let origin = ClockSkew.origin(of: setup.server.url)
+        let origin = Origin.text(of: setup.server.url)
         let before = try ReadOnlyCommandTests.fingerprint(setup.directory.file("ks"))
         let (result, checks) = try Self.doctor(setup.cli)
         #expect(result.status == 0, "\(result)")
@@ -205,7 +206,7 @@ import Testing
     /// The check names the server and the difference, and the fix.
     @Test func aServerTenMinutesAheadFailsTheClockCheck() throws {
         let setup = try ReferenceServerFixture<DevtrustBinary>(["--clock-offset", "600"], register: true)
-        let origin = ClockSkew.origin(of: setup.server.url)
+        let origin = Origin.text(of: setup.server.url)
         let (result, checks) = try Self.doctor(setup.cli)
         #expect(result.status == 1, "\(result)")
         let clock = checks["clock." + origin]
@@ -223,7 +224,7 @@ import Testing
     @Test func aCachedAnswerCountsWithItsAge() throws {
         let setup = try ReferenceServerFixture<DevtrustBinary>(["--cached-gets", "600"], register: true)
         let (result, checks) = try Self.doctor(setup.cli)
-        let clock = checks["clock." + ClockSkew.origin(of: setup.server.url)]
+        let clock = checks["clock." + Origin.text(of: setup.server.url)]
         #expect(result.status == 0 && Self.verdict(clock) == "pass", "\(String(describing: clock))")
     }
 
@@ -232,7 +233,7 @@ import Testing
         let setup = try ReferenceServerFixture<DevtrustBinary>(register: true)
         setup.server.stop()
         let (result, checks) = try Self.doctor(setup.cli)
-        let clock = checks["clock." + ClockSkew.origin(of: setup.server.url)]
+        let clock = checks["clock." + Origin.text(of: setup.server.url)]
         #expect(result.status == 0 && Self.verdict(clock) == "warn", "\(result)")
         #expect(Self.detail(clock).contains("did not answer") && Self.detail(clock).contains("cannot connect"), "\(String(describing: clock))")
     }

@@ -1,6 +1,7 @@
 import DevtrustDevice
 import DevtrustEncoding
 import DevtrustTestSupport
+import DevtrustURL
 import Foundation
 import Glibc
 import Synchronization
@@ -120,7 +121,7 @@ import Testing
         for (offset, verdict) in [("20", "warn"), ("-120", "fail")] {
             let setup = try ReferenceServerFixture<DevtrustBinary>(["--clock-offset", offset], register: true)
             let (_, checks) = try DoctorTests.doctor(setup.cli)
-            let clock = checks["clock." + ClockSkew.origin(of: setup.server.url)]
+            let clock = checks["clock." + Origin.text(of: setup.server.url)]
             let detail = Self.detail(clock)
             let seconds = Int(detail.dropFirst("this machine's clock is ".count).prefix { $0.isNumber }) ?? 0
             #expect(Self.verdict(clock) == verdict && abs(seconds - abs(Int(offset)!)) <= 2, "\(offset): \(String(describing: clock))")
@@ -154,7 +155,7 @@ import Testing
         let authority = try TestCertificateAuthority()
         let setup = try ReferenceServerFixture<DevtrustBinary>(["--tls-cert", authority.serverCertificate, "--tls-key", authority.serverKey])
         #expect(try setup.register(["--ca-file", authority.caCertificate, "-q"]).status == 0)
-        let id = "clock." + ClockSkew.origin(of: setup.server.url)
+        let id = "clock." + Origin.text(of: setup.server.url)
 
         let (untrusted, checks) = try DoctorTests.doctor(setup.cli)
         #expect(untrusted.status == 1 && checks["tls.ca-file"] == nil, "\(untrusted)")

@@ -1,4 +1,5 @@
 @testable import DevtrustCLI
+import DevtrustCore
 import DevtrustEncoding
 import DevtrustKeys
 import DevtrustTestSupport
@@ -631,8 +632,8 @@ struct CheckedDeviceToken {
         let seconds = Date().timeIntervalSince(started)
         #expect(!run.timedOut && run.status == 1 && run.replies.count == 1 && run.rest.isEmpty, "\(run)")
         #expect(run.replies.first??["error"] == .string("tpm") && run.replies.first??["id"] == .integer(3)
-                && run.replies.first??["message"] == .string("the TPM did not answer in \(NativeHost.signingWatchdogSeconds) s"), "\(run)")
-        #expect(seconds >= Double(NativeHost.signingWatchdogSeconds) - 1 && seconds < Double(NativeHost.signingWatchdogSeconds) + 10, "\(seconds) s")
+                && run.replies.first??["message"] == .string("the TPM did not answer in \(SigningDeadline.nativeHostSeconds) s"), "\(run)")
+        #expect(seconds >= Double(SigningDeadline.nativeHostSeconds) - 1 && seconds < Double(SigningDeadline.nativeHostSeconds) + 10, "\(seconds) s")
     }
 }
 

@@ -27,6 +27,25 @@ import Testing
         #expect(!libraries.contains { $0.contains("curl") || $0.contains("icu") || $0.contains("Foundation") || $0.contains("tss2") || $0.contains("qrencode") }, "\(libraries)")
     }
 
+    /// `token` and `device-data` write nothing on stderr, so they ask nothing of it: the signing
+    /// deadline's error is made both ways it may look (plain, coloured), and which one goes out is
+    /// decided only if the deadline passes. A colour-capable TERM is set, so both are made.
+    @Test(.enabled(if: ExternalTool.strace.shouldRun)) func softwareTokenAsksNothingOfTheTerminalOnStderr() throws {
+        let directory = TemporaryDirectory()
+        var cli = DevtrustBinary(keystore: directory.file("ks"))
+        cli.extraEnvironment["DEVTRUST_TCTI"] = "device:/nonexistent"
+        cli.extraEnvironment["TERM"] = "xterm-256color"
+        try cli.run("init", "--backend", "software", "-q")
+        for arguments in [["token", "--device-id", "x"], ["device-data"]] {
+            let trace = directory.file("trace")
+            let traced = try ProcessRunner.run(ExternalTool.strace.rawValue, ["-f", "-e", "trace=ioctl", "-o", trace, cli.path] + arguments,
+                                               environment: cli.environment)
+            #expect(traced.status == 0 && traced.stdout.count > 20, "\(arguments): \(traced)")
+            let calls = String(decoding: directory.read("trace") ?? [], as: UTF8.self)
+            #expect(!calls.contains("ioctl(2,"), "\(arguments): \(calls)")
+        }
+    }
+
     /// `dpop-proof` is on the same path: a proof for a stored DPoP sign-in loads no HTTP stack.
     @Test(.enabled(if: ReferenceServer.shouldRun)) func dpopProofLoadsNeitherLibcurlNorICUNorTheTSS() throws {
         let server = try ReferenceServer(["--dpop", "--device-interval", "1", "--device-approve-after", "1"])

@@ -82,27 +82,57 @@ import Testing
     }
 
     @Test func picksTheOnlyOneOrTheNamedOne() throws {
-        #expect(try RegistrationSelector.select(from: Self.state(["https://a.example/t/acme"]), server: nil).registrationId == "id0")
+        #expect(try RegistrationSelector.select(from: Self.state(["https://a.example/t/acme"]), .server(nil)).deviceID == "id0")
         let two = Self.state(["https://api.asgardeo.io/t/acme", "https://localhost:9443"])
         #expect(throws: DeviceError.ambiguousRegistration(servers: ["https://api.asgardeo.io/t/acme", "https://localhost:9443"])) {
-            try RegistrationSelector.select(from: two, server: nil)
+            try RegistrationSelector.select(from: two, .server(nil))
         }
         for name in ["https://API.asgardeo.io:443/t/acme/", "api.asgardeo.io/t/acme", "api.asgardeo.io"] {
-            #expect(try RegistrationSelector.select(from: two, server: name).registrationId == "id0", "\(name)")
+            #expect(try RegistrationSelector.select(from: two, .server(name)).deviceID == "id0", "\(name)")
         }
-        #expect(try RegistrationSelector.select(from: two, server: "localhost:9443").registrationId == "id1")
+        #expect(try RegistrationSelector.select(from: two, .server("localhost:9443")).deviceID == "id1")
         #expect(throws: DeviceError.notRegistered(server: "https://api.asgardeo.io/t/other")) {
-            try RegistrationSelector.select(from: two, server: "https://api.asgardeo.io/t/other")
+            try RegistrationSelector.select(from: two, .server("https://api.asgardeo.io/t/other"))
         }
         #expect(throws: DeviceError.notRegistered(server: "http://api.asgardeo.io/t/acme")) {
-            try RegistrationSelector.select(from: two, server: "http://api.asgardeo.io/t/acme")
+            try RegistrationSelector.select(from: two, .server("http://api.asgardeo.io/t/acme"))
         }
-        #expect(throws: DeviceError.notRegistered(server: nil)) { try RegistrationSelector.select(from: Self.state([]), server: nil) }
+        #expect(throws: DeviceError.notRegistered(server: nil)) { try RegistrationSelector.select(from: Self.state([]), .server(nil)) }
+    }
+
+    /// --device-id names its id as given; a registration with that id only sets the clock.
+    @Test func aDeviceIDIsTakenAsGivenWithItsRegistrationIfAny() throws {
+        let state = Self.state(["https://a.example", "https://b.example"], fingerprint: "old")
+        #expect(try RegistrationSelector.select(from: state, .deviceID("id1")) == SelectedRegistration(deviceID: "id1", registration: state.registrations[1]))
+        #expect(try RegistrationSelector.select(from: state, .deviceID("other")) == SelectedRegistration(deviceID: "other", registration: nil))
+    }
+
+    /// A registration chosen from an earlier read is checked against the key now at hand.
+    @Test func aChosenRegistrationMustBeOfTheKey() throws {
+        let current = Self.state(["https://a.example"])
+        #expect(try RegistrationSelector.select(from: current, .chosen(current.registrations[0])).registration == current.registrations[0])
+        let old = Self.state(["https://a.example"], fingerprint: "old").registrations[0]
+        #expect(throws: DeviceError.registrationForOtherKey(registrationId: "id0", server: "https://a.example")) {
+            try RegistrationSelector.select(from: current, .chosen(old))
+        }
+    }
+
+    /// A device token goes only to its registration's origin; a provider's is found below its URLs.
+    @Test func destinationsMustBeOnTheRegistrationsOrigin() throws {
+        let state = Self.state(["https://idp.example/t/acme", "https://idp.example/t/other"])
+        let choice = RegistrationChoice.provider(destination: "https://IDP.example:443/t/acme/oauth2/authorize", providerURLs: ["https://idp.example/t/acme/oauth2/token"])
+        #expect(try RegistrationSelector.select(from: state, choice, sendingTo: ["https://idp.example/t/acme/oauth2/par"]).deviceID == "id0")
+        #expect(throws: DeviceError.tokenGoesElsewhere(destination: "https://par.example", server: "https://idp.example")) {
+            try RegistrationSelector.select(from: state, choice, sendingTo: ["https://idp.example/x", "https://par.example/par"])
+        }
+        #expect(throws: DeviceError.notRegistered(server: "https://elsewhere.example")) {
+            try RegistrationSelector.select(from: state, .provider(destination: "https://elsewhere.example/oauth2/authorize", providerURLs: []))
+        }
     }
 
     @Test func aRegistrationOfAnotherKeyIsRefused() {
         #expect(throws: DeviceError.registrationForOtherKey(registrationId: "id0", server: "https://a")) {
-            try RegistrationSelector.select(from: Self.state(["https://a"], fingerprint: "old"), server: nil)
+            try RegistrationSelector.select(from: Self.state(["https://a"], fingerprint: "old"), .server(nil))
         }
     }
 }

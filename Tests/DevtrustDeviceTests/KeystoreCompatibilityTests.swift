@@ -61,7 +61,7 @@ import Testing
             }
         }
         if let registration = state.registrations.first {
-            #expect(try RegistrationSelector.select(from: state, server: registration.server) == registration)
+            #expect(try RegistrationSelector.select(from: state, .server(registration.server)).registration == registration)
         }
     }
 }

@@ -26,14 +26,4 @@ void devtrust_ignore_broken_pipes(void);
    nobody set): the caller treats that as unknown. (devtrust_terminal.c) */
 int devtrust_terminal_size(int fd, int *columns, int *rows);
 
-/* A bound on one step that may hang (a TPM that stopped answering): after
-   `seconds`, unless devtrust_disarm_watchdog comes first, `reply` (at most
-   DEVTRUST_WATCHDOG_REPLY_MAX bytes, copied) is written to stdout and the
-   process exits with status 1. Returns 0 when armed. */
-#define DEVTRUST_WATCHDOG_REPLY_MAX 4096
-int devtrust_arm_watchdog(unsigned seconds, const unsigned char *reply, size_t length);
-/* The same, writing `reply` to `fd` and exiting with `status`. */
-int devtrust_arm_watchdog_writing(unsigned seconds, int fd, const unsigned char *reply, size_t length, int status);
-void devtrust_disarm_watchdog(void);
-
 #endif

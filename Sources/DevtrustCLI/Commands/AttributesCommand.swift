@@ -1,3 +1,4 @@
+import DevtrustCore
 import DevtrustEncoding
 import DevtrustPosture
 
@@ -17,11 +18,10 @@ enum AttributesCommand: DevtrustCommand {
 
     static func run(_ context: CommandContext, _ options: Options) throws {
         let configuration = try context.configuration()
-        let store = try context.deviceStore()
-        let backend = try store.state().key?.backend
-        let sources = DeviceAttributesForKey(configuration: configuration)
-        let report = sources.posture(context, backend: backend)
-        let attributes = sources.attributes(posture: report)
+        let deviceTokens = try context.deviceTokens(configuration)
+        let backend = try deviceTokens.store.state().key?.backend
+        let report = deviceTokens.posture(backend: backend)
+        let attributes = deviceTokens.attributes().attributes(posture: report)
         guard options.explain else {
             context.output(JSONWriter.pretty(.object(attributes.claims)))
             return

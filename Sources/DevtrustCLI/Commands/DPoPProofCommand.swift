@@ -1,3 +1,4 @@
+import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
 import DevtrustHTTP
@@ -52,7 +53,7 @@ enum DPoPProofCommand: DevtrustCommand {
         }
         let store = try context.deviceStore()
         // A TPM that never answers must not hold a script's $(devtrust dpop-proof) for ever, as for token.
-        let (proof, jkt) = try KeyUseDeadline.bounding(context, "loading the device key and signing the proof") {
+        let (proof, jkt) = try SigningDeadline.command(context, doing: "loading the device key and signing the proof").bounding {
             try sign(context, options, store: store)
         }
         context.output(context.json ? JSONWriter.string(.object(["proof": .string(proof), "jkt": .string(jkt)])) : proof)

@@ -1,3 +1,4 @@
+import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
 import DevtrustHTTP
@@ -148,34 +149,29 @@ enum LoginCommand: DevtrustCommand {
     /// it was registered with, and goes nowhere else.
     static func deviceToken(_ context: CommandContext, store: DeviceStore, server: String?, provider: AuthorizationServer? = nil,
                             destinations: [String], settings: SignInSettings) throws -> String? {
-        let state = try store.state()
-        guard state.key != nil else {
-            context.warn("this device has no key, so the sign-in carries no device token (run `devtrust init` and `devtrust register`)")
+        let choice: RegistrationChoice? = if let server {
+            .server(server)
+        } else if let destination = provider?.authorization {
+            .provider(destination: destination, providerURLs: [provider?.issuer].compactMap { $0 })
+        } else {
+            nil
+        }
+        switch try context.deviceTokens(settings.configuration, store: store).signInDeviceToken(for: choice, sendingTo: destinations) {
+        case let .token(token):
+            return token
+        case let .withoutToken(because: error):
+            context.warn(withoutTokenWarning(error))
             return nil
         }
-        let registration: RegistrationRecord
-        do {
-            if let server {
-                registration = try RegistrationSelector.select(from: state, server: server)
-            } else if let destination = provider?.authorization {
-                registration = try RegistrationSelector.select(from: state, destination: destination, providerURLs: [provider?.issuer].compactMap { $0 })
-            } else {
-                throw DeviceError.notRegistered(server: nil)
-            }
-        } catch {
-            context.warn("\(error); signing in without a device token")
-            return nil
+    }
+
+    /// Why a sign-in goes without a device token, in the warning's words.
+    private static func withoutTokenWarning(_ error: DeviceError) -> String {
+        switch error {
+        case .noDeviceKey: "this device has no key, so the sign-in carries no device token (run `devtrust init` and `devtrust register`)"
+        case .tokenGoesElsewhere: "\(error), so this sign-in carries none"
+        default: "\(error); signing in without a device token"
         }
-        let home = ClockSkew.origin(of: registration.server)
-        if let elsewhere = destinations.first(where: { ClockSkew.origin(of: $0) != home }) {
-            context.warn("the request goes to \(ClockSkew.origin(of: elsewhere)), not to \(home) where this device is registered; a device token goes only to its own server, so this sign-in carries none")
-            return nil
-        }
-        let device = try store.loadKey()
-        let attributes = DeviceAttributesForKey(configuration: settings.configuration).attributes(context, backend: device.record.backend)
-        return try DeviceTokenMinter(key: device.key, clock: context.clocks.clock(for: registration.server, base: context.environment.clock),
-                                     random: context.environment.random)
-            .deviceToken(deviceId: registration.registrationId, attributes: attributes)
     }
 
     /// `issuer`: the discovery document's, recorded as the server of a `--discovery` sign-in.

@@ -1,4 +1,5 @@
 import DevtrustConfig
+import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
 import DevtrustFlow
@@ -65,7 +66,7 @@ enum RegisterCommand: DevtrustCommand {
             throw UsageError("--flow-type must be a flow type such as REGISTRATION, not \"\(flowType)\"", command: "register")
         }
         let presets = try ScriptedInputs.read(options.scriptedInputs, context, command: "register")
-        let claims = try DeviceAttributesForKey.addedClaims(options.claims, command: "register")
+        let claims = try ClaimOption.parse(options.claims, command: "register")
         let configuration = try context.configuration()
 
         let store = try context.deviceStore()
@@ -86,8 +87,9 @@ enum RegisterCommand: DevtrustCommand {
         // Before the first request: a key that cannot sign would fail only at
         // the device step, after the server created the account and sent an OTP.
         try device.key.checkCanSign(random: context.environment.random)
-        let attributesForKey = DeviceAttributesForKey(configuration: configuration, addedClaims: claims)
-        let posture = attributesForKey.posture(context, backend: device.record.backend)
+        let deviceTokens = context.deviceTokens(configuration, store: store)
+        let attributesForKey = deviceTokens.attributes(addedClaims: claims)
+        let posture = deviceTokens.posture(backend: device.record.backend)
         if context.verbose {
             for line in attributesForKey.sources(posture: posture) { context.detail(line) }
         }
@@ -95,8 +97,7 @@ enum RegisterCommand: DevtrustCommand {
         let http = HTTPClientSettings(context, configuration: configuration).client(context)
         // deviceData in the server's time, once its answers have told it.
         let responder = DeviceRegistrationResponder(
-            minter: DeviceTokenMinter(key: device.key, clock: context.clocks.clock(for: server.description, base: context.environment.clock),
-                                      random: context.environment.random),
+            minter: deviceTokens.registrationMinter(key: device.key, server: server.description),
             attributes: attributes,
             deviceModel: options.deviceModel ?? DeviceModel.detect())
         let terminalInteraction = TerminalFlowInteraction(

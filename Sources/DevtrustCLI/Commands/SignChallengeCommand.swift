@@ -1,3 +1,4 @@
+import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
 import DevtrustJOSE
@@ -32,7 +33,7 @@ enum SignChallengeCommand: DevtrustCommand {
             throw UsageError("devtrust refuses to sign this challenge: \(refusal)", command: "sign-challenge")
         }
         let store = try context.deviceStore()
-        let signature = try KeyUseDeadline.bounding(context, "signing the challenge") {
+        let signature = try SigningDeadline.command(context, doing: "signing the challenge").bounding {
             try store.loadKey().key.sign(message: bytes)
         }
         let encoded = Base64.encode(signature.der)

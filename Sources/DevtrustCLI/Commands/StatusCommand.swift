@@ -3,6 +3,7 @@ import DevtrustEncoding
 import DevtrustKeys
 import DevtrustKeystore
 import DevtrustSignIn
+import DevtrustURL
 
 /// `status`: where the key lives, whether it loads, the TPM, and the registrations.
 enum StatusCommand: DevtrustCommand {
@@ -244,7 +245,7 @@ enum StatusCommand: DevtrustCommand {
     /// `clockSkewSeconds` on each registration and sign-in (null when never measured), and `clocks`, one per server.
     private static func annotateClocks(_ document: inout JSONObject, _ clocks: [String: ClockSkewRecord], context: CommandContext) {
         func skew(_ url: String?) -> JSONValue {
-            guard let url, let record = clocks[ClockSkew.origin(of: url)] else { return .null }
+            guard let url, let record = clocks[Origin.text(of: url)] else { return .null }
             return .integer(record.skewSeconds)
         }
         for list in ["registrations", "signIns"] {

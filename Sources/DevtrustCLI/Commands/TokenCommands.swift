@@ -1,4 +1,4 @@
-import DevtrustConfig
+import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
 import DevtrustJOSE
@@ -17,16 +17,9 @@ enum DeviceDataCommand: DevtrustCommand {
     }
 
     static func run(_ context: CommandContext, _ options: Options) throws {
-        let claims = try DeviceAttributesForKey.addedClaims(options.claims, command: Options.spec.name)
-        let configuration = try context.configuration()
-        let store = try context.deviceStore()
-        let deviceData = try KeyUseDeadline.bounding(context, "signing the deviceData") {
-            let device = try store.loadKey()
-            let attributes = DeviceAttributesForKey(configuration: configuration, addedClaims: claims)
-                .attributes(context, backend: device.record.backend)
-            return try DeviceTokenMinter(key: device.key, clock: context.environment.clock, random: context.environment.random)
-                .deviceData(attributes: attributes)
-        }
+        let claims = try ClaimOption.parse(options.claims, command: Options.spec.name)
+        let deviceTokens = try context.deviceTokens(try context.configuration())
+        let deviceData = try deviceTokens.deviceData(addedClaims: claims, deadline: .command(context, doing: "signing the deviceData"))
         context.output(context.json ? JSONWriter.string(.object(["deviceData": .string(deviceData)])) : deviceData)
     }
 }
@@ -52,52 +45,37 @@ enum TokenCommand: DevtrustCommand {
     }
 
     static func run(_ context: CommandContext, _ options: Options) throws {
-        let claims = try DeviceAttributesForKey.addedClaims(options.claims, command: Options.spec.name)
+        let claims = try ClaimOption.parse(options.claims, command: Options.spec.name)
         let explicitDeviceID = try options.deviceID.map { id throws(UsageError) -> String in
             guard !id.isEmpty, id.count <= 256, !id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
                 throw UsageError("--device-id must be 1 to 256 printable characters", command: "token")
             }
             return id
         }
-        let configuration = try context.configuration()
-        let store = try context.deviceStore()
-        let token = try KeyUseDeadline.bounding(context, "loading the device key and signing the token") {
-            try mint(context, options, store: store, configuration: configuration, claims: claims, explicitDeviceID: explicitDeviceID)
-        }
+        let deviceTokens = try context.deviceTokens(try context.configuration())
+        let token = try deviceTokens.deviceToken(for: explicitDeviceID.map(RegistrationChoice.deviceID) ?? .server(options.server), addedClaims: claims,
+                                                 deadline: .command(context, doing: "loading the device key and signing the token"),
+                                                 // The steps are said only with -v: the default path does no more than mint.
+                                                 steps: context.verbose ? { say($0, context, options, store: deviceTokens.store) } : nil)
         context.output(context.json ? JSONWriter.string(.object(["token": .string(token)])) : token)
     }
 
-    /// Loads the key, picks the registration and signs: what the deadline bounds.
-    private static func mint(_ context: CommandContext, _ options: Options, store: DeviceStore, configuration: Configuration,
-                             claims: [(String, String)], explicitDeviceID: String?) throws -> String {
-        let device = try store.loadKey()
-        let registration = try explicitDeviceID.map { id in device.state.registrations.first { $0.registrationId == id } }
-            ?? RegistrationSelector.select(from: device.state, server: options.server)
-        let deviceID = explicitDeviceID ?? registration!.registrationId
-        let attributesForKey = DeviceAttributesForKey(configuration: configuration, addedClaims: claims)
-        let attributes: DeviceAttributes
-        // The steps are said only with -v: the default path does no more than mint.
-        if context.verbose {
+    /// `-v`: the keystore, the key, the registration and why, each claim's source, the signing.
+    private static func say(_ step: DeviceTokenService.Step, _ context: CommandContext, _ options: Options, store: DeviceStore) {
+        switch step {
+        case let .registrationChosen(device, selected):
             context.detail("keystore: \(store.keystore.path)")
             context.detail("key: \(device.record.backend.rawValue) key \(device.record.fingerprint)")
-            if let explicitDeviceID {
-                context.detail("device id: \(explicitDeviceID), from --device-id" + (registration.map { " (registered at \($0.server))" } ?? ""))
-            } else if let registration {
+            if let explicitDeviceID = options.deviceID {
+                context.detail("device id: \(explicitDeviceID), from --device-id" + (selected.registration.map { " (registered at \($0.server))" } ?? ""))
+            } else if let registration = selected.registration {
                 context.detail("registration: \(registration.registrationId) at \(registration.server), "
                                + (options.server == nil ? "the only one" : "the one for --server \(options.server!)"))
             }
-            let report = attributesForKey.posture(context, backend: device.record.backend)
-            for line in attributesForKey.sources(posture: report) { context.detail(line) }
-            attributes = attributesForKey.attributes(posture: report)
-        } else {
-            attributes = attributesForKey.attributes(context, backend: device.record.backend)
-        }
-        // In the server's time when its clock was measured to differ (ClockSkew says when that still holds).
-        let clock = registration.map { context.clocks.clock(for: $0.server, base: context.environment.clock) } ?? context.environment.clock
-        if context.verbose {
+        case let .attributesGathered(claimSources):
+            for line in claimSources { context.detail(line) }
+        case .signing:
             context.detail("signing: an ES256 device token with header deviceId, a new jti and the current iat (printed on stdout)")
         }
-        return try DeviceTokenMinter(key: device.key, clock: clock, random: context.environment.random)
-            .deviceToken(deviceId: deviceID, attributes: attributes)
     }
 }

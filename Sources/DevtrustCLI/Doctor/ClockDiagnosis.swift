@@ -2,6 +2,7 @@ import DevtrustDevice
 import DevtrustEncoding
 import DevtrustHTTP
 import DevtrustKeystore
+import DevtrustURL
 
 /// `clock.<origin>`: this machine's clock against each server it is registered
 /// or signed in with, from one GET's `Date` header (server contract, section 2:
@@ -25,7 +26,8 @@ struct ClockDiagnosis {
     /// keystore's URL when no URL to GET can be made of it.
     struct Server: Equatable {
         let origin: String
-        /// The origin as the other commands key their clock records (user and password included).
+        /// What the other commands key its clock records by (`Origin.text(of:)` of the URL as recorded):
+        /// `origin` but for a URL with no origin, which is kept as written.
         let recordOrigin: String
         let named: String
         let url: String?
@@ -37,19 +39,19 @@ struct ClockDiagnosis {
     let http: any HTTPClient
     /// This machine's wall clock, seconds since the epoch with fractions.
     let now: () -> Double
-    /// Whether devtrust's own tokens for a server are written in its time now (a recent measurement, `ClockMonitor`).
+    /// Whether devtrust's own tokens for a server are written in its time now (a recent measurement, `ServerClocks`).
     let correctsTokens: (String) -> Bool
 
     /// The servers of the registrations, then of the sign-ins, one per origin.
     static func servers(of state: KeystoreState) -> [Server] {
         var servers = [Server]()
         func add(_ named: String, registration: Bool, _ url: () throws -> String) {
-            let origin = ClockSkew.origin(of: withoutUserInfo(named))
+            let origin = Origin.text(of: withoutUserInfo(named))
             guard !servers.contains(where: { $0.origin == origin }) else { return }
             let made = Result { try url() }
             var problem: String?
             if case let .failure(error) = made { problem = (error as? HTTPError).map { "\($0)" } ?? "\(error)" }
-            servers.append(Server(origin: origin, recordOrigin: ClockSkew.origin(of: named), named: DoctorText.shown(named),
+            servers.append(Server(origin: origin, recordOrigin: Origin.text(of: named), named: DoctorText.shown(named),
                                   url: try? made.get(), problem: problem, isRegistration: registration))
         }
         for registration in state.registrations {
@@ -67,12 +69,10 @@ struct ClockDiagnosis {
 
     /// `url` without the user name and password of its authority.
     static func withoutUserInfo(_ url: String) -> String {
-        let characters = Array(url)
-        guard let colon = characters.firstIndex(of: ":"), characters[colon...].starts(with: [":", "/", "/"]) else { return url }
-        let authorityStart = colon + 3
-        let authorityEnd = characters[authorityStart...].firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? characters.endIndex
-        guard let at = characters[authorityStart..<authorityEnd].lastIndex(of: "@") else { return url }
-        return String(characters[..<authorityStart]) + String(characters[(at + 1)...])
+        var reference = URLReference(url)
+        guard let authority = reference.authority, let at = authority.lastIndex(of: "@") else { return url }
+        reference.authority = String(authority[authority.index(after: at)...])
+        return reference.text
     }
 
     /// The HTTP settings of every command (CA file, proxy exceptions), with timeouts no longer than `timeoutMilliseconds`.

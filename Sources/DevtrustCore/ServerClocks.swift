@@ -1,16 +1,18 @@
 import DevtrustDevice
-import DevtrustHTTP
 import DevtrustKeys
 import DevtrustKeystore
+import DevtrustURL
 
 /// The servers' clocks during one run (server contract, section 2): every
-/// answer's `Date` header is compared with this machine's clock; a difference
-/// beyond what the server tolerates is said once per server, in words that
-/// name the clock and the fix; the last measurement per server is kept in the
-/// cache directory (`status` shows it); and device tokens for a server are
-/// written in its time (`ClockSkew` says when a stored measurement still applies).
-/// A command runs on one thread: the state needs no lock.
-final class ClockMonitor: @unchecked Sendable {
+/// answer's `Date` header is compared with this machine's clock (the front end
+/// reports each comparison: `observe`); a difference beyond what the server
+/// tolerates is said once per server, in words that name the clock and the fix;
+/// the last measurement per server is kept in the cache directory (`status`
+/// shows it); and device tokens for a server are written in its time
+/// (`ClockSkew` says when a stored measurement still applies).
+/// A class, not a value: the HTTP client that measures and the minter that corrects
+/// share one run's measurements. A command runs on one thread: the state needs no lock.
+public final class ServerClocks: @unchecked Sendable {
     private let store: ClockSkewStore?
     private let reading: @Sendable () -> BootClockReading
     private let warn: (String) -> Void
@@ -18,21 +20,22 @@ final class ClockMonitor: @unchecked Sendable {
     private var measured = [String: Int64]()
     private var warned = Set<String>()
 
-    init(store: ClockSkewStore?, reading: @escaping @Sendable () -> BootClockReading, warn: @escaping (String) -> Void) {
+    /// `reading`: this machine's clocks (injected: tests set them); `warn`: where the warning goes.
+    public init(store: ClockSkewStore?, reading: @escaping @Sendable () -> BootClockReading, warn: @escaping (String) -> Void) {
         self.store = store
         self.reading = reading
         self.warn = warn
     }
 
-    /// The client, reading the `Date` header of every answer.
-    func watch(_ client: any HTTPClient) -> any HTTPClient {
-        let reading = self.reading
-        return ClockWatchingHTTPClient(client, now: { reading().wall }, observe: { [self] in observe($0) })
+    /// This machine's wall clock, seconds since the epoch with fractions: what a `Date` header is compared with.
+    public func wallClock() -> Double {
+        reading().wall
     }
 
-    func observe(_ observation: ClockObservation) {
-        let origin = ClockSkew.origin(of: observation.url)
-        let skew = Int64(observation.skewSeconds.rounded())
+    /// An answer from `url` showed this machine's clock `skewSeconds` ahead of the server's (behind when negative).
+    public func observe(skewSeconds: Double, at url: String) {
+        let origin = Origin.text(of: url)
+        let skew = Int64(skewSeconds.rounded())
         measured[origin] = skew
         let now = reading()
         if let bootID = now.bootID {
@@ -52,8 +55,8 @@ final class ClockMonitor: @unchecked Sendable {
 
     /// Seconds to take off this machine's time for tokens to `server`: this run's measurement, or a stored one that still applies.
     /// `threshold`: smaller differences are not corrected.
-    func correction(for server: String, threshold: Int64 = ClockSkew.correctionThreshold) -> Int64? {
-        let origin = ClockSkew.origin(of: server)
+    public func correction(for server: String, threshold: Int64 = ClockSkew.correctionThreshold) -> Int64? {
+        let origin = Origin.text(of: server)
         if let skew = measured[origin] {
             return abs(skew) > threshold && abs(skew) <= ClockSkew.maximumCorrection ? skew : nil
         }
@@ -62,12 +65,12 @@ final class ClockMonitor: @unchecked Sendable {
     }
 
     /// The last measurement per server origin.
-    func records() -> [String: ClockSkewRecord] {
+    public func records() -> [String: ClockSkewRecord] {
         store?.records() ?? [:]
     }
 
     /// A clock in `server`'s time, for the tokens sent to it.
-    func clock(for server: String, base: any Clock, threshold: Int64 = ClockSkew.correctionThreshold) -> any Clock {
+    public func clock(for server: String, base: any Clock, threshold: Int64 = ClockSkew.correctionThreshold) -> any Clock {
         SkewCorrectedClock(base: base, skew: { [self] in correction(for: server, threshold: threshold) })
     }
 }

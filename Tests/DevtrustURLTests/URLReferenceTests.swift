@@ -1,5 +1,5 @@
 import DevtrustEncoding
-import DevtrustHTTP
+import DevtrustURL
 import DevtrustTestSupport
 import Testing
 

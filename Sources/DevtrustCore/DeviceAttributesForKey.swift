@@ -1,0 +1,82 @@
+import DevtrustConfig
+import DevtrustJOSE
+import DevtrustKeys
+import DevtrustKeystore
+import DevtrustPosture
+
+/// The attributes a device token or deviceData carries for a key: `platform`,
+/// the device's posture (the key's backend among it, and the admin's
+/// collector), the configuration's claims, then `--claim`s; a later value wins.
+/// `device-data`, `token`, `register`, `login` (its device token), the native
+/// host and `attributes` all take them from here (through `DeviceTokenService`).
+public struct DeviceAttributesForKey: Sendable {
+    let configuration: Configuration
+    /// `--claim NAME=VALUE`s, checked (`ClaimName`).
+    let addedClaims: [(String, String)]
+
+    public init(configuration: Configuration, addedClaims: [(String, String)] = []) {
+        self.configuration = configuration
+        self.addedClaims = addedClaims
+    }
+
+    public func attributes(posture report: PostureReport) -> DeviceAttributes {
+        var attributes = DeviceAttributes(platform: configuration.platform)
+        for (name, value) in report.claims { attributes.set(name, value) }
+        for (name, value) in configuration.claims { attributes.set(name, value) }
+        for (name, value) in addedClaims { attributes.set(name, value) }
+        return attributes
+    }
+
+    /// Where each claim of `attributes(posture:)` comes from, one line each
+    /// (names and sources, for -v; values stay in the token).
+    public func sources(posture report: PostureReport) -> [String] {
+        var lines = ["claim platform: the configuration (\(configuration.platform))"]
+        for attribute in report.attributes {
+            lines.append("claim \(attribute.name): " + (attribute.value == nil ? "left out, " : "") + attribute.source)
+        }
+        for (name, _) in configuration.claims { lines.append("claim \(name): the configuration's claims") }
+        for (name, _) in addedClaims { lines.append("claim \(name): --claim") }
+        return lines
+    }
+}
+
+/// Where this machine's posture is read: below a root ("" on the machine, a fixture tree in
+/// tests), as which user, and where the slow collectors' results are cached.
+public struct PostureSources: Sendable {
+    /// Prefix of every path the collectors read.
+    let root: String
+    let effectiveUserID: UInt32
+    /// The user's home directory and XDG_CONFIG_HOME (the desktop's lock-screen settings).
+    let home: String?
+    let xdgConfigHome: String?
+    /// Where the firewall's and the admin's collector's results are kept (nil: nowhere).
+    let cache: CacheDirectory?
+
+    public init(root: String = "", effectiveUserID: UInt32, home: String?, xdgConfigHome: String?, cache: CacheDirectory?) {
+        self.root = root
+        self.effectiveUserID = effectiveUserID
+        self.home = home
+        self.xdgConfigHome = xdgConfigHome
+        self.cache = cache
+    }
+
+    /// Collects the posture for a key kept by `backend` (nil: no key), as `configuration` says
+    /// (its collector, timeouts, cache time, inventory), at `now` (the cache's clock).
+    public func collect(backend: KeyBackend?, configuration: Configuration, now: Int64) -> PostureReport {
+        let input = PostureInput(root: root, effectiveUserID: effectiveUserID, home: home, xdgConfigHome: xdgConfigHome,
+                                 keyProtection: backend?.rawValue, inventory: configuration.inventory)
+        var settings = PostureSettings(collector: configuration.collector)
+        settings.collectorTimeoutMilliseconds = configuration.collectorTimeoutSeconds * 1000
+        settings.cacheSeconds = Int64(configuration.postureCacheSeconds)
+        return PostureCollector.collect(input, settings: settings, cache: cache.map(PostureCacheFile.init), now: now)
+    }
+}
+
+/// Slow collectors' results, in the cache directory (`posture.json`), not the keystore.
+struct PostureCacheFile: PostureCacheStore {
+    static let fileName = "posture.json"
+    let directory: CacheDirectory
+
+    func read() -> [UInt8]? { directory.read(Self.fileName) }
+    func write(_ bytes: [UInt8]) { directory.write(Self.fileName, bytes) }
+}
