@@ -87,7 +87,7 @@ enum BrowserLoginCommand {
                 listener.close()
                 PollingSignIn.endBySignal(context, signal, error.description)
             }
-            if let error = error as? LoopbackListenerError, case .handoffReused = error {
+            if case .handoffReused = error {
                 PollingSignIn.emit(context, ["event": .string("failure"), "error": .string("handoff_reused"), "description": .string(error.description)])
                 throw error
             }
