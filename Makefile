@@ -125,7 +125,7 @@ fuzz: deps-build
 
 # Regenerates scripts/link-order.txt from callgrind runs of the release binary.
 link-order: deps-bench build
-	scripts/update-link-order.py $(RELEASE_BINARY)
+	$(UNTOUCHED) --label "make link-order" -- scripts/update-link-order.py $(RELEASE_BINARY)
 
 # The binary, the man page, the shell completions (written by the binary), the
 # browser extension, the example configuration and the docs: the package's
