@@ -89,9 +89,16 @@ build: deps-build static-libs
 # A target that imports a module of the package it does not depend on fails
 # the build (SwiftPM's check; check-layers holds each target to its own list).
 IMPORT_CHECK = --explicit-target-dependency-import-check error
+# Tests, the demo and the benchmarks name their own keystore, cache and
+# configuration: as root, devtrust's defaults are the machine's /var/lib,
+# /var/cache and /etc/devtrust. UNTOUCHED runs a command between two snapshots
+# of those and of the invoking user's ~/.local/share, ~/.cache and
+# ~/.config/devtrust, and fails, naming each change, when one changed.
+UNTOUCHED = scripts/untouched.py
 test: deps-check check-layers build
+	$(UNTOUCHED) --self-test
 	$(SWIFT) build --build-tests $(IMPORT_CHECK)
-	$(SWIFT) test $(IMPORT_CHECK)
+	$(UNTOUCHED) --label "make test" -- $(SWIFT) test $(IMPORT_CHECK)
 
 # The modules of `devtrust token` below HTTP, and every target's dependencies
 # exactly its imports (scripts/check-layers.py).
@@ -100,7 +107,7 @@ check-layers:
 	SWIFT=$(SWIFT) scripts/check-layers.py
 
 demo: deps-check build
-	@scripts/demo.sh $(RELEASE_BINARY)
+	@$(UNTOUCHED) --label "make demo" -- scripts/demo.sh $(RELEASE_BINARY)
 
 deps-bench: deps-check
 	@scripts/ensure-packages.sh $(BENCH_PACKAGES)
@@ -109,7 +116,7 @@ deps-bench: deps-check
 # scripts/bench-thresholds.json is missed (docs/performance.md).
 bench: deps-bench build
 	$(SWIFT) build $(RELEASE_FLAGS) --product devtrust-bench
-	scripts/bench.py --binary $(RELEASE_BINARY) --bench .build/release/devtrust-bench --thresholds scripts/bench-thresholds.json
+	$(UNTOUCHED) --label "make bench" -- scripts/bench.py --binary $(RELEASE_BINARY) --bench .build/release/devtrust-bench --thresholds scripts/bench-thresholds.json
 
 # libFuzzer over the parsers (Fuzz/README.md): each target for FUZZ_SECONDS,
 # or FUZZ_RUNS executions when that comes first.
@@ -118,7 +125,7 @@ fuzz: deps-build
 
 # Regenerates scripts/link-order.txt from callgrind runs of the release binary.
 link-order: deps-bench build
-	scripts/update-link-order.py $(RELEASE_BINARY)
+	$(UNTOUCHED) --label "make link-order" -- scripts/update-link-order.py $(RELEASE_BINARY)
 
 # The binary, the man page, the shell completions (written by the binary), the
 # browser extension, the example configuration and the docs: the package's

@@ -80,6 +80,23 @@ class Report:
             self.missed.append(key)
 
 
+def own_directories(inherited, directory):
+    """The environment of every command run here: the keystore, cache and configuration
+    below `directory` (removed at the end). As root, devtrust's defaults are the machine's
+    /var/lib/devtrust, /var/cache/devtrust (the posture cache every token writes) and
+    /etc/devtrust; a variable inherited from the caller (DEVTRUST_CONFIG, XDG_CACHE_HOME)
+    would name the caller's. The configuration is empty: embedded defaults."""
+    environment = {name: value for name, value in inherited.items() if name not in ("DEVTRUST_KEYSTORE", "DEVTRUST_CONFIG")}
+    config = os.path.join(directory, "config")
+    os.makedirs(os.path.join(config, "devtrust"), mode=0o700)
+    with open(os.path.join(config, "devtrust", "config.json"), "w") as file:
+        file.write("{}\n")
+    environment.update(HOME=directory, PATH="/usr/bin:/bin", DEVTRUST_KEYSTORE=os.path.join(directory, "keystore"),
+                       XDG_CACHE_HOME=os.path.join(directory, "cache"), XDG_CONFIG_HOME=config,
+                       XDG_DATA_HOME=os.path.join(directory, "data"))
+    return environment
+
+
 def software_token(args, directory, environment, thresholds, report):
     keystore = os.path.join(directory, "software")
     output_of([args.binary, "--keystore", keystore, "init", "--backend", "software"], environment)
@@ -235,7 +252,7 @@ def main(argv):
     with open(args.thresholds) as file:
         thresholds = json.load(file)
     directory = tempfile.mkdtemp(prefix="devtrust-bench-")
-    environment = dict(os.environ, HOME=directory, PATH="/usr/bin:/bin")
+    environment = own_directories(os.environ, directory)
     report = Report()
     try:
         header = "devtrust bench %s: %d cores, load %s, %s" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.cpu_count(),

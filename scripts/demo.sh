@@ -12,7 +12,15 @@ keystore=$demo/keystore
 rm -rf "$demo"
 mkdir -p "$demo"
 chmod 700 "$demo"
+# The demo's own keystore, cache and configuration, all in $demo: as root, devtrust's
+# defaults are the machine's /var/lib/devtrust, /var/cache/devtrust and /etc/devtrust
+# (docs/usage.md). XDG_CACHE_HOME and XDG_CONFIG_HOME count only when absolute; the
+# configuration is empty (embedded defaults), so neither /etc/devtrust's nor ~/.config's is read.
 export DEVTRUST_KEYSTORE="$keystore"
+export XDG_CACHE_HOME="$PWD/$demo/cache" XDG_CONFIG_HOME="$PWD/$demo/config"
+unset DEVTRUST_CONFIG
+mkdir -p "$XDG_CONFIG_HOME/devtrust"
+echo '{}' > "$XDG_CONFIG_HOME/devtrust/config.json"
 step() { printf '\n== %s\n' "$*"; }
 
 # A software TPM for the demo when swtpm is installed (the key then lives in it).
@@ -78,9 +86,17 @@ echo
 step "devtrust login: app-native sign-in at the reference server, carrying a fresh device token"
 "$devtrust" login --server "$server" --client-id devtrust-app --non-interactive --authenticator BasicAuthenticator \
     --input username=alice@example.com --input "password=correct horse"
-echo "the server's record of the device token it got:"
-curl -sS "$server/api/signin-records"
-echo
+echo "the server's record of the device token it got (this sign-in's, from its /api/signin-records):"
+# Said, or the demo fails saying why: never an empty line.
+curl -sS "$server/api/signin-records" | /usr/bin/python3 -c '
+import json, sys
+answer = sys.stdin.read()
+if not answer.strip():
+    sys.exit("demo: the server did not answer /api/signin-records")
+records = json.loads(answer)
+if not records:
+    sys.exit("demo: the server recorded no sign-in")
+print(json.dumps(records[-1], indent=2))'
 
 step "devtrust access-token (for: curl -H \"Authorization: Bearer \$(devtrust access-token)\" ...)"
 "$devtrust" access-token | cut -c1-16 | sed 's/$/… (truncated here)/'
@@ -93,4 +109,4 @@ printf '{"spki":"%s","jws":["%s"]}' "$("$devtrust" pubkey)" "$token" \
     | /usr/bin/python3 Tests/Interop/verify_es256.py
 echo
 
-echo "demo keystore: $keystore (remove with: rm -rf $demo)"
+echo "demo keystore: $keystore, cache: $XDG_CACHE_HOME/devtrust, configuration: $XDG_CONFIG_HOME/devtrust (remove with: rm -rf $demo)"

@@ -66,7 +66,14 @@ def main(arguments):
         binary = os.path.join(directory, "devtrust")
         # callgrind cannot read the DWARF of a static Swift binary; the symbol table is enough.
         subprocess.run(["strip", "--strip-debug", "-o", binary, release], check=True)
-        environment = dict(os.environ, HOME=directory, TSS2_LOG="all+NONE")
+        # The keystore, cache and configuration of this run, below `directory`: as root,
+        # devtrust's defaults are the machine's (/var/cache/devtrust gets every token's posture).
+        environment = {name: value for name, value in os.environ.items() if name not in ("DEVTRUST_KEYSTORE", "DEVTRUST_CONFIG")}
+        environment.update(HOME=directory, TSS2_LOG="all+NONE", DEVTRUST_KEYSTORE=os.path.join(directory, "software"),
+                           XDG_CACHE_HOME=os.path.join(directory, "cache"), XDG_CONFIG_HOME=os.path.join(directory, "config"))
+        os.makedirs(os.path.join(directory, "config", "devtrust"))
+        with open(os.path.join(directory, "config", "devtrust", "config.json"), "w") as file:
+            file.write("{}\n")  # embedded defaults, not /etc/devtrust/config.json
         software = ["--keystore", os.path.join(directory, "software")]
         subprocess.run([binary] + software + ["init", "--backend", "software"], env=environment, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -423,10 +423,14 @@ import Testing
         let tree = TemporaryDirectory()
         _ = tree.write("extension/manifest.json", "{}")
         _ = tree.write("extension/icons/icon.png", "png")
+        // make's environment, with a keystore, cache and configuration of the test's own for the
+        // binary it runs (`devtrust completion`): as root, the defaults are the machine's.
+        let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("DEVTRUST_") }
+            .merging(OwnDirectories.variables(in: tree.file("devtrust"))) { $1 }
         let make = { (destination: String) throws -> ProcessResult in
             // -o build: the release binary is there already; this is about the copy.
             try ProcessRunner.run("/usr/bin/make", ["-s", "-C", Repository.path(""), "-o", "build", "install", "DESTDIR=" + destination, "PREFIX=/usr",
-                                                    "BROWSER_SOURCE=" + tree.file("extension")], environment: ProcessInfo.processInfo.environment)
+                                                    "BROWSER_SOURCE=" + tree.file("extension")], environment: environment)
         }
         let good = try make(tree.file("good"))
         #expect(good.status == 0, "\(good)")

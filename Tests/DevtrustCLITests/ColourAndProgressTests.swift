@@ -197,8 +197,9 @@ import Testing
     /// Server text is made printable first, then styled: its escapes show as text, only devtrust's own reach the terminal.
     @Test func aServersEscapesAreShownNotObeyedInsideColour() throws {
         let terminal = CapturingTerminal(errorIsTerminal: true)
+        let directory = TemporaryDirectory()
         let context = CommandContext(global: GlobalOptions(OptionValues(try CommandSpecs.parser.parse(["status"]))),
-                                     environment: CommandEnvironment(variables: ["TERM": "xterm"], terminal: terminal))
+                                     environment: InProcessCLI.ownEnvironment(["TERM": "xterm"], in: directory, terminal: terminal))
         context.serverMessage("bad\u{1B}[2Jcode", isError: true)
         context.warn("odd\u{1B}]0;title\u{07}")
         #expect(terminal.errors == "\u{1B}[31merror: bad\\u{1B}[2Jcode\u{1B}[0m\n\u{1B}[33mdevtrust: warning: odd\\u{1B}]0;title\\u{7}\u{1B}[0m\n")

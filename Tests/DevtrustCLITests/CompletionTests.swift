@@ -46,7 +46,8 @@ import Testing
 
         var environment: [String: String] {
             ["PATH": directory.file("bin") + ":/usr/bin:/bin", "HOME": directory.file("home"), "XDG_CONFIG_HOME": directory.file("xdg-config"),
-             "XDG_DATA_HOME": directory.file("xdg-data"), "TERM": "xterm", "DEVTRUST_KEYSTORE": cli.keystore]
+             "XDG_DATA_HOME": directory.file("xdg-data"), "XDG_CACHE_HOME": directory.file("xdg-cache"), "TERM": "xterm",
+             "DEVTRUST_KEYSTORE": cli.keystore]
         }
 
         /// The candidates `shell` offers for `line` (which ends where the cursor is).

@@ -118,19 +118,42 @@ struct InProcessCLI: DevtrustRunner {
             Issue.record("libcurl's debug lines go to file descriptor 2, not through the Terminal: run this test with DevtrustBinary")
         }
         let variables = environment.filter { CommandEnvironment.knownVariables.contains($0.key) }
+        Self.requireOwnDirectories(variables)
         let terminal = CapturingTerminal(stdin: stdin ?? [], inputIsTerminal: inputIsTerminal, errorIsTerminal: errorIsTerminal, errorSize: errorSize)
         let status = DevtrustCommandLine.run(arguments, environment: CommandEnvironment(variables: variables, terminal: terminal, clock: clock, random: random))
         return Run(result: ProcessResult(status: status, stdout: terminal.output, stderr: terminal.errors), prompts: terminal.prompts)
     }
 
-    /// One command with the given variables only (no keystore set up), for
-    /// parsing, help and errors that come before any keystore is read.
+    /// One command with the given variables (no keystore set up), for parsing, help and
+    /// errors that come before any keystore is read; its keystore, cache and configuration
+    /// are still its own (`ownEnvironment`), where the given variables name none.
     static func run(_ arguments: [String], variables: [String: String] = [:], stdin: String? = nil,
                     clock: any Clock = SystemClock(), random: any RandomSource = SystemRandom(),
                     inputIsTerminal: Bool = false, errorIsTerminal: Bool = false) -> (exitCode: Int32, stdout: String, stderr: String) {
+        let directory = TemporaryDirectory("in-process")
         let terminal = CapturingTerminal(stdin: Array((stdin ?? "").utf8), inputIsTerminal: inputIsTerminal, errorIsTerminal: errorIsTerminal)
-        let status = DevtrustCommandLine.run(arguments, environment: CommandEnvironment(variables: variables, terminal: terminal, clock: clock, random: random))
+        let status = DevtrustCommandLine.run(arguments, environment: ownEnvironment(variables, in: directory, terminal: terminal, clock: clock, random: random))
         return (status, terminal.output, terminal.errors)
+    }
+
+    /// A command environment for devtrust's code run in this process outside `InProcessCLI`
+    /// (a `CommandContext` built by a test): `variables` and a keystore, cache and configuration
+    /// of its own below `directory`, which the test keeps while the code runs.
+    static func ownEnvironment(_ variables: [String: String] = [:], in directory: TemporaryDirectory, terminal: any Terminal,
+                            clock: any Clock = SystemClock(), random: any RandomSource = SystemRandom()) -> CommandEnvironment {
+        let variables = OwnDirectories.variables(in: directory.path).merging(variables) { $1 }
+        requireOwnDirectories(variables)
+        return CommandEnvironment(variables: variables, terminal: terminal, clock: clock, random: random)
+    }
+
+    /// Fails the test when devtrust would choose a directory by itself: run as root (as here
+    /// and on CI), the machine's /var/lib/devtrust, /var/cache/devtrust or /etc/devtrust.
+    static func requireOwnDirectories(_ variables: [String: String], sourceLocation: SourceLocation = #_sourceLocation) {
+        let unnamed = OwnDirectories.unnamed(in: variables)
+        if !unnamed.isEmpty {
+            Issue.record("devtrust would use the machine's (or this user's) own \(unnamed.joined(separator: ", ")): name the test's own",
+                         sourceLocation: sourceLocation)
+        }
     }
 }
 

@@ -29,7 +29,10 @@ import Testing
         let needles = ["@" + directory.file("ks/key-*.pem"), "password=" + Hex.encode(Array("correct horse".utf8))]
         let command = [cli.path, "--keystore", directory.file("ks"), "register", "--server", server.url,
                        "--input", "http://wso2.com/claims/emailaddress=alice@example.com", "--input", "password=correct horse", "--input", "otp=123456"]
-        let result = try ExternalTool.python.run([Repository.path("Tests/Interop/memory_scan.py"), "2"] + command + ["--"] + needles)
+        // The script starts devtrust with its own environment: the test's keystore, cache and configuration
+        // (with only PATH, as root, `register` wrote the machine's /var/cache/devtrust/posture.json and clock.json).
+        let result = try ProcessRunner.run(ExternalTool.python.rawValue, [Repository.path("Tests/Interop/memory_scan.py"), "2"] + command + ["--"] + needles,
+                                           environment: cli.environment)
         let prompts = try #require(try JSONParser.parse(result.stdout).objectValue?["prompts"]?.arrayValue, "\(result)")
         // The OTP step's buttons (after the key was read), then the terms (after it signed).
         #expect(prompts.count == 2, "\(result.stdout)")
@@ -115,7 +118,9 @@ import Testing
             needles.append("sec1-text~12=" + Hex.encode(Array((lines[1].dropFirst(12) + "\n" + lines[2]).utf8)))
         }
         let scan = [binary, "--keystore", directory.file(marker)] + arguments
-        let result = try ExternalTool.python.run([Repository.path("Tests/Interop/memory_scan.py"), "stderr"] + scan + ["--"] + needles)
+        // devtrust gets the script's environment: a keystore, cache and configuration of the test's own.
+        let result = try ProcessRunner.run(ExternalTool.python.rawValue, [Repository.path("Tests/Interop/memory_scan.py"), "stderr"] + scan + ["--"] + needles,
+                                           environment: DevtrustBinary(keystore: directory.file(marker), path: binary).environment)
         let prompts = try #require(try JSONParser.parse(result.stdout).objectValue?["prompts"]?.arrayValue, "\(result)")
         #expect(prompts.count == 1, "devtrust did not stop at its report: \(result)")
         for prompt in prompts {

@@ -611,7 +611,7 @@ struct CheckedDeviceToken {
         for (path, reason) in [(fifo, "not a regular file"), (linkToFIFO, "not a regular file"), (deviceNode, "not a regular file"),
                                (folder, "not a regular file")] {
             let run = try ProcessRunner.run("/usr/bin/timeout", ["-s", "KILL", "5", DevtrustBinary.defaultPath, path, "host@devtrust.dev"],
-                                            environment: ["PATH": "/usr/bin:/bin", "HOME": directory.file("home")])
+                                            environment: DevtrustBinary(keystore: directory.file("ks")).environment)
             #expect(run.status == 2 && run.stderr.contains("with \(path), which is not devtrust's host manifest (\(reason))"), "\(path): \(run)")
         }
     }

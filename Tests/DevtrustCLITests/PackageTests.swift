@@ -19,9 +19,14 @@ import Testing
         && ["/usr/bin/dpkg-buildpackage", "/usr/bin/dh", "/usr/bin/lintian", "/usr/sbin/chroot"].allSatisfy(FileManager.default.isExecutableFile(atPath:)))
     static let skipped: Comment = "needs root, dpkg-buildpackage, lintian and a release binary newer than the sources (make build)"
 
+    /// make, with a keystore, cache and configuration of its own for the binary it runs
+    /// (`devtrust --version`, `devtrust completion`): as root, the defaults are the machine's.
+    /// No HOME, as before: only devtrust's own variables are added.
     static func make(_ arguments: [String]) throws -> ProcessResult {
-        try ProcessRunner.run("/usr/bin/make", ["-C", Repository.path(""), "--no-print-directory"] + arguments,
-                              environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"])
+        let own = TemporaryDirectory("make")
+        let variables = OwnDirectories.variables(in: own.path).filter { $0.key != "HOME" }
+        return try ProcessRunner.run("/usr/bin/make", ["-C", Repository.path(""), "--no-print-directory"] + arguments,
+                                     environment: variables.merging(["PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"]) { $1 })
     }
 
     /// The package, built once for the suite by `make deb`, its prerequisites (`make build`,
@@ -33,7 +38,8 @@ import Testing
         let buildOutput: ProcessResult
 
         static let shared: Result<Built, any Error> = Result {
-            let version = try ProcessRunner.run(release, ["--version"]).stdout
+            let scratch = TemporaryDirectory("version")
+            let version = try DevtrustBinary(keystore: scratch.file("ks"), path: release).run("--version").stdout
                 .trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "devtrust ", with: "")
             let directory = TemporaryDirectory("deb")
             let result = try PackageTests.make(["-o", "build", "-o", "deps-deb", "deb", "DEB_DIR=" + directory.file("out")])
@@ -538,6 +544,7 @@ import Testing
         let config = #"{"claims": {"site": "admin's"}}"# + "\n"
         for prefix in ["/usr", "/usr/local"] {
             let destination = TemporaryDirectory("install")
+            let own = TemporaryDirectory("install-own")
             let variables = ["PREFIX=\(prefix)", "DESTDIR=\(destination.path)", "INSTALL_BINARY=\(Self.release)"]
             // make install, its release build (make build) taken as done.
             let install = try Self.make(["-o", "build", "install"] + variables)
@@ -567,7 +574,7 @@ import Testing
             try FileManager.default.createDirectory(atPath: destination.file("etc/devtrust"), withIntermediateDirectories: true)
             _ = FileManager.default.createFile(atPath: configuration, contents: Data(config.utf8), attributes: [.posixPermissions: 0o644])
             let manifests = try ProcessRunner.run(Self.release, ["--config", configuration, "browser", "install", "--system", "--root", destination.path, "-q"],
-                                                  environment: ["PATH": "/usr/bin:/bin"])
+                                                  environment: DevtrustBinary(keystore: own.file("ks"), path: Self.release).environment)
             #expect(manifests.status == 0, "\(manifests)")
             let chromium = destination.file("etc/chromium/native-messaging-hosts/dev.devtrust.host.json")
             let firefox = destination.file("usr/lib/mozilla/native-messaging-hosts/dev.devtrust.host.json")

@@ -15,12 +15,14 @@ enum HiddenTSS {
 }
 
 @Suite(.enabled(if: HiddenTSS.isPossible)) struct TSSMissingTests {
-    /// Runs devtrust with libtss2-esys replaced by an empty file.
+    /// Runs devtrust with libtss2-esys replaced by an empty file, with a keystore, cache and
+    /// configuration of its own (as root, the defaults are the machine's /var/lib, /var/cache
+    /// and /etc/devtrust: `token` would write /var/cache/devtrust/posture.json).
     static func withoutTSS(_ directory: TemporaryDirectory, _ arguments: [String]) throws -> ProcessResult {
         let command = "mount --bind /dev/null \(HiddenTSS.library) && exec \"$0\" \"$@\""
         return try ProcessRunner.run("/usr/bin/unshare", ["-m", "/bin/sh", "-c", command, DevtrustBinary.defaultPath,
                                                           "--keystore", directory.file("ks")] + arguments,
-                                     environment: ["PATH": "/usr/bin:/bin", "HOME": directory.path])
+                                     environment: DevtrustBinary(keystore: directory.file("ks")).environment)
     }
 
     @Test func tpmBackendFailsWithWhatToInstall() throws {

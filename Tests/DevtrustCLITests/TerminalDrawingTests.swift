@@ -210,8 +210,9 @@ import Testing
     @Test(.enabled(if: ReferenceServer.shouldRun)) func theCurlClientForOtherOptionsShowsTheIndicator() throws {
         let server = try ReferenceServer(["--delay-seconds", "1.8"])
         let terminal = CapturingTerminal(errorIsTerminal: true)
+        let directory = TemporaryDirectory()
         let context = CommandContext(global: GlobalOptions(OptionValues(try CommandSpecs.parser.parse(["status"]))),
-                                     environment: CommandEnvironment(variables: ["TERM": "xterm", "LANG": "C.UTF-8"], terminal: terminal))
+                                     environment: InProcessCLI.ownEnvironment(["TERM": "xterm", "LANG": "C.UTF-8"], in: directory, terminal: terminal))
         let settings = HTTPClientSettings(caFile: nil, http: .init(), environment: [:])
         var options = settings.options
         options.totalTimeoutMilliseconds = 10_000

@@ -67,6 +67,11 @@ public struct DevtrustBinary: DevtrustRunner, Sendable {
     }
 
     public func run(_ arguments: [String], stdin: [UInt8]?) throws -> ProcessResult {
-        try ProcessRunner.run(path, arguments, environment: environment, stdin: stdin)
+        let environment = environment
+        let unnamed = OwnDirectories.unnamed(in: environment)
+        guard unnamed.isEmpty else {
+            throw FixtureError("devtrust would use the machine's (or this user's) own \(unnamed.joined(separator: ", ")): name the test's own")
+        }
+        return try ProcessRunner.run(path, arguments, environment: environment, stdin: stdin)
     }
 }
