@@ -182,41 +182,81 @@ static void mapped(const struct sockaddr_storage *v4, struct sockaddr_storage *v
     memcpy(&to->sin6_addr.s6_addr[12], &from->sin_addr, 4);
 }
 
-static int from_proc_file(const char *path, const struct sockaddr_storage *remote, const struct sockaddr_storage *local, unsigned int *uid) {
+/* One connection the /proc files are searched for: its peer's end and ours as those
+   files write them, and (IPv4) as an IPv6 socket talking through mapped addresses would. */
+struct proc_query {
+    char peer[64], us[64], mapped_peer[64], mapped_us[64];
+    int family, result;
+    unsigned int uid;
+};
+
+static void proc_query_make(const struct ends *ends, struct proc_query *query) {
+    memset(query, 0, sizeof *query);
+    query->family = ends->family;
+    query->result = 1;
+    address_text(&ends->remote, query->peer, sizeof query->peer);
+    address_text(&ends->local, query->us, sizeof query->us);
+    if (ends->family == AF_INET) {
+        struct sockaddr_storage remote, local;
+        mapped(&ends->remote, &remote);
+        mapped(&ends->local, &local);
+        address_text(&remote, query->mapped_peer, sizeof query->mapped_peer);
+        address_text(&local, query->mapped_us, sizeof query->mapped_us);
+    }
+}
+
+/* One pass over a /proc/net file for every query still open: a file made long by another
+   user costs one read per round, not one per connection. Returns -1 when it cannot be read. */
+static int proc_scan(const char *path, int ipv6, struct proc_query *queries, int count) {
     FILE *file = fopen(path, "re");
     if (!file) return -1;
-    char peer[64], us[64], line[512];
-    address_text(remote, peer, sizeof peer);
-    address_text(local, us, sizeof us);
-    int result = 1;
+    char line[512];
     while (fgets(line, sizeof line, file)) {
         char local[64], remote[64];
         unsigned int state, owner;
         unsigned long inode;
         /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
         if (sscanf(line, " %*s %63s %63s %x %*s %*s %*s %u %*s %lu", local, remote, &state, &owner, &inode) != 5) continue;
-        if (strcmp(local, peer) != 0 || strcmp(remote, us) != 0) continue;
-        if (inode != 0) {
-            *uid = owner;
-            result = 0;
+        for (int index = 0; index < count; index++) {
+            struct proc_query *query = &queries[index];
+            if (query->result != 1) continue;
+            const char *peer = ipv6 && query->family == AF_INET ? query->mapped_peer : query->peer;
+            const char *us = ipv6 && query->family == AF_INET ? query->mapped_us : query->us;
+            if (!ipv6 && query->family != AF_INET) continue;
+            if (strcmp(local, peer) != 0 || strcmp(remote, us) != 0) continue;
+            /* A socket with no file (orphaned, TIME_WAIT: inode 0, uid 0) has no owner. */
+            if (inode != 0) {
+                query->uid = owner;
+                query->result = 0;
+            } else {
+                query->result = 2;
+            }
         }
-        break;
     }
     fclose(file);
-    return result;
+    return 0;
+}
+
+/* tcp for IPv4 connections, then tcp6 for IPv6 ones and IPv4 ones whose peer is an IPv6
+   socket (the kernel lists those in tcp6, both ends mapped). */
+static void from_proc_many(struct proc_query *queries, int count) {
+    int v4 = 0;
+    for (int index = 0; index < count; index++) if (queries[index].family == AF_INET) v4++;
+    int tcp = v4 ? proc_scan("/proc/net/tcp", 0, queries, count) : 0;
+    int tcp6 = proc_scan("/proc/net/tcp6", 1, queries, count);
+    for (int index = 0; index < count; index++) {
+        struct proc_query *query = &queries[index];
+        if (query->result == 2) query->result = 1;
+        else if (query->result == 1 && (query->family == AF_INET ? tcp < 0 && tcp6 < 0 : tcp6 < 0)) query->result = -1;
+    }
 }
 
 static int from_proc(const struct ends *ends, unsigned int *uid) {
-    if (ends->family == AF_INET6) return from_proc_file("/proc/net/tcp6", &ends->remote, &ends->local, uid);
-    int result = from_proc_file("/proc/net/tcp", &ends->remote, &ends->local, uid);
-    if (result != 1) return result;
-    /* The peer may be an IPv6 socket talking to us through an IPv4-mapped address:
-       the kernel lists it in tcp6, with both ends mapped. */
-    struct sockaddr_storage remote, local;
-    mapped(&ends->remote, &remote);
-    mapped(&ends->local, &local);
-    int mappedResult = from_proc_file("/proc/net/tcp6", &remote, &local, uid);
-    return mappedResult < 0 ? 1 : mappedResult;
+    struct proc_query query;
+    proc_query_make(ends, &query);
+    from_proc_many(&query, 1);
+    if (query.result == 0) *uid = query.uid;
+    return query.result;
 }
 
 int devtrust_loopback_peer_uid_from(int fd, int source, unsigned int *uid) {
@@ -226,9 +266,30 @@ int devtrust_loopback_peer_uid_from(int fd, int source, unsigned int *uid) {
 }
 
 int devtrust_loopback_peer_uid(int fd, unsigned int *uid) {
-    struct ends ends;
-    if (read_ends(fd, &ends) != 0) return -1;
-    int result = from_sock_diag(&ends, uid);
-    if (result >= 0) return result;
-    return from_proc(&ends, uid);
+    int result;
+    devtrust_loopback_peer_uids(&fd, 1, &result, uid);
+    return result;
+}
+
+void devtrust_loopback_peer_uids(const int *fds, int count, int *results, unsigned int *uids) {
+    struct proc_query queries[64];
+    int asked[64], pending = 0;
+    for (int index = 0; index < count; index++) {
+        struct ends ends;
+        if (read_ends(fds[index], &ends) != 0) { results[index] = -1; continue; }
+        results[index] = from_sock_diag(&ends, &uids[index]);
+        if (results[index] >= 0) continue;
+        /* No socket diagnostics here: these are looked up together in /proc, 64 at a time. */
+        if (pending == 64) {
+            from_proc_many(queries, pending);
+            for (int each = 0; each < pending; each++) { results[asked[each]] = queries[each].result; uids[asked[each]] = queries[each].uid; }
+            pending = 0;
+        }
+        proc_query_make(&ends, &queries[pending]);
+        asked[pending++] = index;
+    }
+    if (pending) {
+        from_proc_many(queries, pending);
+        for (int each = 0; each < pending; each++) { results[asked[each]] = queries[each].result; uids[asked[each]] = queries[each].uid; }
+    }
 }

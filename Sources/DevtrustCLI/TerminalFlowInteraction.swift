@@ -117,27 +117,36 @@ final class TerminalFlowInteraction: FlowInteraction {
 
     func callback(redirectURL: String, step: FlowStep) throws -> [(String, String)] {
         context.info("Continue in a browser: \(redirectURL)")
-        let page = openBrowser ? openThroughHandoff(redirectURL) : nil
-        let preset: [(String, String)]? = presets["code"].flatMap { code in presets["state"].map { [("code", code), ("state", $0)] } }
-        if preset != nil || !interactive {
+        if let code = presets["code"], let state = presets["state"] {
+            // The answer is given: a browser would have nothing to bring back.
+            if openBrowser { context.info("(--open: not opening the browser, the code and state were given)") }
+            return [("code", code), ("state", state)]
+        }
+        var page = openBrowser ? openThroughHandoff(redirectURL) : nil
+        guard interactive else {
             // No prompt to serve the page beside: it is served until the browser fetched it (at most 60 s).
-            if let page { waitForBrowser(page, deadline: LoopbackRedirectListener.now() + Self.handoffWaitSeconds * 1000, prompt: nil) }
-            if let preset { return preset }
+            if let page {
+                _ = waitForBrowser(page, deadline: LoopbackRedirectListener.now() + Self.handoffWaitSeconds * 1000, prompt: nil)
+                page.listener.close()
+            }
             throw MissingFlowInputsError(inputs: [("code", "from the callback URL"), ("state", "from the callback URL")], stepText: ["redirection to \(redirectURL)"])
         }
+        defer { page?.listener.close() }
         let prompt = "Paste the URL the browser was sent back to: "
-        var first = true
         while true {
-            // The page is served while the prompt waits: until the browser fetched it or something is typed.
+            // The page is served while the prompt waits, until the browser fetched it: a line typed
+            // meanwhile (a wrong one, an Enter) does not take it from a browser still starting.
             let typed: String?
-            if first, let page {
+            if let open = page {
                 terminal.writeError(prompt)
-                waitForBrowser(page, deadline: LoopbackRedirectListener.now() + Self.handoffPromptSeconds * 1000, prompt: prompt)
+                if waitForBrowser(open, deadline: LoopbackRedirectListener.now() + Self.handoffPromptSeconds * 1000, prompt: prompt) != .typed {
+                    open.listener.close()
+                    page = nil
+                }
                 typed = terminal.readLine(prompt: "")
             } else {
                 typed = terminal.readLine(prompt: prompt)
             }
-            first = false
             guard let pasted = typed else {
                 throw UsageError("no callback URL was given", command: "register")
             }
@@ -235,6 +244,8 @@ final class TerminalFlowInteraction: FlowInteraction {
     final class HandoffPage {
         let listener: LoopbackRedirectListener
         var launcher: pid_t
+        /// Other users already warned about (once each, across the prompt's rounds).
+        var warnedUIDs = Set<UInt32>()
 
         init(listener: LoopbackRedirectListener, launcher: pid_t) {
             self.listener = listener
@@ -260,14 +271,17 @@ final class TerminalFlowInteraction: FlowInteraction {
         return HandoffPage(listener: listener, launcher: launcher)
     }
 
+    /// How a wait for the browser ended.
+    enum BrowserWait {
+        case fetched, failed, typed, timedOut
+    }
+
     /// Serves the page until the browser fetched it, xdg-open failed, the deadline passed or,
-    /// when a `prompt` is on the terminal, something is typed there (left to be read); then
-    /// closes it. A warning meanwhile goes on a line of its own, and the prompt is written again.
-    /// Ctrl-C ends register here as at its prompts (no handler is set).
-    private func waitForBrowser(_ page: HandoffPage, deadline: Int64, prompt: String?) {
-        defer { page.listener.close() }
-        let andInput = prompt != nil
-        if !andInput { context.info("Waiting for the browser to open the page (up to \(Self.handoffWaitSeconds) s) ...") }
+    /// when a `prompt` is on the terminal, something is typed there (left to be read). A warning
+    /// meanwhile goes on a line of its own, and the prompt is written again. The caller closes
+    /// the page. Ctrl-C ends register here as at its prompts (no handler is set).
+    private func waitForBrowser(_ page: HandoffPage, deadline: Int64, prompt: String?) -> BrowserWait {
+        if prompt == nil { context.info("Waiting for the browser to open the page (up to \(Self.handoffWaitSeconds) s) ...") }
         func warn(_ text: String) {
             guard let prompt else { return context.warn(text) }
             terminal.writeError("\n")
@@ -276,28 +290,31 @@ final class TerminalFlowInteraction: FlowInteraction {
         }
         var failed = false
         var typed = false
-        var warned = false
         let came = (try? page.listener.waitForHandoff(deadline: deadline, giveUp: {
             var status: Int32 = 0
             if page.launcher > 0, waitpid(page.launcher, &status, WNOHANG) == page.launcher {
                 page.launcher = 0
                 failed = !((status & 0x7F) == 0 && (status >> 8) & 0xFF == 0)
             }
-            if andInput {
+            if prompt != nil {
                 var input = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
                 typed = poll(&input, 1, 0) > 0
             }
             return failed || typed
         }, ignored: { reason in
-            guard case let .otherUser(uid) = reason, !warned else { return }
-            warned = true
+            guard case let .otherUser(uid) = reason, !page.warnedUIDs.contains(uid) else { return }
+            page.warnedUIDs.insert(uid)
             warn("refused the page to another user's connection (uid \(uid)): only your own browser is sent on to the URL")
         })) ?? false
+        if came { return .fetched }
         if failed {
+            page.listener.withdraw()
             warn("xdg-open could not open a browser; open the URL above yourself")
-        } else if !came && !typed {
-            warn("no browser opened the page within \(andInput ? Self.handoffPromptSeconds : Self.handoffWaitSeconds) s; open the URL above yourself")
+            return .failed
         }
+        if typed { return .typed }
+        warn("no browser opened the page within \(prompt == nil ? Self.handoffWaitSeconds : Self.handoffPromptSeconds) s; open the URL above yourself")
+        return .timedOut
     }
 
     /// Only what a browser should be handed from a server: https, or http to this machine.
@@ -313,15 +330,36 @@ final class TerminalFlowInteraction: FlowInteraction {
     /// Starts the browser on `listener`'s handoff page, which sends the user's own browser on to
     /// `url`: the URL (a state, a PKCE challenge, a device token, a pushed request's URI) never
     /// goes on xdg-open's or the browser's command line, which every user can read in /proc.
-    /// nil, having said why, as `launchBrowser`.
+    /// nil, having said why, as `launchBrowser`. The page is offered only while a browser is being
+    /// started: with no desktop, or when xdg-open cannot start, it sends nobody on (the caller
+    /// withdraws it too when xdg-open fails later), so that nothing but that browser is waited for.
     static func launchBrowser(handingOff url: String, through listener: LoopbackRedirectListener, context: CommandContext,
                               noDesktop: String = "(no desktop session here: open the URL on another device)") -> pid_t? {
         guard isWebURL(url) else {
             context.warn("not opening \(url) in a browser: only https URLs (or http to this machine) are opened; open it yourself if you trust it")
             return nil
         }
-        listener.offer(url)
-        return launchBrowser(listener.handoffURL, context: context, noDesktop: noDesktop)
+        guard hasDesktop(context) else {
+            context.info(noDesktop)
+            return nil
+        }
+        // A random last part: a page in the browser, or a user of a forwarded port, cannot guess it.
+        guard let key = try? PKCE.state(using: context.environment.random) else {
+            context.warn("not opening the browser: no randomness for its page; open the URL yourself")
+            return nil
+        }
+        listener.offer(url, key: key)
+        guard let handoff = listener.handoffURL, let launcher = launchBrowser(handoff, context: context, noDesktop: noDesktop) else {
+            listener.withdraw()
+            return nil
+        }
+        return launcher
+    }
+
+    /// Whether there is a desktop session to open a browser in.
+    static func hasDesktop(_ context: CommandContext) -> Bool {
+        let variables = context.environment.variables
+        return variables["DISPLAY"] != nil || variables["WAYLAND_DISPLAY"] != nil
     }
 
     /// Starts `xdg-open URL` (its output to /dev/null: a browser it starts writes there
@@ -334,8 +372,7 @@ final class TerminalFlowInteraction: FlowInteraction {
             context.warn("not opening \(url) in a browser: only https URLs (or http to this machine) are opened; open it yourself if you trust it")
             return nil
         }
-        let variables = context.environment.variables
-        guard variables["DISPLAY"] != nil || variables["WAYLAND_DISPLAY"] != nil else {
+        guard hasDesktop(context) else {
             context.info(noDesktop)
             return nil
         }

@@ -249,13 +249,15 @@ public final class LoopbackRedirectListener {
     private var connections: [Connection] = []
     /// Other users' connections (and those whose owner is unknown), answered apart.
     private var strangers: [Connection] = []
-    /// Where `handoffPath` sends the browser, once offered.
+    /// Where `handoffPath` sends the browser, once offered (nil again once withdrawn).
     private var handoffTarget: String?
+    /// The random part of `handoffPath`, given with the URL (`offer`).
+    private var handoffKey: String?
     /// Whether the handoff has sent a browser on: it does so once (a second request for it
     /// ends the wait, `handoffReused`).
     private var handoffServed = false
-    /// Names a connection's owner: the kernel's answer by default; tests may stand in.
-    let ownerOf: (Int32) -> PeerOwner
+    /// Names a connection's owner, for tests; nil: the kernel (asked for a round's connections at once).
+    let ownerOf: ((Int32) -> PeerOwner)?
 
     /// Limits per connection: the request head's size, and the time to send it.
     public static let maximumHeadBytes = 16_384
@@ -270,8 +272,8 @@ public final class LoopbackRedirectListener {
     /// connections already open (the user's browser among them).
     public static let acceptsPerRound = 64
     public static let acceptMillisecondsPerRound: Int64 = 100
-    /// The path the browser is started with (`handoffURL`); another when the redirect URI's path is this one.
-    static let handoffPaths = ["/devtrust-sign-in", "/devtrust-sign-in-page"]
+    /// The handoff page's path, before its random part.
+    public static let handoffPathPrefix = "/devtrust-sign-in/"
 
     /// Whose a connection is, as the kernel says.
     public enum PeerOwner: Equatable, Sendable {
@@ -288,9 +290,9 @@ public final class LoopbackRedirectListener {
 
     /// - Parameters:
     ///   - owners: the uids whose connections it serves; the process's real and effective uid by default.
-    ///   - ownerOf: how a connection's owner is found (the kernel by default).
+    ///   - ownerOf: how a connection's owner is found (nil: the kernel's answer).
     public init(_ redirect: LoopbackRedirect, owners: Set<UInt32> = [getuid(), geteuid()],
-                ownerOf: @escaping (Int32) -> PeerOwner = LoopbackRedirectListener.kernelOwner) throws(LoopbackListenerError) {
+                ownerOf: ((Int32) -> PeerOwner)? = nil) throws(LoopbackListenerError) {
         self.redirect = redirect
         self.owners = owners
         self.ownerOf = ownerOf
@@ -351,21 +353,40 @@ public final class LoopbackRedirectListener {
         return found == 0 ? .uid(uid) : .unknown
     }
 
-    /// The path of `handoffURL`: one the redirect URI does not use.
-    public var handoffPath: String {
-        Self.handoffPaths.first { $0 != redirect.path } ?? Self.handoffPaths[0]
+    /// The owners of connections the kernel has just given (one round's, at most 64): one
+    /// question each to NETLINK_SOCK_DIAG, or one read of /proc/net/tcp(6) for all of them.
+    static func kernelOwners(_ descriptors: [Int32]) -> [PeerOwner] {
+        guard !descriptors.isEmpty else { return [] }
+        var results = [Int32](repeating: -1, count: descriptors.count)
+        var uids = [UInt32](repeating: 0, count: descriptors.count)
+        devtrust_loopback_peer_uids(descriptors, Int32(descriptors.count), &results, &uids)
+        return zip(results, uids).map { $0 == 0 ? .uid($1) : .unknown }
     }
 
-    /// What to start the browser with: a page of this listener that sends the user's own
-    /// browser on to the URL given to `offer` (and answers other users that the sign-in is
-    /// not theirs). It carries nothing secret.
-    public var handoffURL: String {
-        "http://\(redirect.host.text):\(port)\(handoffPath)"
+    /// The path of `handoffURL`: a fixed prefix and the random key given to `offer`, so that a
+    /// page in the user's browser or a user of a forwarded port cannot guess it (a local user
+    /// can read it in /proc, and is refused by the owner check).
+    public var handoffPath: String? {
+        handoffKey.map { Self.handoffPathPrefix + $0 }
+    }
+
+    /// What to start the browser with, once `offer` was called: a page of this listener that
+    /// sends the user's own browser on to the offered URL, once (and answers other users that
+    /// the sign-in is not theirs). It carries nothing secret.
+    public var handoffURL: String? {
+        handoffPath.map { "http://\(redirect.host.text):\(port)\($0)" }
     }
 
     /// From now on, `handoffPath` sends the user's browser on to `url` (the authorization URL).
-    public func offer(_ url: String) {
+    /// `key`: random, URL-safe (base64url), the last part of the page's path.
+    public func offer(_ url: String, key: String) {
         handoffTarget = url
+        handoffKey = key
+    }
+
+    /// The page sends nobody on any more (the browser could not be started): it answers 404.
+    public func withdraw() {
+        handoffTarget = nil
     }
 
     /// Closes every connection and the listening sockets: the port is free again.
@@ -401,7 +422,7 @@ public final class LoopbackRedirectListener {
         do {
             try serve(state: nil, deadline: deadline, tick: {}, interruption: interruption, ignored: ignored,
                       handedOff: { came = true }, until: { _ in true }, stop: { came || giveUp() },
-                      timedOut: .timedOut(redirectURI: handoffURL, seconds: 0))
+                      timedOut: .timedOut(redirectURI: handoffURL ?? redirectURI, seconds: 0))
         } catch .timedOut {
             return false
         }
@@ -482,7 +503,7 @@ public final class LoopbackRedirectListener {
                         strangers = []
                         for descriptor in listeners { Glibc.close(descriptor) }
                         listeners = []
-                        throw .handoffReused(url: handoffURL)
+                        throw .handoffReused(url: handoffURL ?? redirectURI)
                     case let .end(outcome):
                         let connection = connections.remove(at: position)
                         for other in connections + strangers where !finished.contains(other.descriptor) { Glibc.close(other.descriptor) }
@@ -534,7 +555,7 @@ public final class LoopbackRedirectListener {
         case .incomplete, .malformed: return .ignore(.malformed, 400)
         case .tooLarge: return .ignore(.tooLarge, 431)
         case let .request(request):
-            if let target = handoffTarget, request.isHandoff(path: handoffPath, host: expectedHost) {
+            if let target = handoffTarget, let path = handoffPath, request.isHandoff(path: path, host: expectedHost) {
                 return handoffServed ? .handoffAgain : .handOff(target)
             }
             guard let state else { return .ignore(.notFound, 404) }
@@ -548,22 +569,26 @@ public final class LoopbackRedirectListener {
     }
 
     private func accept(from listener: Int32) {
-        // Bounded in number and in time: where the owner comes from /proc/net/tcp (no socket
-        // diagnostics), another user can make each lookup slow by filling that file.
+        // Bounded in number and in time, so that reading goes on under a flood; the owners are
+        // asked for together, so that a /proc/net/tcp made long costs one read per round.
         let until = Self.now() + Self.acceptMillisecondsPerRound
+        var accepted = [Int32]()
         for _ in 0..<Self.acceptsPerRound where Self.now() < until {
             // accept4 is out of Glibc's Swift view. devtrust starts no program while it
             // waits (xdg-open ran before), so no exec sees the socket between the calls.
             let descriptor = Glibc.accept(listener, nil, nil)
             if descriptor < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
-                return
+                break
             }
             _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
             _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
-            // Asked now, while the other end is surely open: the kernel names no owner for a closed one.
-            let owner = ownerOf(descriptor)
-            if case let .uid(uid) = owner, owners.contains(uid) {
+            accepted.append(descriptor)
+        }
+        // Asked now, while the other ends are surely open: the kernel names no owner for a closed one.
+        let owners = ownerOf.map { accepted.map($0) } ?? Self.kernelOwners(accepted)
+        for (descriptor, owner) in zip(accepted, owners) {
+            if case let .uid(uid) = owner, self.owners.contains(uid) {
                 if connections.count >= Self.maximumConnections {
                     Glibc.close(connections.removeFirst().descriptor)
                 }

@@ -64,20 +64,30 @@ public enum FileReader {
 
     /// A file that something else named, read only when it is a regular file: not a FIFO, a
     /// device or a directory, which could block, never end, or act on being opened (a tape
-    /// rewinds). Checked with stat before it is opened, then opened without blocking and
-    /// checked again (the same file, still regular), then read up to `limit`. A symbolic
-    /// link is followed (home-manager and stow install such files as links) to a regular
-    /// file only. A file of another kind fails with EINVAL (`reason`: "not a regular file").
+    /// rewinds). The path is opened for its name only (O_PATH: nothing is opened for reading,
+    /// no device acts), that file checked (fstat), and only then opened for reading, through
+    /// /proc/self/fd (the same file, whatever the path names by then), without blocking, and
+    /// read up to `limit`. A symbolic link is followed (home-manager and stow install such files
+    /// as links) to a regular file only. Another kind fails with EINVAL ("not a regular file").
     public static func readRegularFile(_ path: String, limit: Int = 1 << 20) throws(FileReadError) -> [UInt8] {
-        var before = stat()
-        guard stat(path, &before) == 0 else { throw FileReadError(path: path, code: errno, limit: limit) }
-        guard before.st_mode & S_IFMT == S_IFREG else { throw FileReadError(path: path, code: EINVAL, limit: limit) }
-        let file = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        // O_PATH (Linux's 010000000), which Swift's Glibc module does not export.
+        let pathOnly: Int32 = 0o10000000
+        let named = open(path, pathOnly | O_CLOEXEC)
+        guard named >= 0 else { throw FileReadError(path: path, code: errno, limit: limit) }
+        defer { close(named) }
+        var found = stat()
+        guard fstat(named, &found) == 0 else { throw FileReadError(path: path, code: errno, limit: limit) }
+        guard found.st_mode & S_IFMT == S_IFREG else { throw FileReadError(path: path, code: EINVAL, limit: limit) }
+        var file = open("/proc/self/fd/\(named)", O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        if file < 0 && errno == ENOENT {
+            // No /proc (a chroot without it): the path again, checked after it is opened.
+            file = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        }
         guard file >= 0 else { throw FileReadError(path: path, code: errno, limit: limit) }
         defer { close(file) }
         var opened = stat()
         guard fstat(file, &opened) == 0 else { throw FileReadError(path: path, code: errno, limit: limit) }
-        guard opened.st_mode & S_IFMT == S_IFREG, opened.st_dev == before.st_dev, opened.st_ino == before.st_ino else {
+        guard opened.st_mode & S_IFMT == S_IFREG, opened.st_dev == found.st_dev, opened.st_ino == found.st_ino else {
             throw FileReadError(path: path, code: EINVAL, limit: limit)
         }
         return try read(descriptor: file, path: path, limit: limit)

@@ -322,6 +322,47 @@ import Testing
     /// A client that sends a huge header, one that trickles its request and one that sends
     /// nothing: none blocks the real callback, none keeps its connection past 10 s, and none
     /// keeps the command past its timeout.
+    /// The handoff page sends someone on only while devtrust's browser may be coming for it: when
+    /// xdg-open fails, it is withdrawn (before, it kept sending anyone who asked on for the whole
+    /// wait, through an `ssh -L` forward, say, that devtrust itself suggests; review of issue 25).
+    @Test func theHandoffPageIsWithdrawnWhenXdgOpenFails() throws {
+        let setup = try Setup()
+        setup.directory.write("bin/xdg-open", "#!/bin/sh\necho \"$1\" > '\(setup.directory.file("asked"))'\nexit 3\n", mode: 0o755)
+        let process = try setup.start([], environment: ["PATH": setup.directory.file("bin") + ":/usr/bin:/bin", "DISPLAY": ":99"])
+        #expect(process.waitFor { _, stderr in stderr.contains("xdg-open could not open a browser (exit 3)") }, "\(process.stderr)")
+        let asked = String(decoding: setup.directory.read("asked") ?? [], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(asked.contains("/devtrust-sign-in/"), "\(asked)")
+        let answer = try Self.curl(["-o", "/dev/null", "-w", "%{http_code}", asked])
+        #expect(answer.stdout == "404", "the page still sends a browser on after xdg-open failed: \(answer)")
+        // The URL printed on stderr still signs in.
+        let url = try #require(Self.printedURL(process, server: setup.server))
+        #expect(try Self.curl(["-L", url]).stdout.contains("<h1>Signed in</h1>"))
+        #expect(process.finish()?.status == 0)
+    }
+
+    /// A kernel without TCP socket diagnostics (Tests/Interop/no_sock_diag.c: netlink refused, or
+    /// every lookup answered ENOENT as when inet_diag is not loaded): the owner comes from
+    /// /proc/net/tcp. Another user's callback (nobody's, with this sign-in's state) is refused,
+    /// the user's own browser signs in. Before, the ENOENT kernel refused the user's browser too.
+    @Test(.enabled(if: ExternalTool.cc.shouldRun), arguments: ["refuse", "enoent"])
+    func withoutSocketDiagnosticsTheProcFilesNameTheOwner(mode: String) throws {
+        let setup = try Setup()
+        let library = setup.directory.file("no_sock_diag.so")
+        let built = try ExternalTool.cc.run(["-shared", "-fPIC", "-o", library, Repository.path("Tests/Interop/no_sock_diag.c"), "-ldl"])
+        try #require(built.status == 0, "\(built)")
+        chmod(setup.directory.path, 0o755)
+        let process = try setup.start(["--no-browser"], environment: ["LD_PRELOAD": library, "NO_SOCK_DIAG": mode])
+        let url = try #require(Self.printedURL(process, server: setup.server), "\(process.stderr)")
+        let port = try #require(Self.port(of: url))
+        let state = try #require(Self.parameter("state", of: url))
+        let other = try ProcessRunner.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/curl", "-s", "--max-time", "10",
+                                                               "-w", "\n%{http_code}", "http://127.0.0.1:\(port)/callback?code=stolen&state=\(state)"])
+        #expect(other.stdout.hasSuffix("\n403") && other.stdout.contains("This sign-in belongs to someone else"), "\(other)")
+        #expect(try Self.curl(["-L", url]).stdout.contains("<h1>Signed in</h1>"))
+        let result = try #require(process.finish())
+        #expect(result.status == 0 && result.stderr.contains("from another user of this machine (uid 65534)"), "\(result)")
+    }
+
     /// The listener's accept queue is long (4096): while devtrust is busy (here: stopped), 200
     /// waiting connections of a flood still leave room for the browser's, whose connection the
     /// kernel completes at once instead of dropping its SYN (a queue of 16 made it wait for

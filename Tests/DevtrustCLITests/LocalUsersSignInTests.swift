@@ -124,7 +124,7 @@ import Testing
         let secrets = found.filter { $0["secret"] == .bool(true) }
         #expect(secrets.isEmpty, "another user read a sign-in's secrets from /proc: \(secrets)")
         // The scan did see the victim's processes: the browser's command line, with the handoff page.
-        let handoff = found.compactMap { $0["url"]?.stringValue }.filter { $0.hasPrefix("http://127.0.0.1:") && $0.hasSuffix("/devtrust-sign-in") }
+        let handoff = found.compactMap { $0["url"]?.stringValue }.filter { $0.hasPrefix("http://127.0.0.1:") && $0.contains("/devtrust-sign-in/") }
         #expect(handoff.count == 1, "\(found)")
         let replays = report["replays"]?.arrayValue?.compactMap(\.objectValue) ?? []
         for replay in replays where replay["replayed"]?.stringValue == handoff.first {

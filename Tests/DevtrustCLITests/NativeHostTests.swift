@@ -616,6 +616,33 @@ struct CheckedDeviceToken {
         }
     }
 
+    /// Neither a FIFO nor a device named there is ever opened (inotify's OPEN, which a look at
+    /// the file without opening it, O_PATH, does not make): opening a device can act (a tape
+    /// rewinds), and a FIFO's writer would be let through. A control open shows the watch works.
+    @Test(.enabled(if: ExternalTool.inotifywait.shouldRun)) func aManifestPathsFIFOOrDeviceIsNeverOpened() throws {
+        let directory = TemporaryDirectory("manifest-opens")
+        let fifo = directory.file("fifo.json")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let device = directory.file("null.json")
+        // /dev/null's numbers (major 1, minor 3; makedev is a macro Swift cannot call).
+        #expect(mknod(device, S_IFCHR | 0o600, dev_t(1 << 8 | 3)) == 0, "mknod: \(String(cString: strerror(errno)))")
+        let linkToDevice = directory.file("link.json")
+        #expect(symlink(device, linkToDevice) == 0)
+        let watch = try BackgroundProcess(ExternalTool.inotifywait.rawValue, ["-m", "-e", "open", fifo, device], environment: ["PATH": "/usr/bin:/bin"])
+        #expect(watch.waitFor { _, stderr in stderr.contains("Watches established") }, "\(watch.stderr)")
+        for path in [fifo, device, linkToDevice] {
+            let run = try ProcessRunner.run("/usr/bin/timeout", ["-s", "KILL", "5", DevtrustBinary.defaultPath, path, "host@devtrust.dev"],
+                                            environment: DevtrustBinary(keystore: directory.file("ks")).environment)
+            #expect(run.status == 2 && run.stderr.contains("(not a regular file)"), "\(path): \(run)")
+        }
+        // The control: an open of the device, which the watch must report.
+        let control = open(device, O_RDONLY)
+        close(control)
+        #expect(watch.waitFor { stdout, _ in stdout.contains("null.json OPEN") }, "the watch saw nothing: \(watch.stdout)")
+        let opens = watch.stdout.split(separator: "\n").filter { $0.contains("OPEN") }
+        #expect(opens.count == 1, "devtrust opened what it must not: \(opens)")
+    }
+
     /// A TPM that stops answering (swtpm stopped by SIGSTOP): the token request is answered with a
     /// tpm error after the host's bound, and the host ends, instead of holding the navigation forever.
     @Test(.enabled(if: Swtpm.shouldRun && ReferenceServer.shouldRun)) func aTPMThatStopsAnsweringIsAnsweredInBoundedTime() throws {

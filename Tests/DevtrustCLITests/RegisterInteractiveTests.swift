@@ -120,7 +120,7 @@ import Testing
                                       "\(session.output)")
             #expect(!prompt.contains { $0.contains("Waiting for the browser") }, "\(prompt)")
             let asked = String(decoding: directory.read("asked") ?? [], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            #expect(asked.hasPrefix("http://127.0.0.1:") && asked.hasSuffix("/devtrust-sign-in"), "\(asked)")
+            #expect(asked.hasPrefix("http://127.0.0.1:") && asked.contains("/devtrust-sign-in/"), "\(asked)")
             if fetchFirst {
                 // The browser comes while the prompt waits: it is sent on to the step's URL.
                 let fetched = try ProcessRunner.run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}", "--max-time", "10", asked])
@@ -155,7 +155,10 @@ import Testing
         cli.extraEnvironment["DISPLAY"] = ":99"
         try cli.run("init", "-q")
         let expected = "https://idp.example/authorize?client_id=reference&state=reference-state-7f3a\n"
-        let register = ["register", "--replace", "--open", "--non-interactive", "--input", "code=c", "--input", "state=reference-state-7f3a"] + RegisterTests.answers
+        // Off a terminal with no code and state given, devtrust opens the page and serves it until the browser
+        // fetched it, then stops: nothing can bring the callback back (exit 2, naming code and state).
+        let register = ["register", "--replace", "--open", "--non-interactive"] + RegisterTests.answers
+        let presets = ["--input", "code=c", "--input", "state=reference-state-7f3a"]
         // devtrust does not wait for xdg-open: what it wrote is waited for (as long as a loaded machine needs).
         func opened(lines: Int) -> String {
             let deadline = Date().addingTimeInterval(60)
@@ -168,12 +171,12 @@ import Testing
             return text
         }
         let result = try cli.run(register + ["--server", server.url])
-        #expect(result.status == 0, "\(result)")
+        #expect(result.status == 2 && result.stderr.contains("code") && result.stderr.contains("state"), "\(result)")
         #expect(opened(lines: 1) == expected)
         // xdg-open's command line (which every user can read in /proc) held only devtrust's own
         // loopback page, which sent the browser on (issue 25): never the URL and its state.
         let asked = String(decoding: directory.read("asked") ?? [], as: UTF8.self)
-        #expect(asked.hasPrefix("http://127.0.0.1:") && asked.hasSuffix("/devtrust-sign-in\n") && !asked.contains("state"), "\(asked)")
+        #expect(asked.hasPrefix("http://127.0.0.1:") && asked.contains("/devtrust-sign-in/") && !asked.contains("state"), "\(asked)")
 
         // Only web URLs: xdg-open also opens files, runs .desktop entries and takes options.
         for hostile in ["file:///etc/passwd", "javascript:alert(1)", "--help", "http://idp.example/authorize", "smb://files.example/share",
@@ -184,12 +187,17 @@ import Testing
         }
         // A web URL again: an xdg-open started for a hostile URL was started before this one,
         // so once this one has written its line, that one's would be there too.
-        #expect(try cli.run(register + ["--server", server.url]).status == 0)
+        #expect(try cli.run(register + ["--server", server.url]).status == 2)
         #expect(opened(lines: 2) == expected + expected, "xdg-open was given a URL that is not https")
+
+        // The code and state given: no browser is opened (it would have nothing to bring back), and none is waited for.
+        let given = try cli.run(register + presets + ["--server", server.url])
+        #expect(given.status == 0 && given.stderr.contains("(--open: not opening the browser, the code and state were given)"), "\(given)")
+        #expect(opened(lines: 2) == expected + expected)
 
         var headless = cli
         headless.extraEnvironment["DISPLAY"] = nil
-        let noDesktop = try headless.run(["register", "--server", server.url, "--replace", "--open", "--non-interactive", "--input", "code=c", "--input", "state=reference-state-7f3a"] + RegisterTests.answers)
-        #expect(noDesktop.status == 0 && noDesktop.stderr.contains("no desktop session here"), "\(noDesktop)")
+        let noDesktop = try headless.run(register + ["--server", server.url])
+        #expect(noDesktop.status == 2 && noDesktop.stderr.contains("no desktop session here"), "\(noDesktop)")
     }
 }

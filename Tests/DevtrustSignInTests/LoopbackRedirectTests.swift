@@ -123,13 +123,14 @@ struct LoopbackOwnerTests {
     @Test func theUsersBrowserIsSentOnToTheOfferedURL() throws {
         let listener = try Self.listener { _ in .uid(1000) }
         defer { listener.close() }
-        #expect(listener.handoffURL == "http://127.0.0.1:\(listener.port)/devtrust-sign-in")
+        #expect(listener.handoffURL == nil)
         let target = "https://idp.example/oauth2/authorize?state=s3cr3t&device_token=t0ken"
-        listener.offer(target)
+        listener.offer(target, key: "k3y")
+        #expect(listener.handoffURL == "http://127.0.0.1:\(listener.port)/devtrust-sign-in/k3y")
         let answers = Answers()
         let port = listener.port
         DispatchQueue.global().async {
-            answers.add(Self.get(port, "/devtrust-sign-in"))
+            answers.add(Self.get(port, "/devtrust-sign-in/k3y"))
             answers.finish()
         }
         let came = try listener.waitForHandoff(deadline: LoopbackRedirectListener.now() + 30_000)
@@ -145,11 +146,11 @@ struct LoopbackOwnerTests {
     @Test func anotherUsersConnectionGetsNothingButTheRefusal() throws {
         let listener = try Self.listener { _ in .uid(1001) }
         defer { listener.close() }
-        listener.offer("https://idp.example/oauth2/authorize?state=s3cr3t")
+        listener.offer("https://idp.example/oauth2/authorize?state=s3cr3t", key: "k3y")
         let answers = Answers()
         let port = listener.port
         DispatchQueue.global().async {
-            answers.add(Self.get(port, "/devtrust-sign-in"))
+            answers.add(Self.get(port, "/devtrust-sign-in/k3y"))
             answers.add(Self.get(port, "/callback?code=c0de&state=s3cr3t"))
             answers.finish()
         }
@@ -322,13 +323,13 @@ struct LoopbackHandoffLimitTests {
     @Test func theHandoffNeedsTheListenersHost() throws {
         let listener = try LoopbackOwnerTests.listener { _ in .uid(1000) }
         defer { listener.close() }
-        listener.offer("https://idp.example/oauth2/authorize?state=s3cr3t")
+        listener.offer("https://idp.example/oauth2/authorize?state=s3cr3t", key: "k3y")
         let answers = Answers()
         let port = listener.port
         DispatchQueue.global().async {
             let descriptor = LoopbackOwnerTests.connect(port)
             defer { close(descriptor) }
-            let request = Array("GET /devtrust-sign-in HTTP/1.1\r\nHost: evil.example:\(port)\r\n\r\n".utf8)
+            let request = Array("GET /devtrust-sign-in/k3y HTTP/1.1\r\nHost: evil.example:\(port)\r\n\r\n".utf8)
             _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             var buffer = [UInt8](repeating: 0, count: 4096)
             var answer = [UInt8]()
@@ -352,16 +353,16 @@ struct LoopbackHandoffLimitTests {
     @Test func aSecondRequestForTheHandoffEndsTheSignIn() throws {
         let listener = try LoopbackOwnerTests.listener { _ in .uid(1000) }
         defer { listener.close() }
-        listener.offer("https://idp.example/oauth2/authorize?state=s3cr3t")
+        listener.offer("https://idp.example/oauth2/authorize?state=s3cr3t", key: "k3y")
         let answers = Answers()
         let port = listener.port
         DispatchQueue.global().async {
-            answers.add(LoopbackOwnerTests.get(port, "/devtrust-sign-in"))
-            answers.add(LoopbackOwnerTests.get(port, "/devtrust-sign-in"))
+            answers.add(LoopbackOwnerTests.get(port, "/devtrust-sign-in/k3y"))
+            answers.add(LoopbackOwnerTests.get(port, "/devtrust-sign-in/k3y"))
             answers.finish()
         }
         var handedOff = 0
-        #expect(throws: LoopbackListenerError.handoffReused(url: listener.handoffURL)) {
+        #expect(throws: LoopbackListenerError.handoffReused(url: listener.handoffURL!)) {
             _ = try listener.waitForCallback(state: "s3cr3t", deadline: LoopbackRedirectListener.now() + 30_000, timeoutSeconds: 30,
                                              handedOff: { handedOff += 1 })
         }
@@ -371,7 +372,67 @@ struct LoopbackHandoffLimitTests {
         let second = try #require(answers.all.last)
         #expect(second.hasPrefix("HTTP/1.1 409 Conflict\r\n") && second.contains("This sign-in page was already opened")
                 && !second.contains("Location") && !second.contains("s3cr3t"), "\(second)")
-        #expect(LoopbackListenerError.handoffReused(url: listener.handoffURL).description.contains("ssh -D"))
+        #expect(LoopbackListenerError.handoffReused(url: listener.handoffURL!).description.contains("ssh -D"))
+    }
+
+    /// Nothing is sent on before a URL is offered, after it is withdrawn (xdg-open failed: no
+    /// browser of devtrust's is coming), or for a path without the page's random key (a page
+    /// in the browser or a user of a forwarded port guessing it).
+    @Test func thePageSendsNobodyOnUnlessOfferedUnderItsKey() throws {
+        let listener = try LoopbackOwnerTests.listener { _ in .uid(1000) }
+        defer { listener.close() }
+        let answers = Answers()
+        let port = listener.port
+        let step = Answers()
+        DispatchQueue.global().async {
+            answers.add(LoopbackOwnerTests.get(port, "/devtrust-sign-in/"))
+            step.add("before offer")
+            while step.all.count < 2 { usleep(1000) }
+            answers.add(LoopbackOwnerTests.get(port, "/devtrust-sign-in/guess"))
+            answers.add(LoopbackOwnerTests.get(port, "/devtrust-sign-in"))
+            step.add("wrong keys")
+            while step.all.count < 4 { usleep(1000) }
+            answers.add(LoopbackOwnerTests.get(port, "/devtrust-sign-in/k3y"))
+            answers.finish()
+        }
+        let served = try listener.waitForHandoff(deadline: LoopbackRedirectListener.now() + 30_000, giveUp: {
+            if step.all.count == 1 {
+                listener.offer("https://idp.example/oauth2/authorize?state=s3cr3t", key: "k3y")
+                step.add("offered")
+            } else if step.all.count == 3 {
+                listener.withdraw()
+                step.add("withdrawn")
+            }
+            return answers.done
+        })
+        #expect(!served)
+        #expect(answers.all.count == 4 && answers.all.allSatisfy { $0.hasPrefix("HTTP/1.1 404 ") && !$0.contains("s3cr3t") }, "\(answers.all)")
+    }
+
+    /// Other users' idle connections: at most 8 are kept (each until its 2 s are up, then
+    /// closed as too slow); those beyond are closed at once.
+    @Test func otherUsersConnectionsAreKeptEightAtATime() throws {
+        let listener = try LoopbackOwnerTests.listener { _ in .uid(1001) }
+        defer { listener.close() }
+        let answers = Answers()
+        let port = listener.port
+        DispatchQueue.global().async {
+            let idle = (0..<20).map { _ in LoopbackOwnerTests.connect(port) }
+            // Each ends (EOF) when the listener closes it.
+            for descriptor in idle {
+                var byte: UInt8 = 0
+                _ = recv(descriptor, &byte, 1, 0)
+                close(descriptor)
+            }
+            answers.finish()
+        }
+        var tooSlow = 0
+        #expect(throws: LoopbackListenerError.interrupted(signal: SIGUSR1)) {
+            _ = try listener.waitForCallback(state: "s3cr3t", deadline: LoopbackRedirectListener.now() + 60_000, timeoutSeconds: 60,
+                                             interruption: { answers.done ? SIGUSR1 : 0 },
+                                             ignored: { if $0 == .tooSlow { tooSlow += 1 } })
+        }
+        #expect(tooSlow == LoopbackRedirectListener.maximumStrangerConnections, "\(tooSlow) of 20 were kept until their time was up")
     }
 
     /// Accepting is bounded per round: a flood that never lets up (here, each accepted

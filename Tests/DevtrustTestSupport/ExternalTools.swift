@@ -23,6 +23,8 @@ public enum ExternalTool: String, Sendable {
     case zbarimg = "/usr/bin/zbarimg"
     /// Which system calls a command makes (what it asks of the terminal).
     case strace = "/usr/bin/strace"
+    /// inotify-tools: which files a command opens (a FIFO or a device it must not).
+    case inotifywait = "/usr/bin/inotifywait"
 
     public static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 

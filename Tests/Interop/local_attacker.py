@@ -142,7 +142,7 @@ def through_forwarder(exchange, victim_uid):
     deadline = time.monotonic() + 60
     handoff = None
     while handoff is None and time.monotonic() < deadline:
-        handoff = next((url for url in victims_urls(victim_uid) if url.endswith("/devtrust-sign-in")), None)
+        handoff = next((url for url in victims_urls(victim_uid) if "/devtrust-sign-in/" in url), None)
         time.sleep(0.01)
     report["handoff"] = handoff
     with open(os.path.join(exchange, "forwarder-port")) as file:

@@ -14,6 +14,11 @@
    when neither source could be read (errno set). */
 int devtrust_loopback_peer_uid(int fd, unsigned int *uid);
 
+/* The same for `count` connections at once (results[i] as the return above, uids[i]
+   set when it is 0): where NETLINK_SOCK_DIAG cannot answer, the /proc files are read
+   once for all of them, so that a file another user made long costs one read. */
+void devtrust_loopback_peer_uids(const int *fds, int count, int *results, unsigned int *uids);
+
 /* The same, through one source only (for tests): 0 sock_diag, 1 /proc/net. */
 int devtrust_loopback_peer_uid_from(int fd, int source, unsigned int *uid);
 

@@ -60,7 +60,7 @@ enum BrowserLoginCommand {
         devtrust_watch_interrupts()
         do {
             callback = try listener.waitForCallback(state: request.state, deadline: deadline, timeoutSeconds: timeout, tick: {
-                reap(&launcher, context: context, url: request.url)
+                reap(&launcher, context: context, url: request.url, listener: listener)
             }, interruption: { devtrust_interrupt_signal() }, ignored: { reason in
                 let text: String
                 switch reason {
@@ -78,7 +78,7 @@ enum BrowserLoginCommand {
                 }
                 if warned.insert(text).inserted { context.warn(text) } else { context.detail(text) }
             }, handedOff: {
-                context.detail("the browser opened \(listener.handoffURL) and was sent on to the sign-in page")
+                context.detail("the browser opened \(listener.handoffURL ?? listener.redirectURI) and was sent on to the sign-in page")
             })
         } catch {
             // Ended by a signal: said, then ended by that signal, as the shell expects.
@@ -150,8 +150,9 @@ enum BrowserLoginCommand {
         context.info("\(lead)\n\n    \(url)\n")
     }
 
-    /// Reaps xdg-open once it ends; says so when it failed (it may also run as long as the browser).
-    static func reap(_ launcher: inout pid_t?, context: CommandContext, url: String) {
+    /// Reaps xdg-open once it ends; says so when it failed (it may also run as long as the browser),
+    /// and then the handoff page sends nobody on: no browser of devtrust's is coming for it.
+    static func reap(_ launcher: inout pid_t?, context: CommandContext, url: String, listener: LoopbackRedirectListener) {
         guard let pid = launcher else { return }
         var status: Int32 = 0
         let reaped = waitpid(pid, &status, WNOHANG)
@@ -160,6 +161,7 @@ enum BrowserLoginCommand {
         guard reaped == pid else { return }
         let code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
         if code != 0 {
+            listener.withdraw()
             context.warn("xdg-open could not open a browser (exit \(code)); open the URL in a browser on this machine")
             if context.quiet && !context.json { context.terminal.writeError(TerminalText.printable(url) + "\n") }
         }
