@@ -42,6 +42,12 @@ let package = Package(
         // origin (Origin): what every module compares servers by. On the token path: no HTTP here.
         .target(name: "DevtrustURL"),
 
+        // What every library error says it is (ClassifiedError): its category (usage, not registered,
+        // server refused, network, TPM, keystore, failure), its summary and its hint, as values; the
+        // exit codes, the native host's and the event stream's error codes derive from the category.
+        // No dependencies, on the token path.
+        .target(name: "DevtrustErrors"),
+
         // Operating-system helpers shared by the modules: bounded file reads.
         .target(name: "DevtrustSystem", dependencies: ["DevtrustEncoding"]),
 
