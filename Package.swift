@@ -90,10 +90,10 @@ let package = Package(
         .target(name: "DevtrustCore", dependencies: ["CDeadline", "DevtrustConfig", "DevtrustDevice", "DevtrustJOSE", "DevtrustKeys",
                                                      "DevtrustKeystore", "DevtrustPosture", "DevtrustURL"]),
 
-        // The command line: argument parsing, commands, errors to exit codes.
+        // The command line: argument parsing, commands, errors rendered (message, --json, exit code).
         .target(
             name: "DevtrustCLI",
-            dependencies: ["CProcessHardening", "CQRCode", "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustSystem", "DevtrustURL"]
+            dependencies: ["CProcessHardening", "CQRCode", "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustErrors", "DevtrustSystem", "DevtrustURL"]
         ),
         // Every symbol bound at start (-z now): the first call of a lazily bound
         // function runs the dynamic linker's resolver, which saves the vector
@@ -164,7 +164,8 @@ let package = Package(
         .testTarget(
             name: "DevtrustCLITests",
             dependencies: ["DevtrustCLI", "DevtrustTestSupport", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustConfig",
-                           "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeystore", "DevtrustSignIn", "DevtrustURL"]
+                           "DevtrustCore", "DevtrustDevice", "DevtrustErrors", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeystore", "DevtrustSignIn",
+                           "DevtrustURL"]
         ),
     ]
 )
