@@ -42,31 +42,38 @@ let package = Package(
         // origin (Origin): what every module compares servers by. On the token path: no HTTP here.
         .target(name: "DevtrustURL"),
 
+        // What every library error says it is (ClassifiedError): its category (usage, not registered,
+        // server refused, network, TPM, keystore, failure), its summary and its hint, as values; the
+        // exit codes, the native host's and the event stream's error codes derive from the category.
+        // No dependencies, on the token path.
+        .target(name: "DevtrustErrors"),
+
         // Operating-system helpers shared by the modules: bounded file reads.
         .target(name: "DevtrustSystem", dependencies: ["DevtrustEncoding"]),
 
         // The device key: one DeviceKey protocol, backends in parallel files,
         // P-256 public keys, ECDSA signature encodings, SHA-256, randomness, the clock.
-        .target(name: "DevtrustKeys", dependencies: ["COpenSSL", "CTPM2", "DevtrustEncoding"]),
+        .target(name: "DevtrustKeys", dependencies: ["COpenSSL", "CTPM2", "DevtrustEncoding", "DevtrustErrors"]),
 
         // Compact JWS (ES256), verification, device data and device tokens.
-        .target(name: "DevtrustJOSE", dependencies: ["DevtrustKeys", "DevtrustEncoding", "DevtrustURL"]),
+        .target(name: "DevtrustJOSE", dependencies: ["DevtrustKeys", "DevtrustEncoding", "DevtrustErrors", "DevtrustURL"]),
 
         // The on-disk keystore: layout, atomic writes, locking, permissions, versions;
         // the records it holds, a sign-in's tokens (TokenSet) among them.
-        .target(name: "DevtrustKeystore", dependencies: ["DevtrustKeys", "DevtrustEncoding", "DevtrustSystem", "DevtrustURL"]),
+        .target(name: "DevtrustKeystore", dependencies: ["DevtrustKeys", "DevtrustEncoding", "DevtrustErrors", "DevtrustSystem", "DevtrustURL"]),
 
         // The JSON configuration file and its typed errors.
-        .target(name: "DevtrustConfig", dependencies: ["DevtrustEncoding", "DevtrustSystem"]),
+        .target(name: "DevtrustConfig", dependencies: ["DevtrustEncoding", "DevtrustErrors", "DevtrustSystem"]),
 
         // HTTPS (and http to loopback) over libcurl: the one HTTP layer of every client.
-        .target(name: "DevtrustHTTP", dependencies: ["CCurl", "DevtrustEncoding", "DevtrustURL"]),
+        .target(name: "DevtrustHTTP", dependencies: ["CCurl", "DevtrustEncoding", "DevtrustErrors", "DevtrustURL"]),
 
         // The Flow Execution API client: registration flows and the Device Registration step.
-        .target(name: "DevtrustFlow", dependencies: ["DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding"]),
+        .target(name: "DevtrustFlow", dependencies: ["DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding", "DevtrustErrors"]),
 
         // Signing in from the device: OIDC discovery, PKCE, app-native sign-in, device code, tokens.
-        .target(name: "DevtrustSignIn", dependencies: ["CLoopbackPeer", "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore", "DevtrustEncoding", "DevtrustURL"]),
+        .target(name: "DevtrustSignIn", dependencies: ["CLoopbackPeer", "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore", "DevtrustEncoding", "DevtrustErrors",
+                                                       "DevtrustURL"]),
 
         // Linux device posture: attribute collectors reading below a root prefix.
         .target(name: "DevtrustPosture", dependencies: ["DevtrustSystem", "DevtrustEncoding"]),
@@ -75,7 +82,7 @@ let package = Package(
         // and stored sign-ins. Below HTTP, like everything `devtrust token` runs on
         // (scripts/check-layers.py): the caller refreshes a sign-in's tokens and says
         // how it went (RefreshOutcome).
-        .target(name: "DevtrustDevice", dependencies: ["DevtrustKeys", "DevtrustKeystore", "DevtrustEncoding", "DevtrustURL"]),
+        .target(name: "DevtrustDevice", dependencies: ["DevtrustKeys", "DevtrustKeystore", "DevtrustEncoding", "DevtrustErrors", "DevtrustURL"]),
 
         // The application core every front end shares (below HTTP, on the token path): device tokens
         // and device data for a chosen registration (DeviceTokenService), the servers' clocks
@@ -83,10 +90,10 @@ let package = Package(
         .target(name: "DevtrustCore", dependencies: ["CDeadline", "DevtrustConfig", "DevtrustDevice", "DevtrustJOSE", "DevtrustKeys",
                                                      "DevtrustKeystore", "DevtrustPosture", "DevtrustURL"]),
 
-        // The command line: argument parsing, commands, errors to exit codes.
+        // The command line: argument parsing, commands, errors rendered (message, --json, exit code).
         .target(
             name: "DevtrustCLI",
-            dependencies: ["CProcessHardening", "CQRCode", "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustSystem", "DevtrustURL"]
+            dependencies: ["CProcessHardening", "CQRCode", "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustErrors", "DevtrustSystem", "DevtrustURL"]
         ),
         // Every symbol bound at start (-z now): the first call of a lazily bound
         // function runs the dynamic linker's resolver, which saves the vector
@@ -157,7 +164,8 @@ let package = Package(
         .testTarget(
             name: "DevtrustCLITests",
             dependencies: ["DevtrustCLI", "DevtrustTestSupport", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustConfig",
-                           "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeystore", "DevtrustSignIn", "DevtrustURL"]
+                           "DevtrustCore", "DevtrustDevice", "DevtrustErrors", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeystore", "DevtrustSignIn",
+                           "DevtrustURL"]
         ),
     ]
 )

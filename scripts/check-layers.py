@@ -24,9 +24,10 @@ USAGE = "usage: check-layers.py [--describe-json FILE | --self-test]"
 
 # The modules of `devtrust token` (and `device-data`): the application core (the
 # device-token service, the signing deadline), keys, JOSE, keystore, the device's
-# identity, configuration, posture, URLs and origins, and what they stand on.
+# identity, configuration, posture, URLs and origins, the errors' classification,
+# and what they stand on.
 TOKEN_PATH = ["DevtrustCore", "DevtrustDevice", "DevtrustJOSE", "DevtrustKeystore", "DevtrustKeys",
-              "DevtrustConfig", "DevtrustPosture", "DevtrustSystem", "DevtrustURL", "DevtrustEncoding"]
+              "DevtrustConfig", "DevtrustPosture", "DevtrustSystem", "DevtrustURL", "DevtrustErrors", "DevtrustEncoding"]
 # The C modules the token path may stand on: OpenSSL's libcrypto, tpm2-tss
 # (loaded with dlopen) and the signing deadline's alarm (libc only). Anything
 # else below it (a new C shim that links or loads libcurl, a package product)

@@ -1,3 +1,5 @@
+import DevtrustErrors
+
 /// What an option's value is: shown in help, checked where the command checks
 /// it, and what a shell completes it with.
 enum OptionValueKind: Sendable, Equatable {
@@ -212,6 +214,13 @@ struct UsageError: Error, Sendable {
     init(_ message: String, command: String? = nil) {
         self.message = message
         self.command = command
+    }
+}
+
+extension UsageError: ClassifiedError {
+    /// The pointer to the command's help is the hint, in parentheses after what is wrong.
+    var classification: ErrorClassification {
+        ErrorClassification(.usage, summary: message, hint: command.map { ErrorHint("see `devtrust help \($0)`", joinedBy: " (", closing: ")") })
     }
 }
 

@@ -1,3 +1,5 @@
+import DevtrustErrors
+
 /// The exit codes of the CLI contract.
 public enum ExitCode: Int32, Sendable {
     case success = 0
@@ -32,3 +34,18 @@ public enum ExitCode: Int32, Sendable {
 }
 
 extension ExitCode: CaseIterable {}
+
+extension ExitCode {
+    /// The contract's code for an error of `category`: one per category of the contract's table.
+    init(_ category: ErrorCategory) {
+        switch category {
+        case .usage, .configuration: self = .usage
+        case .noDeviceKey, .notRegistered: self = .noKeyOrNotRegistered
+        case .serverRefused, .oauthError, .approvalExpired, .approvalDenied, .unsupported: self = .serverRefused
+        case .network, .protocolViolation: self = .network
+        case .tpm: self = .tpm
+        case .keystore: self = .keystore
+        case .interrupted, .failure: self = .failure
+        }
+    }
+}

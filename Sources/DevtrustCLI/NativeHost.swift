@@ -2,6 +2,7 @@ import DevtrustConfig
 import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustJOSE
 import DevtrustKeystore
 import DevtrustSignIn
@@ -99,6 +100,20 @@ struct NativeHost {
     enum ErrorCode: String {
         case badRequest = "bad_request", notAllowed = "not_allowed", noKey = "no_key", notRegistered = "not_registered"
         case tpm, keystore, config, failed
+
+        /// The code of an error the host did not make itself: what the extension tells apart
+        /// (a key to make, a registration to make, the TPM, the keystore, the configuration), else `failed`.
+        init(_ category: ErrorCategory) {
+            switch category {
+            case .noDeviceKey: self = .noKey
+            case .notRegistered: self = .notRegistered
+            case .tpm: self = .tpm
+            case .keystore: self = .keystore
+            case .configuration: self = .config
+            case .usage, .serverRefused, .oauthError, .approvalExpired, .approvalDenied, .unsupported, .network, .protocolViolation, .interrupted, .failure:
+                self = .failed
+            }
+        }
     }
 
     /// An error reply, and whether the host goes on serving after it.
@@ -222,7 +237,7 @@ struct NativeHost {
         let configuration: Configuration
         switch loaded {
         case let .success(loaded): configuration = loaded
-        case let .failure(error): throw Refusal(code: .config, message: error.description)
+        case let .failure(error): throw Self.refusal(error)
         }
         switch request["type"] {
         case .string("config")?:
@@ -324,19 +339,11 @@ struct NativeHost {
         discovery.save()
     }
 
-    /// The error reply for what loading or using the key threw, by its exit code.
+    /// The error reply for what loading the configuration, or loading or using the key, threw: its
+    /// code by its category, its message as the command line words it.
     static func refusal(_ error: any Error) -> Refusal {
         let report = ErrorReport.from(error)
-        let code: ErrorCode
-        switch (error, report.exitCode) {
-        case (DeviceError.noDeviceKey, _): code = .noKey
-        case (_, .noKeyOrNotRegistered): code = .notRegistered
-        case (_, .tpm): code = .tpm
-        case (_, .keystore): code = .keystore
-        case (is ConfigError, _): code = .config
-        default: code = .failed
-        }
-        return Refusal(code: code, message: report.message)
+        return Refusal(code: ErrorCode(report.category), message: report.message)
     }
 
     static func reply(_ refusal: Refusal, id: JSONValue?) -> JSONValue {

@@ -1,7 +1,8 @@
 import DevtrustEncoding
+import DevtrustErrors
 
 /// A configuration file that cannot be used: the user's to fix, like a bad option
-/// (the CLI's ErrorReport chooses the exit code).
+/// (the command line's usage exit code; the native host tells it apart as `config`).
 public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
     public enum Problem: Equatable, Sendable {
         case notFound
@@ -31,4 +32,8 @@ public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .field(error): return "configuration file \(file): \(error); see docs/configuration.md"
         }
     }
+}
+
+extension ConfigError: ClassifiedError {
+    public var classification: ErrorClassification { ErrorClassification(.configuration, summary: description) }
 }

@@ -1,3 +1,4 @@
+import DevtrustErrors
 import DevtrustKeystore
 
 /// The device is not in the state a command needs.
@@ -27,42 +28,56 @@ public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The sign-in's tokens are bearer tokens: no proof goes with them.
     case notDPoPBound(server: String)
 
-    public var description: String {
+    /// What failed; what to do.
+    public var description: String { classification.message }
+}
+
+extension DeviceError: ClassifiedError {
+    /// Each case's category, what failed and what to do, joined by "; " in the message.
+    public var classification: ErrorClassification {
+        func classified(_ category: ErrorCategory, _ summary: String, _ hint: String?) -> ErrorClassification {
+            ErrorClassification(category, summary: summary, hint: hint.map { ErrorHint($0, joinedBy: "; ") })
+        }
         switch self {
         case let .noDeviceKey(keystore):
-            return "there is no device key in \(keystore); run `devtrust init` first"
+            return classified(.noDeviceKey, "there is no device key in \(keystore)", "run `devtrust init` first")
         case let .keyExistsWithOtherBackend(existing, requested):
-            return "a \(existing) device key already exists; `devtrust init --backend \(requested) --force` replaces it (and forgets its registrations)"
+            return classified(.failure, "a \(existing) device key already exists",
+                              "`devtrust init --backend \(requested) --force` replaces it (and forgets its registrations)")
         case let .importedKeyBackend(requested, found):
-            return "--backend \(requested) was asked for, but the imported file holds a \(found) key"
-        case let .notRegistered(server?):
-            return "this device is not registered with \(server); run `devtrust register --server URL`, or pass --device-id"
-        case .notRegistered(nil):
-            return "this device is not registered with any server; run `devtrust register --server URL`, or pass --device-id"
+            return classified(.usage, "--backend \(requested) was asked for, but the imported file holds a \(found) key", nil)
+        case let .notRegistered(server):
+            return classified(.notRegistered, "this device is not registered with \(server ?? "any server")",
+                              "run `devtrust register --server URL`, or pass --device-id")
         case let .ambiguousRegistration(servers):
-            return "this device is registered with several servers (\(servers.joined(separator: ", "))); choose one with --server"
-        case let .notSignedIn(server?):
-            return "there is no stored sign-in with \(server); run `devtrust login`"
-        case .notSignedIn(nil):
-            return "there is no stored sign-in; run `devtrust login`"
+            return classified(.usage, "this device is registered with several servers (\(servers.joined(separator: ", ")))", "choose one with --server")
+        case let .notSignedIn(server):
+            return classified(.notRegistered, "there is no stored sign-in" + (server.map { " with \($0)" } ?? ""), "run `devtrust login`")
         case let .ambiguousSignIn(names):
-            return "there are several stored sign-ins (\(names.joined(separator: ", "))); choose one with --server or --discovery"
+            return classified(.usage, "there are several stored sign-ins (\(names.joined(separator: ", ")))", "choose one with --server or --discovery")
         case let .refreshRefused(reason):
-            return "the server refused to refresh the sign-in (\(reason)); the stored tokens were deleted: run `devtrust login` again"
+            return classified(.serverRefused, "the server refused to refresh the sign-in (\(reason))",
+                              "the stored tokens were deleted: run `devtrust login` again")
         case let .refreshFailed(place, reason, mayPass):
-            return "the sign-in at \(place) could not be refreshed (\(reason)); it is kept" +
-                (mayPass ? ": run the command again in a while (if it keeps failing, run `devtrust login` again)"
-                    : ": check the sign-in's settings, or run `devtrust login` again")
+            // An outage or a proxy's answer may pass: a network failure; anything else, the server's refusal.
+            return classified(mayPass ? .network : .serverRefused, "the sign-in at \(place) could not be refreshed (\(reason))",
+                              "it is kept" + (mayPass ? ": run the command again in a while (if it keeps failing, run `devtrust login` again)"
+                                                 : ": check the sign-in's settings, or run `devtrust login` again"))
         case .keyChangedDuringRegistration:
-            return "the device key was replaced while the registration ran, so the server registered the old key; nothing was recorded: run `devtrust register` again"
+            return classified(.failure, "the device key was replaced while the registration ran, so the server registered the old key",
+                              "nothing was recorded: run `devtrust register` again")
         case let .dpopKeyChanged(boundTo, deviceKey):
-            return "the sign-in's tokens are DPoP-bound to the key \(boundTo), but the device key is now \(deviceKey); run `devtrust login` again"
+            return classified(.notRegistered, "the sign-in's tokens are DPoP-bound to the key \(boundTo), but the device key is now \(deviceKey)",
+                              "run `devtrust login` again")
         case let .notDPoPBound(server):
-            return "the sign-in at \(server) holds bearer tokens, not DPoP-bound ones; run `devtrust login --dpop` to sign in for DPoP-bound tokens"
+            return classified(.notRegistered, "the sign-in at \(server) holds bearer tokens, not DPoP-bound ones",
+                              "run `devtrust login --dpop` to sign in for DPoP-bound tokens")
         case let .tokenGoesElsewhere(destination, server):
-            return "the request goes to \(destination), not to \(server) where this device is registered; a device token goes only to its own server"
+            return classified(.notRegistered, "the request goes to \(destination), not to \(server) where this device is registered",
+                              "a device token goes only to its own server")
         case let .registrationForOtherKey(registrationId, server):
-            return "registration \(registrationId) with \(server) was made with a different key than the current one; run `devtrust register --server \(server)` again"
+            return classified(.notRegistered, "registration \(registrationId) with \(server) was made with a different key than the current one",
+                              "run `devtrust register --server \(server)` again")
         }
     }
 }

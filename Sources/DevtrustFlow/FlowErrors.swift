@@ -1,3 +1,5 @@
+import DevtrustErrors
+
 /// The server answered with an error body (`{code, message, description}`):
 /// it refused the flow.
 public struct FlowServerError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -78,4 +80,25 @@ public struct MissingFlowInputsError: Error, Equatable, Sendable, CustomStringCo
         let step = stepText.isEmpty ? "" : " for the step \"\(stepText.joined(separator: " / "))\""
         return "missing input\(inputs.count == 1 ? "" : "s")\(step): \(names.joined(separator: ", ")); give \(inputs.count == 1 ? "it" : "them") with --input NAME=VALUE or --inputs FILE, or run without --non-interactive at a terminal"
     }
+}
+
+extension FlowServerError: ClassifiedError {
+    /// The server refused; its hint stays in the sentence (on a line of its own), as `--json` has always shown it.
+    public var classification: ErrorClassification { ErrorClassification(.serverRefused, summary: description) }
+}
+
+extension FlowProtocolError: ClassifiedError {
+    /// A server that does not speak the protocol: the contract's network failure. Not `protocolViolation`:
+    /// the event stream of a sign-in never called a flow's failure `protocol_error`.
+    public var classification: ErrorClassification { ErrorClassification(.network, summary: description) }
+}
+
+extension FlowUnsupportedError: ClassifiedError {
+    /// A refusal of sorts: the server asks for what devtrust does not do (not a sign-in's `unsupported`).
+    public var classification: ErrorClassification { ErrorClassification(.serverRefused, summary: description) }
+}
+
+extension MissingFlowInputsError: ClassifiedError {
+    /// Inputs the user must give, as for a missing option.
+    public var classification: ErrorClassification { ErrorClassification(.usage, summary: description) }
 }

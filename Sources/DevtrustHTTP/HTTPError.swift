@@ -1,8 +1,9 @@
+import DevtrustErrors
 import DevtrustURL
 
 /// Why a request got no usable answer: a network or TLS failure, except
 /// `invalidURL` and `insecureURL`, a URL the user gave that devtrust refuses
-/// (the CLI's ErrorReport chooses the exit codes).
+/// (its `classification`).
 public enum HTTPError: Error, Equatable, Sendable, CustomStringConvertible {
     public enum Failure: Equatable, Sendable {
         case resolve, connect, timeout, untrustedCertificate, tls, caFile, noResponse, other
@@ -67,5 +68,18 @@ public enum HTTPError: Error, Equatable, Sendable, CustomStringConvertible {
         guard authority.port == nil else { return written }
         // devtrust sends only https, and http to loopback: any other scheme is taken as https.
         return written + ":" + String(Origin.defaultPort(of: reference.scheme ?? "") ?? 443)
+    }
+}
+
+extension HTTPError: ClassifiedError {
+    /// A network failure, but for a URL the user gave that devtrust refuses (usage) and a request a
+    /// signal stopped: a plain failure, not `interrupted` (the sign-ins that end by the signal turn
+    /// it into their own `Interrupted`).
+    public var classification: ErrorClassification {
+        switch self {
+        case .invalidURL, .insecureURL: return ErrorClassification(.usage, summary: description)
+        case .interrupted: return ErrorClassification(.failure, summary: description)
+        case .libraryUnavailable, .libraryTooOld, .transport, .responseTooLarge, .redirected: return ErrorClassification(.network, summary: description)
+        }
     }
 }

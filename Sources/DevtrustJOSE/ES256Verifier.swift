@@ -1,4 +1,5 @@
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustKeys
 
 /// Why a JWS is not a valid ES256 token for a key.
@@ -31,6 +32,11 @@ public enum VerificationFailure: Error, Equatable, Sendable, CustomStringConvert
         case let .expired(age, maxAge): return "iat is \(age) s old, older than --max-age \(maxAge) s"
         }
     }
+}
+
+extension VerificationFailure: ClassifiedError {
+    /// `verify`'s answer for a token or signature that is not valid: a failure (exit 1 is "invalid").
+    public var classification: ErrorClassification { ErrorClassification(.failure, summary: "invalid: \(description)") }
 }
 
 public struct VerifiedJWS: Sendable {

@@ -1,3 +1,5 @@
+import DevtrustErrors
+
 /// Where a device key lives.
 public enum KeyBackend: String, Sendable, CaseIterable {
     /// A P-256 key in a PKCS#8 file, used through OpenSSL.
@@ -53,6 +55,11 @@ public struct KeyFileError: Error, Equatable, Sendable, CustomStringConvertible 
     public var description: String { message }
 }
 
+extension KeyFileError: ClassifiedError {
+    /// A file the user named that cannot be used: a usage error.
+    public var classification: ErrorClassification { ErrorClassification(.usage, summary: message) }
+}
+
 extension DeviceKey {
     /// Signs a throwaway digest and verifies the signature with the public
     /// key: the key can sign right now (the TPM answers, the key loads) and
@@ -75,5 +82,12 @@ public struct KeySelfTestFailure: Error, Equatable, Sendable, CustomStringConver
         case .tpm: return "the TPM's signature does not verify with the device key's public key: the TPM (or something between devtrust and the TPM) is not the one the key was made in; nothing was sent. Check the TCTI (--tcti), or run `devtrust init --force` and register again"
         case .software: return "the device key's signature does not verify with its public key: the key file is damaged; nothing was sent. Run `devtrust init --force` and register again"
         }
+    }
+}
+
+extension KeySelfTestFailure: ClassifiedError {
+    /// The TPM's failure for a TPM key; for a software key, its file's: the keystore's.
+    public var classification: ErrorClassification {
+        ErrorClassification(backend == .tpm ? .tpm : .keystore, summary: description)
     }
 }

@@ -1,4 +1,5 @@
 import COpenSSL
+import DevtrustErrors
 
 /// An OpenSSL call failed; `detail` is OpenSSL's own error queue, for logs and bug reports.
 public struct OpenSSLError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -20,6 +21,14 @@ public struct OpenSSLError: Error, Equatable, Sendable, CustomStringConvertible 
             messages.append(String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
         return OpenSSLError(operation: operation, detail: messages.joined(separator: "; "))
+    }
+}
+
+extension OpenSSLError: ClassifiedError {
+    /// A failure that is a bug or a broken OpenSSL: said so, with OpenSSL's queue as the detail.
+    public var classification: ErrorClassification {
+        ErrorClassification(.failure, summary: "a cryptographic operation failed (\(operation)); this is a bug or a broken OpenSSL installation, please report it",
+                            detail: detail)
     }
 }
 

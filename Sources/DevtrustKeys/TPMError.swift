@@ -1,4 +1,5 @@
 import CTPM2
+import DevtrustErrors
 
 /// A TSS2 response code, split into what devtrust needs to explain it.
 public struct TPMResponseCode: Equatable, Sendable, CustomStringConvertible {
@@ -51,7 +52,7 @@ public struct TPMResponseCode: Equatable, Sendable, CustomStringConvertible {
 }
 
 /// Everything that can go wrong with the TPM, in words a user can act on.
-/// Every case is a TPM failure (the CLI's ErrorReport chooses the exit code).
+/// Every case is a TPM failure (its `classification`).
 public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
     /// No TPM answers at `tcti`; `reason` says why, `hint` what to do.
     case unreachable(tcti: String, reason: String, hint: String?)
@@ -113,8 +114,8 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .unreachable(tcti, reason, hint):
-            return "no TPM at \(tcti) (\(reason))" + (hint.map { ": \($0)" } ?? "")
+        case .unreachable:
+            return classification.message
         case let .softwareStackMissing(reason):
             return "the TPM software stack (tpm2-tss) cannot be loaded (\(reason)): install the packages "
                 + TPMSoftwareStack.packages.dropLast().joined(separator: ", ") + " and " + TPMSoftwareStack.packages.last!
@@ -213,6 +214,17 @@ public enum TPMHandle {
     public static func format(_ handle: UInt32) -> String {
         let hex = String(handle, radix: 16)
         return "0x" + String(repeating: "0", count: max(0, 8 - hex.count)) + hex
+    }
+}
+
+extension TPMError: ClassifiedError {
+    /// A TPM failure. Only an unreachable TPM's hint is set apart (the caller gives it); the other
+    /// cases' advice is part of their sentences, as `--json` has always shown them.
+    public var classification: ErrorClassification {
+        if case let .unreachable(tcti, reason, hint) = self {
+            return ErrorClassification(.tpm, summary: "no TPM at \(tcti) (\(reason))", hint: hint.map { ErrorHint($0, joinedBy: ": ") })
+        }
+        return ErrorClassification(.tpm, summary: description)
     }
 }
 

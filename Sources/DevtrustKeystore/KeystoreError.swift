@@ -1,8 +1,9 @@
 import DevtrustEncoding
+import DevtrustErrors
 import Glibc
 
 /// Anything wrong with the keystore on disk. Every case names the path and
-/// says what to do; all are keystore failures (the CLI's ErrorReport chooses the exit code).
+/// says what to do; all are keystore failures (its `classification`).
 public enum KeystoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case unsafePermissions(path: String, mode: UInt32, fix: String)
     case wrongOwner(path: String, owner: UInt32, expected: UInt32)
@@ -15,9 +16,7 @@ public enum KeystoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case io(path: String, operation: String, errno: Int32)
 
     /// What failed, then what to do, joined as `separator` says.
-    public var description: String {
-        hint.map { summary + separator + $0 } ?? summary
-    }
+    public var description: String { classification.message }
 
     /// What failed (the message without the hint).
     public var summary: String {
@@ -120,5 +119,13 @@ public enum KeystoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .lock, .other:
             return "Move it aside (mv \(shellQuoted(path)) \(shellQuoted(path + ".damaged")))."
         }
+    }
+}
+
+extension KeystoreError: ClassifiedError {
+    /// A keystore failure, with what failed and what to do apart: told apart where the error makes
+    /// them, never by searching the text (a path may hold ". ").
+    public var classification: ErrorClassification {
+        ErrorClassification(.keystore, summary: summary, hint: hint.map { ErrorHint($0, joinedBy: separator) })
     }
 }

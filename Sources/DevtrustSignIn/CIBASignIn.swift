@@ -1,3 +1,4 @@
+import DevtrustErrors
 import DevtrustHTTP
 import DevtrustKeystore
 
@@ -28,6 +29,12 @@ public enum CIBAFailure: Error, Equatable, Sendable, CustomStringConvertible {
         case .expired: return "the sign-in request expired before it was approved; run the command again and approve it on your device in time"
         case .denied: return "the sign-in was denied on the user's device (access_denied)"
         }
+    }
+}
+
+extension CIBAFailure: ClassifiedError {
+    public var classification: ErrorClassification {
+        ErrorClassification(self == .expired ? .approvalExpired : .approvalDenied, summary: description)
     }
 }
 

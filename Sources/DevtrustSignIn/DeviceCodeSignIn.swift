@@ -1,4 +1,5 @@
 import Glibc
+import DevtrustErrors
 import DevtrustHTTP
 import DevtrustKeystore
 
@@ -28,6 +29,12 @@ public enum DeviceCodeFailure: Error, Equatable, Sendable, CustomStringConvertib
         case .expired: return "the code expired before it was approved; run the command again"
         case .denied: return "the sign-in was denied (access_denied)"
         }
+    }
+}
+
+extension DeviceCodeFailure: ClassifiedError {
+    public var classification: ErrorClassification {
+        ErrorClassification(self == .expired ? .approvalExpired : .approvalDenied, summary: description)
     }
 }
 
@@ -67,6 +74,10 @@ public struct Interrupted: Error, Equatable, Sendable, CustomStringConvertible {
     public static func name(of signal: Int32) -> String {
         [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP"][signal] ?? "signal \(signal)"
     }
+}
+
+extension Interrupted: ClassifiedError {
+    public var classification: ErrorClassification { ErrorClassification(.interrupted(signal: signal), summary: description) }
 }
 
 /// Time and waiting; injected so that tests of the polling rules need no real time.

@@ -1,5 +1,6 @@
 import CLoopbackPeer
 import DevtrustEncoding
+import DevtrustErrors
 import Glibc
 
 /// Why the loopback listener stopped without a callback: it could not listen, or nothing came in time.
@@ -30,6 +31,17 @@ public enum LoopbackListenerError: Error, Equatable, Sendable, CustomStringConve
             return "the sign-in page \(url) was asked for a second time, so a program running as you other than your browser may have "
                 + "opened the sign-in first (a forwarder such as `ssh -D` or a proxy that other users of this machine can reach); "
                 + "the sign-in is ended and nothing was stored: stop such a forwarder, then run `devtrust login --browser` again"
+        }
+    }
+}
+
+extension LoopbackListenerError: ClassifiedError {
+    /// A network failure, but for a handoff page asked for twice (a failure). A signal is a network
+    /// failure here too, as it has always been: `login --browser` ends by the signal before any report.
+    public var classification: ErrorClassification {
+        switch self {
+        case .handoffReused: return ErrorClassification(.failure, summary: description)
+        case .cannotListen, .timedOut, .interrupted: return ErrorClassification(.network, summary: description)
         }
     }
 }

@@ -1,3 +1,5 @@
+import DevtrustErrors
+
 /// The authorization server refused (an OAuth error answer).
 public struct OAuthError: Error, Equatable, Sendable, CustomStringConvertible {
     public let error: String
@@ -70,4 +72,22 @@ public struct SignInUnsupportedError: Error, Equatable, Sendable, CustomStringCo
     public init(_ message: String) { self.message = message }
 
     public var description: String { message }
+}
+
+extension OAuthError: ClassifiedError {
+    /// The server's refusal, with its code and description for the front ends that pass them on.
+    /// The hint stays in the sentence, as `--json` has always shown it; the server's words in it are
+    /// shown on one line.
+    public var classification: ErrorClassification {
+        ErrorClassification(.oauthError(code: error, description: errorDescription), summary: description, quotesServer: true)
+    }
+}
+
+extension OAuthProtocolError: ClassifiedError {
+    /// Its message may quote the server (an issuer, an endpoint): shown on one line.
+    public var classification: ErrorClassification { ErrorClassification(.protocolViolation, summary: description, quotesServer: true) }
+}
+
+extension SignInUnsupportedError: ClassifiedError {
+    public var classification: ErrorClassification { ErrorClassification(.unsupported, summary: description) }
 }

@@ -1,6 +1,7 @@
 @testable import DevtrustCLI
 import DevtrustConfig
 import DevtrustDevice
+import DevtrustErrors
 import DevtrustFlow
 import DevtrustHTTP
 import DevtrustJOSE
@@ -107,5 +108,33 @@ import Testing
     /// Every code of the contract's table is some error's.
     @Test func everyExitCodeIsUsed() {
         #expect(Set(Self.cases.map(\.exitCode)) == Set(ExitCode.allCases.map(\.rawValue)).subtracting([ExitCode.success.rawValue]))
+    }
+
+    /// The native host's code comes from the error's category, as its exit code does: the categories
+    /// the extension tells apart have their own, all others are `failed`.
+    @Test func theNativeHostsCodeFollowsTheCategory() {
+        let ownCodes = ["configuration file": "config", "no device key": "no_key", "not registered": "not_registered", "not signed in": "not_registered",
+                        "registration for another key": "not_registered", "keystore permissions": "keystore", "keystore corrupt": "keystore",
+                        "keystore locked": "keystore", "software key self-test": "keystore", "TPM unreachable": "tpm",
+                        "TPM software stack missing": "tpm", "TPM key self-test": "tpm"]
+        for errorCase in Self.cases {
+            let refusal = NativeHost.refusal(errorCase.error)
+            #expect(refusal.code.rawValue == ownCodes[errorCase.name] ?? "failed", "\(errorCase.name): \(refusal.code)")
+            #expect(refusal.message == ErrorReport.from(errorCase.error).message, "\(errorCase.name)")
+        }
+    }
+
+    /// What a child process reports (`ForwardedError`) reaches its parent classified as the error
+    /// itself was, whatever its category.
+    @Test func aForwardedErrorIsClassifiedAsTheErrorWas() throws {
+        let everyCategory = ErrorCategory.withoutValues + [.oauthError(code: "invalid_grant", description: "gone"), .oauthError(code: "x", description: nil),
+                                                           .interrupted(signal: SIGTERM)]
+        let classifications = Self.cases.map { ErrorClassification(of: $0.error) }
+            + everyCategory.map { ErrorClassification($0, summary: "what\nfailed", hint: ErrorHint("what to do", joinedBy: " (", closing: ")"), detail: "d", quotesServer: true) }
+        for classification in classifications {
+            let forwarded = try #require(ForwardedError(json: ForwardedError(classification).json), "\(classification)")
+            #expect(forwarded.classification == classification)
+            #expect(ErrorReport.from(forwarded) == ErrorReport(classification))
+        }
     }
 }

@@ -1,5 +1,6 @@
 import CProcessHardening
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustJOSE
 import DevtrustSignIn
 import Glibc
@@ -117,19 +118,19 @@ enum BrowserLoginCommand {
                                                  "scope": tokens.scope.map { .string($0) } ?? .null])
             } catch {
                 listener.finish(callback, page: .notSignedIn)
-                if let error = error as? OAuthError {
-                    PollingSignIn.emit(context, ["event": .string("failure"), "error": .string(error.error),
-                                                     "description": error.errorDescription.map { .string($0) } ?? .null])
+                let report = ErrorReport.from(error)
+                if case let .oauthError(code, description) = report.category {
+                    PollingSignIn.emit(context, ["event": .string("failure"), "error": .string(code), "description": description.map { .string($0) } ?? .null])
                 } else {
-                    PollingSignIn.emit(context, ["event": .string("failure"), "error": .null, "description": .string("\(ErrorReport.from(error).message)")])
+                    PollingSignIn.emit(context, ["event": .string("failure"), "error": .null, "description": .string(report.message)])
                 }
                 throw error
             }
         }
     }
 
-    static func interruptingSignal(_ error: any Error) -> Int32? {
-        guard let error = error as? LoopbackListenerError, case let .interrupted(signal) = error else { return nil }
+    static func interruptingSignal(_ error: LoopbackListenerError) -> Int32? {
+        guard case let .interrupted(signal) = error else { return nil }
         return signal
     }
 

@@ -1,6 +1,7 @@
 import CProcessHardening
 import DevtrustEncoding
 import DevtrustDevice
+import DevtrustErrors
 import DevtrustHTTP
 import DevtrustKeystore
 import DevtrustSignIn
@@ -22,11 +23,14 @@ enum PollingSignIn {
             try signIn(status)
         } catch {
             status.clear()
-            if let ending = refusal(error) {
-                emit(context, ["event": .string(ending == "expired_token" ? "expired" : "access_denied")])
+            let report = ErrorReport.from(error)
+            switch report.category {
+            case .approvalExpired: emit(context, ["event": .string("expired")])
+            case .approvalDenied: emit(context, ["event": .string("access_denied")])
+            default: break
             }
-            emit(context, failureEvent(error))
-            if let interrupted = error as? Interrupted { endBySignal(context, interrupted.signal, interrupted.description) }
+            emit(context, failureEvent(report))
+            if case let .interrupted(signal) = report.category { endBySignal(context, signal, report.message) }
             throw error
         }
     }
@@ -83,45 +87,32 @@ enum PollingSignIn {
         return issuer
     }
 
-    /// `expired_token` or `access_denied` when the server ended the grant so.
-    private static func refusal(_ error: any Error) -> String? {
-        switch error {
-        case let failure as DeviceCodeFailure: return failure == .expired ? "expired_token" : "access_denied"
-        case let failure as CIBAFailure: return failure == .expired ? "expired_token" : "access_denied"
-        default: return nil
-        }
+    /// The final event of a run that failed: the OAuth error code when the
+    /// server refused with one, else what kind of failure it was; and what happened.
+    static func failureEvent(_ error: any Error) -> JSONObject {
+        failureEvent(ErrorReport.from(error))
     }
 
-    /// The final event of a run that failed: the OAuth error code when the
-    /// server refused, else what kind of failure it was; and what happened.
-    static func failureEvent(_ error: any Error) -> JSONObject {
-        let report = ErrorReport.from(error)
+    static func failureEvent(_ report: ErrorReport) -> JSONObject {
         var description = report.message
         let code: String
-        if let refused = refusal(error) {
-            code = refused
-        } else {
-            switch error {
-            case let error as OAuthError:
-                code = error.error
-                description = error.errorDescription ?? report.message
-            case is Interrupted:
-                code = "interrupted"
-            case is OAuthProtocolError:
-                code = "protocol_error"
-            case is SignInUnsupportedError:
-                code = "unsupported"
-            default:
-                switch report.exitCode {
-                case .usage: code = "usage_error"
-                case .noKeyOrNotRegistered: code = "not_registered"
-                case .serverRefused: code = "server_refused"
-                case .network: code = "network_error"
-                case .tpm: code = "tpm_error"
-                case .keystore: code = "keystore_error"
-                case .success, .failure: code = "error"
-                }
-            }
+        switch report.category {
+        case .usage, .configuration: code = "usage_error"
+        case .noDeviceKey, .notRegistered: code = "not_registered"
+        case .serverRefused: code = "server_refused"
+        case let .oauthError(error, serverDescription):
+            // The server's own code and description, as it sent them.
+            code = error
+            description = serverDescription ?? report.message
+        case .approvalExpired: code = "expired_token"
+        case .approvalDenied: code = "access_denied"
+        case .unsupported: code = "unsupported"
+        case .network: code = "network_error"
+        case .protocolViolation: code = "protocol_error"
+        case .tpm: code = "tpm_error"
+        case .keystore: code = "keystore_error"
+        case .interrupted: code = "interrupted"
+        case .failure: code = "error"
         }
         return ["event": .string("failure"), "error": .string(code), "description": .string(description)]
     }

@@ -1,5 +1,6 @@
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustKeys
 import DevtrustKeystore
 import DevtrustSignIn
@@ -37,7 +38,7 @@ enum StatusCommand: DevtrustCommand {
         var json: JSONValue {
             var object: JSONObject = ["loads": .bool(loads), "notices": .array(notices.map(JSONValue.string))]
             if let problem { object["problem"] = .string(problem) }
-            if let error { object["error"] = ForwardedError(ErrorReport.from(error)).json }
+            if let error { object["error"] = ForwardedError(ErrorClassification(of: error)).json }
             if let parentHandle { object["parentHandle"] = .integer(Int64(parentHandle)) }
             switch lockoutExposure {
             case .none?: object["lockout"] = .string("none")
@@ -192,7 +193,7 @@ enum StatusCommand: DevtrustCommand {
         switch probes.run(seconds: keySeconds, { keyHealth(store).json }) {
         case let .finished(value):
             if let health = KeyHealth(json: value) { return health }
-            return KeyHealth(error: ForwardedError(ErrorReport(.tpm, "checking the key gave no result")))
+            return KeyHealth(error: ForwardedError(ErrorClassification(.tpm, summary: "checking the key gave no result")))
         case .timedOut, .notStarted:
             let error = TPMError.unreachable(tcti: selection.candidates.joined(separator: " or "), reason: "no answer within \(Int(keySeconds)) s",
                                             hint: "check that the TPM (or its resource manager or simulator) is working")
@@ -200,7 +201,7 @@ enum StatusCommand: DevtrustCommand {
             health.timedOut = true
             return health
         case let .failed(reason):
-            return KeyHealth(error: ForwardedError(ErrorReport(.tpm, "checking the key ended without a result (\(reason))")))
+            return KeyHealth(error: ForwardedError(ErrorClassification(.tpm, summary: "checking the key ended without a result (\(reason))")))
         }
     }
 
@@ -225,11 +226,11 @@ enum StatusCommand: DevtrustCommand {
                let firmware = object["firmwareVersion"]?.stringValue {
                 return .success(TPMDescription(tcti: tcti, manufacturer: manufacturer, firmwareVersion: firmware))
             }
-            return .failure(ForwardedError(ErrorReport(.tpm, object["problem"]?.stringValue ?? "no answer")))
+            return .failure(ForwardedError(ErrorClassification(.tpm, summary: object["problem"]?.stringValue ?? "no answer")))
         case .timedOut, .notStarted:
             return .failure(unanswered)
         case let .failed(reason):
-            return .failure(ForwardedError(ErrorReport(.tpm, "asking the TPM ended without an answer (\(reason))")))
+            return .failure(ForwardedError(ErrorClassification(.tpm, summary: "asking the TPM ended without an answer (\(reason))")))
         }
     }
 
