@@ -363,6 +363,21 @@ import Testing
         #expect(result.status == 0 && result.stderr.contains("from another user of this machine (uid 65534)"), "\(result)")
     }
 
+    /// A callback whose sender has gone by the time devtrust accepts it (devtrust was stopped),
+    /// on a port a program of the user's then listens on: the kernel's exact lookup of the other
+    /// end finds that listener instead, which is no answer (a listening socket, not this
+    /// connection's end): refused as of no known owner. The old devtrust signed the user in with
+    /// the other user's code. Run in a network namespace of its own (Tests/Interop/gone_peer.sh),
+    /// where a closed socket's FIN_WAIT2 lasts 1 s instead of 60.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare")))
+    func aCallbackWhoseSenderHasGoneIsNotTakenForAListenersOwner() throws {
+        let scratch = TemporaryDirectory("gone-peer")
+        let run = try ProcessRunner.run("/usr/bin/unshare", ["-n", Repository.path("Tests/Interop/gone_peer.sh"), DevtrustBinary.defaultPath,
+                                                             Repository.path("Tests/ReferenceServer/reference_server.py"), scratch.path],
+                                        environment: ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin"])
+        #expect(run.stdout.contains("outcome: refused") && run.stderr.contains("whose owner the system could not name"), "\(run)")
+    }
+
     /// The listener's accept queue is long (4096): while devtrust is busy (here: stopped), 200
     /// waiting connections of a flood still leave room for the browser's, whose connection the
     /// kernel completes at once instead of dropping its SYN (a queue of 16 made it wait for
