@@ -140,16 +140,29 @@ def quiet_zone(grid):
     """The QR code's size and the light margin around it, as a scanner sees them (dark: luminance below half)."""
     dark = [[sum(colour) < 3 * 128 for colour in row] for row in grid]
 
-    def finder_runs(row):
-        """Where runs of exactly 7 dark modules with light on either side start."""
-        return [start for start in range(1, len(row) - 7)
-                if not row[start - 1] and all(row[start:start + 7]) and not row[start + 7]]
+    finder = ["1111111", "1000001", "1011101", "1011101", "1011101", "1000001", "1111111"]
+
+    def is_finder(top, left):
+        """A whole 7x7 finder pattern with its light separator, not just a run of 7 dark cells: big
+        letters drawn beside the code have such runs too (two T's in "THRG-MZPT")."""
+        if top < 1 or left < 1 or top + 8 > len(dark) or left + 8 > len(dark[0]):
+            return False
+        for dy in range(-1, 8):
+            for dx in range(-1, 8):
+                inside = 0 <= dy < 7 and 0 <= dx < 7
+                expected = inside and finder[dy][dx] == "1"
+                if dark[top + dy][left + dx] != expected:
+                    return False
+        return True
 
     for top, row in enumerate(dark):
-        runs = finder_runs(row)
-        if len(runs) < 2:
+        starts = [left for left in range(1, len(row) - 7) if is_finder(top, left)]
+        # The top-left and top-right finders on this row, with the bottom-left one below the first.
+        pair = next(((left, right) for left in starts for right in starts
+                     if right > left and is_finder(top + (right - left), left)), None)
+        if pair is None:
             continue
-        left, right = runs[0], runs[-1] + 6
+        left, right = pair[0], pair[1] + 6
         size = right - left + 1
         bottom = top + size - 1
         quiet = 0
