@@ -1,5 +1,6 @@
 # devtrust: build, test, demo, install.
 #   make demo   builds and shows a device key and a verified token (installs apt packages as root)
+#   make check  runs the fast tier: in-process tests, after every change (seconds once built)
 #   make test   runs the whole test suite (installs apt packages as root)
 
 PREFIX   ?= /usr/local
@@ -55,7 +56,7 @@ FUZZ_RUNS    ?= 0
 FUZZ_BUILD   ?= .build/fuzz
 FUZZ_TARGETS  = FlowResponse AppNativeResponse DERSignature CompactJWS TSS2KeyFile Configuration Keystore PrivateKeyFile LoopbackRequest
 
-.PHONY: all build test check-layers demo install install-files uninstall deb clean deps-build deps-check deps-deb deps-bench static-libs bench link-order fuzz
+.PHONY: all build test check check-layers demo install install-files uninstall deb clean deps-build deps-check deps-deb deps-bench static-libs bench link-order fuzz
 
 all: build
 
@@ -95,10 +96,22 @@ IMPORT_CHECK = --explicit-target-dependency-import-check error
 # of those and of the invoking user's ~/.local/share, ~/.cache and
 # ~/.config/devtrust, and fails, naming each change, when one changed.
 UNTOUCHED = scripts/untouched.py
+# The suites run in TEST_JOBS test processes at once (scripts/run-tests.py): most
+# tests wait on servers, browsers and terminals, and one test process runs only
+# as many tests at a time as the machine has cores.
+TEST_JOBS ?= 4
+FAST_TIER_GUARD = .build/fast_tier_guard.so
 test: deps-check check-layers build
 	$(UNTOUCHED) --self-test
 	$(SWIFT) build --build-tests $(IMPORT_CHECK)
-	$(UNTOUCHED) --label "make test" -- $(SWIFT) test $(IMPORT_CHECK)
+	$(UNTOUCHED) --label "make test" -- scripts/run-tests.py --jobs $(TEST_JOBS) --swift $(SWIFT)
+
+# The fast tier: the suites of Tests/fast-tier.txt, in the test process alone
+# (a guard preloaded refuses starting a process, a socket and a sleep).
+check: deps-build check-layers
+	$(SWIFT) build --build-tests $(IMPORT_CHECK)
+	@mkdir -p .build && clang -O1 -shared -fPIC -o $(FAST_TIER_GUARD) Tests/Interop/fast_tier_guard.c
+	scripts/run-tests.py --tier fast --jobs 2 --swift $(SWIFT)
 
 # The modules of `devtrust token` below HTTP, and every target's dependencies
 # exactly its imports (scripts/check-layers.py).

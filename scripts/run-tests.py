@@ -1,0 +1,177 @@
+#!/usr/bin/python3
+"""Runs the built test suites in several test processes at once.
+
+Usage: run-tests.py [--jobs N] [--tier all|fast] [--swift SWIFT] [--log-dir DIR]
+
+Most tests wait (on servers, browsers, swtpm, terminals), and a test process runs
+only as many tests at once as the machine has cores (Swift Testing's tests run on
+the cooperative thread pool, and these tests block it). So the suites are shared
+out to N test processes (the test binary with --filter '^Target\\.Suite/'), the
+longest first, after the durations of the last run (.build/test-durations.tsv).
+A suite stays in one process: `.serialized` suites stay serialized.
+
+--tier fast runs the suites listed in Tests/fast-tier.txt, with
+.build/fast_tier_guard.so (from Tests/Interop/fast_tier_guard.c) preloaded: a test that starts a process, opens
+a network socket or sleeps fails there (see `make check`).
+
+Each suite's output goes to DIR/SUITE.log; a failed suite's is printed whole.
+Exits 1 when a suite fails, or when the tests run differ from `swift test list`.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DURATIONS = os.path.join(REPOSITORY, ".build", "test-durations.tsv")
+FAST_TIER = os.path.join(REPOSITORY, "Tests", "fast-tier.txt")
+GUARD = os.path.join(REPOSITORY, ".build", "fast_tier_guard.so")
+# Before any durations are recorded: the suites known to take minutes go first.
+SLOW_FIRST = ["BrowserExtensionTests", "CrossVerificationTests", "CrashSafetyTests", "KeystoreFileTests",
+              "TPMTrustTests", "LocalUsersSignInTests", "PackageTests", "DeviceCodeTerminalTests"]
+RUN_LINE = re.compile(r"Test run with (\d+) tests? (?:in \d+ suites? )?(passed|failed)")
+
+
+def suites_of(listed):
+    """Target.Suite -> its tests, from `swift test list` lines (Target.Suite/test(...))."""
+    suites = {}
+    for line in listed:
+        suite, _, test = line.partition("/")
+        if test:
+            suites.setdefault(suite, []).append(line)
+    return suites
+
+
+def read_durations():
+    durations = {}
+    try:
+        with open(DURATIONS) as recorded:
+            for line in recorded:
+                name, _, seconds = line.rstrip("\n").partition("\t")
+                try:
+                    durations[name] = float(seconds)
+                except ValueError:
+                    pass
+    except FileNotFoundError:
+        pass
+    return durations
+
+
+def ordered(suites, durations):
+    def weight(suite):
+        if suite in durations:
+            return durations[suite]
+        short = suite.split(".", 1)[-1]
+        return 10_000 - SLOW_FIRST.index(short) if short in SLOW_FIRST else 0
+    return sorted(suites, key=weight, reverse=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=int(os.environ.get("DEVTRUST_TEST_JOBS", "4")))
+    parser.add_argument("--tier", choices=["all", "fast"], default="all")
+    parser.add_argument("--swift", default=os.environ.get("SWIFT", "swift"))
+    parser.add_argument("--log-dir")
+    options = parser.parse_args()
+    if options.jobs < 1:
+        sys.exit("run-tests.py: --jobs must be at least 1")
+
+    listing = subprocess.run([options.swift, "test", "list", "--skip-build"], cwd=REPOSITORY,
+                             capture_output=True, text=True)
+    if listing.returncode != 0:
+        sys.exit("run-tests.py: `swift test list --skip-build` failed (build the tests first: "
+                 "swift build --build-tests):\n" + listing.stderr)
+    suites = suites_of(listing.stdout.splitlines())
+    # The test binary itself, not `swift test`: the fast tier's guard must not see swift-test start it.
+    bin_path = subprocess.run([options.swift, "build", "--show-bin-path"], cwd=REPOSITORY,
+                              capture_output=True, text=True).stdout.strip()
+    test_binary = os.path.join(bin_path, "devtrustPackageTests.xctest")
+    if not os.access(test_binary, os.X_OK):
+        sys.exit("run-tests.py: " + test_binary + " is missing: build the tests first (swift build --build-tests)")
+    environment = dict(os.environ)
+    if options.tier == "fast":
+        with open(FAST_TIER) as listed:
+            chosen = [line.strip() for line in listed if line.strip() and not line.startswith("#")]
+        unknown = [name for name in chosen if name not in suites]
+        if unknown:
+            sys.exit("run-tests.py: Tests/fast-tier.txt names suites that do not exist: " + ", ".join(unknown))
+        suites = {name: suites[name] for name in chosen}
+        if not os.path.exists(GUARD):
+            sys.exit("run-tests.py: " + GUARD + " is missing (make builds it)")
+        environment["LD_PRELOAD"] = GUARD
+        # A refused call aborts the test process; Swift's backtracer would start a process of its own.
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+
+    log_dir = options.log_dir or tempfile.mkdtemp(prefix="devtrust-tests.")
+    os.makedirs(log_dir, exist_ok=True)
+    durations = read_durations()
+    queue = ordered(suites, durations)
+    lock = threading.Lock()
+    results = {}
+    started = time.monotonic()
+    total = sum(len(tests) for tests in suites.values())
+    print(f"== {total} tests in {len(suites)} suites, {options.jobs} test processes; logs in {log_dir}", flush=True)
+
+    def worker():
+        while True:
+            with lock:
+                if not queue:
+                    return
+                suite = queue.pop(0)
+            log_path = os.path.join(log_dir, suite + ".log")
+            begun = time.monotonic()
+            with open(log_path, "w") as log:
+                run = subprocess.run([test_binary, "--testing-library", "swift-testing", "--filter", "^" + re.escape(suite) + "/"],
+                                     cwd=REPOSITORY, env=environment, stdout=log, stderr=subprocess.STDOUT)
+            seconds = time.monotonic() - begun
+            with open(log_path, errors="replace") as log:
+                text = log.read()
+            summary = RUN_LINE.findall(text)
+            ran = int(summary[-1][0]) if summary else 0
+            passed = run.returncode == 0 and bool(summary) and summary[-1][1] == "passed"
+            expected = len(suites[suite])
+            if passed and ran != expected:
+                passed = False
+                text += f"\nrun-tests.py: ran {ran} tests of {suite}; `swift test list` has {expected}\n"
+            with lock:
+                results[suite] = (passed, ran, seconds)
+                mark = "✔" if passed else "✘"
+                print(f"{mark} {suite}: {ran} tests in {seconds:.1f} s"
+                      f" ({len(results)}/{len(suites)} suites, {time.monotonic() - started:.0f} s)", flush=True)
+                if not passed:
+                    print(text, flush=True)
+
+    threads = [threading.Thread(target=worker) for _ in range(options.jobs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    if options.tier == "all":
+        durations.update({suite: seconds for suite, (_, _, seconds) in results.items()})
+        os.makedirs(os.path.dirname(DURATIONS), exist_ok=True)
+        with open(DURATIONS, "w") as recorded:
+            for suite, seconds in sorted(durations.items()):
+                recorded.write(f"{suite}\t{seconds:.1f}\n")
+
+    failed = sorted(suite for suite, (passed, *_) in results.items() if not passed)
+    ran = sum(count for _, count, _ in results.values())
+    elapsed = time.monotonic() - started
+    slowest = sorted(results.items(), key=lambda item: item[1][2], reverse=True)[:8]
+    print("== slowest suites: " + ", ".join(f"{suite.split('.', 1)[-1]} {seconds:.0f} s" for suite, (_, _, seconds) in slowest))
+    if failed:
+        print(f"✘ {len(failed)} of {len(suites)} suites failed after {elapsed:.0f} s: " + ", ".join(failed))
+        sys.exit(1)
+    if ran != total:
+        print(f"✘ ran {ran} tests; `swift test list` has {total}")
+        sys.exit(1)
+    print(f"✔ {ran} tests in {len(suites)} suites passed after {elapsed:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
