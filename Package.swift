@@ -90,10 +90,15 @@ let package = Package(
         .target(name: "DevtrustCore", dependencies: ["CDeadline", "DevtrustConfig", "DevtrustDevice", "DevtrustJOSE", "DevtrustKeys",
                                                      "DevtrustKeystore", "DevtrustPosture", "DevtrustURL"]),
 
+        // The terminal toolkit: the process's standard streams (Terminal), text made safe to show
+        // (TerminalText), colour, a command's lines for people, the status line and the network-wait
+        // indicator, the device-code screen, prompts and a step's dialog, an error in words. No HTTP.
+        .target(name: "DevtrustTerminal", dependencies: ["CProcessHardening", "CQRCode", "DevtrustEncoding", "DevtrustErrors"]),
+
         // The command line: argument parsing, commands, errors rendered (message, --json, exit code).
         .target(
             name: "DevtrustCLI",
-            dependencies: ["CProcessHardening", "CQRCode", "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustErrors", "DevtrustSystem", "DevtrustURL"]
+            dependencies: ["CProcessHardening", "CQRCode", "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustErrors", "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]
         ),
         // Every symbol bound at start (-z now): the first call of a lazily bound
         // function runs the dynamic linker's resolver, which saves the vector
@@ -165,7 +170,7 @@ let package = Package(
             name: "DevtrustCLITests",
             dependencies: ["DevtrustCLI", "DevtrustTestSupport", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustConfig",
                            "DevtrustCore", "DevtrustDevice", "DevtrustErrors", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeystore", "DevtrustSignIn",
-                           "DevtrustURL"]
+                           "DevtrustTerminal", "DevtrustURL"]
         ),
     ]
 )

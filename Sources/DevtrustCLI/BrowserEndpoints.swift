@@ -4,6 +4,7 @@ import DevtrustEncoding
 import DevtrustKeys
 import DevtrustKeystore
 import DevtrustSignIn
+import DevtrustTerminal
 import DevtrustURL
 
 /// The authorization endpoints a browser navigation may carry a device token

@@ -1,4 +1,6 @@
 import DevtrustEncoding
+import DevtrustErrors
+import DevtrustTerminal
 
 /// Entry point of the `devtrust` command: parse, dispatch, report.
 public enum DevtrustCommandLine {

@@ -1,39 +1,12 @@
 import DevtrustEncoding
 import DevtrustErrors
+import DevtrustTerminal
 
-/// An error as the command line words it, from its classification (`ErrorClassification`): what
-/// the user reads, the `--json` object and the exit code. The native host and the sign-in event
-/// stream take its words and derive their own codes from its `category`.
-struct ErrorReport: Sendable, Equatable {
-    let category: ErrorCategory
-    /// The whole text the user reads: what failed, then (when there is one) the hint.
-    let message: String
-    /// What failed: `message` without the hint (`--json` prints the two apart).
-    let summary: String
-    /// The rest of `message` after `summary`: the hint with what joins it on, or "".
-    let hintPart: String
-    /// What to do next, where the error sets it apart from what failed; `message` ends with it
-    /// (but for the closing parenthesis of a usage error's pointer to help).
-    let hint: String?
-    /// Shown with --verbose: OpenSSL's error queue and the like.
-    let detail: String?
-
+/// An error as the command line prints it: the words of `ErrorReport` (DevtrustTerminal), the
+/// `--json` object and the exit code of its category.
+extension ErrorReport {
     /// The contract's exit code for the category.
     var exitCode: ExitCode { ExitCode(category) }
-
-    init(_ classification: ErrorClassification) {
-        category = classification.category
-        // The server's words on one line: a line break in them must not start a line of devtrust's own.
-        summary = classification.quotesServer ? TerminalText.oneLine(classification.summary) : classification.summary
-        hint = classification.hint?.text
-        hintPart = classification.hint?.joinedText ?? ""
-        message = summary + hintPart
-        detail = classification.detail
-    }
-
-    static func from(_ error: any Error) -> ErrorReport {
-        ErrorReport(ErrorClassification(of: error))
-    }
 
     /// The object `--json` prints on stderr: `{"error":{"message","exitCode","hint"}}`,
     /// `hint` null when the error sets none apart; `detail` only with --verbose.
@@ -49,16 +22,6 @@ struct ErrorReport: Sendable, Equatable {
         if json { return JSONWriter.string(self.json(verbose: verbose)) + "\n" }
         let lines = humanLines(verbose: verbose)
         return style.error(lines.failed) + lines.rest
-    }
-
-    /// The lines for people in two parts, each printable: what failed (`devtrust: error: ...`,
-    /// the part a style colours), and the rest (the hint, a detail line with verbose).
-    func humanLines(verbose: Bool) -> (failed: String, rest: String) {
-        var rest = TerminalText.printable(hintPart) + "\n"
-        if verbose, let detail, !detail.isEmpty {
-            rest += "devtrust: detail: \(TerminalText.printable(detail))\n"
-        }
-        return ("devtrust: error: " + TerminalText.printable(summary), rest)
     }
 }
 

@@ -2,6 +2,7 @@ import CProcessHardening
 import DevtrustConfig
 import DevtrustHTTP
 import DevtrustSignIn
+import DevtrustTerminal
 
 /// How every command's HTTP client is set up: the CA to trust (`--ca-file`,
 /// else DEVTRUST_CA_FILE), the configuration's timeouts, DEVTRUST_HTTP_DEBUG,
@@ -40,7 +41,7 @@ struct HTTPClientSettings {
     /// of `client(_:)`. One request at a time: the indicator draws on the command's one status line.
     func curlClient(_ context: CommandContext, options: HTTPOptions) -> CurlHTTPClient {
         var options = options
-        options.waitObserver = waitIndicator(context)
+        options.waitObserver = NetworkWaitObserver(indicator: waitIndicator(context))
         return CurlHTTPClient(options: options)
     }
 

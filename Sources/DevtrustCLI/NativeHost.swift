@@ -7,6 +7,7 @@ import DevtrustJOSE
 import DevtrustKeystore
 import DevtrustSignIn
 import DevtrustSystem
+import DevtrustTerminal
 
 /// Who started the host, as the browser says on its command line: Chromium
 /// passes the extension's origin (`chrome-extension://ID/`), Firefox the host

@@ -1,6 +1,7 @@
 import DevtrustConfig
 import DevtrustEncoding
 import DevtrustSignIn
+import DevtrustTerminal
 import Glibc
 
 /// The sign-in profiles' discovery documents as the native messaging host uses

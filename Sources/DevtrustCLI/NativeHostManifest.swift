@@ -1,5 +1,6 @@
 import DevtrustConfig
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustSystem
 import Glibc
 

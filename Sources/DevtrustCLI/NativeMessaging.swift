@@ -1,4 +1,5 @@
 import DevtrustEncoding
+import DevtrustTerminal
 
 /// The browsers' native messaging protocol on the host's side: each message is
 /// a 4-byte length in the machine's byte order, then that many bytes of UTF-8

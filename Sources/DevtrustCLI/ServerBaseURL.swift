@@ -1,3 +1,4 @@
+import DevtrustErrors
 import DevtrustURL
 
 /// `--server` takes a server's base URL; an endpoint's URL pasted from the

@@ -1,7 +1,9 @@
 import DevtrustConfig
 import DevtrustDevice
+import DevtrustErrors
 import DevtrustHTTP
 import DevtrustSignIn
+import DevtrustTerminal
 
 /// What a sign-in command needs, from its options and `--profile` (options win).
 struct SignInSettings {

@@ -1,9 +1,11 @@
 @testable import DevtrustCLI
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustHTTP
 import DevtrustKeys
 import DevtrustKeystore
 import DevtrustSignIn
+@testable import DevtrustTerminal
 import Testing
 
 /// The final `failure` event of `login --device-code --json` for every kind of

@@ -8,6 +8,7 @@ import DevtrustJOSE
 @testable import DevtrustKeys
 import DevtrustKeystore
 import DevtrustSignIn
+@testable import DevtrustTerminal
 import Glibc
 import Testing
 

@@ -1,5 +1,6 @@
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustSignIn
 
 /// `authorize-url`: a browser sign-in URL carrying a fresh `device_token`,

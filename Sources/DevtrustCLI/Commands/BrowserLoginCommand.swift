@@ -3,6 +3,7 @@ import DevtrustEncoding
 import DevtrustErrors
 import DevtrustJOSE
 import DevtrustSignIn
+import DevtrustTerminal
 import Glibc
 
 /// `login --browser`: a redirect sign-in through a loopback listener (RFC 8252

@@ -5,6 +5,7 @@ import DevtrustHTTP
 import DevtrustKeys
 import DevtrustKeystore
 import DevtrustSystem
+import DevtrustTerminal
 
 /// `doctor`: the checks a support engineer would ask for, each with a verdict,
 /// what it found and the fix: the configuration file, the keystore's

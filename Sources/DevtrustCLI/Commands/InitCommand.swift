@@ -1,5 +1,6 @@
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustKeystore
 import DevtrustSystem
 

@@ -1,6 +1,7 @@
 import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustHTTP
 import DevtrustJOSE
 import DevtrustKeystore

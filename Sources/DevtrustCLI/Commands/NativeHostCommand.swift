@@ -1,4 +1,5 @@
 import CProcessHardening
+import DevtrustErrors
 
 /// `native-host ORIGIN | MANIFEST EXTENSION_ID`: the native messaging host that
 /// Chromium and Firefox start for devtrust's extension (`devtrust browser

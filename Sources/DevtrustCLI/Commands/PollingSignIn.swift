@@ -5,6 +5,7 @@ import DevtrustErrors
 import DevtrustHTTP
 import DevtrustKeystore
 import DevtrustSignIn
+import DevtrustTerminal
 
 /// What `login --device-code` and `login --ciba` share: both poll the token
 /// endpoint while the user approves elsewhere, show a countdown on stderr, and

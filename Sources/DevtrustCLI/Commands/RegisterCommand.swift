@@ -2,6 +2,7 @@ import DevtrustConfig
 import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustFlow
 import DevtrustHTTP
 import DevtrustJOSE

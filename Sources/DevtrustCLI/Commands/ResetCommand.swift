@@ -1,6 +1,7 @@
 import DevtrustConfig
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustKeys
 import DevtrustKeystore
 

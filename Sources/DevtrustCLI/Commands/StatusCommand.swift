@@ -4,6 +4,7 @@ import DevtrustErrors
 import DevtrustKeys
 import DevtrustKeystore
 import DevtrustSignIn
+import DevtrustTerminal
 import DevtrustURL
 
 /// `status`: where the key lives, whether it loads, the TPM, and the registrations.

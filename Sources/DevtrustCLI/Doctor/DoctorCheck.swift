@@ -3,6 +3,7 @@ import DevtrustEncoding
 import DevtrustHTTP
 import DevtrustKeys
 import DevtrustKeystore
+import DevtrustTerminal
 
 /// How one `doctor` check came out. Only `fail` makes doctor exit 1: `warn`
 /// is something that limits devtrust or will bite later, `skip` a check that

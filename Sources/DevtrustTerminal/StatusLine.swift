@@ -2,20 +2,20 @@
 /// (the device code's countdown, the network-wait indicator): shared by
 /// everything in one command, so that one does not draw over another's.
 /// Whoever shows it clears it before anything else is written to stderr.
-final class StatusLine {
-    let terminal: any Terminal
+package final class StatusLine {
+    package let terminal: any Terminal
     /// Whether the line now shows something (and who drew it).
-    private(set) var owner: Owner?
+    package private(set) var owner: Owner?
     /// The owner's line for when a request has waited so many seconds (the countdown
     /// counts on and says the server is slow), or nil: the owner has none.
     private var ownerLineWhileWaiting: ((Int) -> String)?
 
-    enum Owner: Equatable {
+    package enum Owner: Equatable {
         case countdown
         case networkWait
     }
 
-    init(terminal: any Terminal) {
+    package init(terminal: any Terminal) {
         self.terminal = terminal
     }
 
@@ -23,13 +23,13 @@ final class StatusLine {
     /// rewrite a line (`TerminalStyle.hasEscapes`: TERM set, not "dumb"), and neither
     /// --quiet nor --json (a program reads, maybe through a pty: ssh -t, docker run -t,
     /// expect, where a rewritten line would share its line with the output it parses).
-    static func isWanted(_ context: CommandContext) -> Bool {
-        !context.quiet && !context.json && context.terminal.errorIsTerminal && TerminalStyle.hasEscapes(context.environment.variables)
+    package static func isWanted(terminal: any Terminal, variables: [String: String], quiet: Bool, json: Bool) -> Bool {
+        !quiet && !json && terminal.errorIsTerminal && TerminalStyle.hasEscapes(variables)
     }
 
     /// Draws `line` in place of what the line showed. Not while devtrust is a background
     /// job: `\r` and clearing the line would erase what the user is typing at the shell.
-    func show(_ line: String, as owner: Owner, whileWaiting: ((Int) -> String)? = nil) {
+    package func show(_ line: String, as owner: Owner, whileWaiting: ((Int) -> String)? = nil) {
         guard terminal.errorIsForeground else { return }
         terminal.writeError("\r\u{1B}[K" + line)
         self.owner = owner
@@ -39,13 +39,13 @@ final class StatusLine {
     /// The owner's line, redrawn to say that a request has waited `seconds`; false when the
     /// owner has no such line (the line is left as it is).
     @discardableResult
-    func showWait(seconds: Int) -> Bool {
+    package func showWait(seconds: Int) -> Bool {
         guard let owner, let ownerLineWhileWaiting else { return false }
         show(ownerLineWhileWaiting(seconds), as: owner, whileWaiting: ownerLineWhileWaiting)
         return true
     }
 
-    func clear() {
+    package func clear() {
         guard owner != nil else { return }
         terminal.writeError("\r\u{1B}[K")
         owner = nil

@@ -8,41 +8,53 @@
 /// is no action but a valid value for the step's only required field is taken as it (the list
 /// is then read without echo when that field is a secret). The other actions send no field: the
 /// server's main action is the one that takes them (`requiredParams`); a resend takes none.
-struct TerminalStepDialog {
-    typealias Field = TerminalPrompter.Field
+package struct TerminalStepDialog {
+    package typealias Field = TerminalPrompter.Field
 
     /// One of the step's actions, as the step names it.
-    struct Action {
-        let text: String
+    package struct Action {
+        package let text: String
         /// What the step calls it (a button's actionId).
-        let identifier: String?
+        package let identifier: String?
+
+        package init(text: String, identifier: String?) {
+            self.text = text
+            self.identifier = identifier
+        }
     }
 
-    enum Answer {
+    package enum Answer {
         /// The main action, with the values typed (optional fields left empty are not among them).
         case main([(String, String)])
         /// Another action: its index in `actions`.
         case other(Int)
     }
 
-    let context: CommandContext
+    package let messages: TerminalMessages
     /// The command that was run, for errors.
-    let command: String
+    package let command: String
     /// Every action of the step, in the step's order.
-    let actions: [Action]
+    package let actions: [Action]
     /// The action that sends the fields (a flow's PRIMARY button); Enter at the list of actions.
-    let mainIndex: Int
+    package let mainIndex: Int
     /// The main action accepts something on the user's behalf (terms, a policy, consent): it is
     /// asked for even when fields were typed, so that typing a name never accepts unseen.
-    var mainIsAcceptance = false
+    package var mainIsAcceptance = false
 
-    private var prompter: TerminalPrompter { TerminalPrompter(context: context) }
+    package init(messages: TerminalMessages, command: String, actions: [Action], mainIndex: Int) {
+        self.messages = messages
+        self.command = command
+        self.actions = actions
+        self.mainIndex = mainIndex
+    }
+
+    private var prompter: TerminalPrompter { TerminalPrompter(messages: messages) }
     private var others: [Int] { actions.indices.filter { $0 != mainIndex } }
 
     /// Asks for `fields` (those the script did not give), then for the action when what was
     /// typed does not say it: nothing typed and nothing required, no field to ask, or an
     /// acceptance.
-    func run(_ fields: [Field]) throws -> Answer {
+    package func run(_ fields: [Field]) throws -> Answer {
         let required = fields.filter(\.required)
         // A stray answer to the list is taken for a field only when there is no doubt which.
         let onlyRequired = required.count == 1 ? required[0].name : nil
@@ -98,7 +110,7 @@ struct TerminalStepDialog {
     /// name chooses it. An answer that is no action is taken as the value of `strayAnswersFor`
     /// when its rules allow it (and said so); the list is then read without echo when that field
     /// is a secret (a password or a code typed there never shows).
-    func choose(strayAnswersFor field: Field?) throws -> TerminalPrompter.Reply {
+    package func choose(strayAnswersFor field: Field?) throws -> TerminalPrompter.Reply {
         let hidden = field?.secret ?? false
         let choices = actions.enumerated().map { "[\($0.offset + 1)] \($0.element.text)" }.joined(separator: "  ")
         let prompt = "\(choices)  (Enter for \(mainIndex + 1)\(hidden ? "; typing hidden" : "")): "
@@ -110,33 +122,33 @@ struct TerminalStepDialog {
             let refusal = "choose a number from 1 to \(actions.count)" + (field.map { ", or type the \($0.label)" } ?? "")
             // A small number is a choice mistyped, not a value; a code must look like one.
             guard let field, !Self.isSmallNumber(trimmed), !field.holdsCode || Self.looksLikeCode(trimmed) else {
-                context.warn(refusal)
+                messages.warn(refusal)
                 return nil
             }
             if let problem = field.problem(answer) {
-                context.warn(refusal + ": it \(problem)")
+                messages.warn(refusal + ": it \(problem)")
                 return nil
             }
-            context.info("that is not one of the choices: taken as the \(field.label)")
+            messages.info("that is not one of the choices: taken as the \(field.label)")
             return .value(answer)
         }
     }
 
     /// One or two digits, not starting with 0: how a choice is typed (`3`, `12`); `042` and
     /// `000042` are codes.
-    static func isSmallNumber(_ text: String) -> Bool {
+    package static func isSmallNumber(_ text: String) -> Bool {
         (1...2).contains(text.count) && text.allSatisfy(\.isASCIIDigit) && text.first != "0"
     }
 
     /// What a one-time code looks like when typed where a choice was asked: ASCII letters and
     /// digits, a digit among them (`123456`, `A7K2QX`; not `abc`, which would be sent as a code).
-    static func looksLikeCode(_ text: String) -> Bool {
+    package static func looksLikeCode(_ text: String) -> Bool {
         !text.isEmpty && text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } && text.contains(where: \.isASCIIDigit)
     }
 
     /// Whether `text` has a character other than a digit: a digit string is a value of a code or
     /// number field, never an action's name there (`2` of "2 more options" at a NUMBER).
-    static func isWord(_ text: String) -> Bool {
+    package static func isWord(_ text: String) -> Bool {
         text.contains { !$0.isASCIIDigit }
     }
 
@@ -164,5 +176,5 @@ struct TerminalStepDialog {
 }
 
 extension Character {
-    var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+    package var isASCIIDigit: Bool { ("0"..."9").contains(self) }
 }

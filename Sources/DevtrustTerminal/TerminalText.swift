@@ -7,16 +7,16 @@
 /// `oneLine` shows them as escapes too, for text that must stay on one line
 /// (a user code, a URI) so that it can neither add lines of its own nor push
 /// the rest of a screen away.
-enum TerminalText {
-    static func printable(_ text: String) -> String {
+package enum TerminalText {
+    package static func printable(_ text: String) -> String {
         escaping(text, where: isUnsafe)
     }
 
-    static func oneLine(_ text: String) -> String {
+    package static func oneLine(_ text: String) -> String {
         escaping(text) { isUnsafe($0) || breaksLine($0) }
     }
 
-    static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
+    package static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x0A, 0x09: return false
         case 0x00...0x1F, 0x7F...0x9F: return true

@@ -5,25 +5,30 @@
 /// (else one line saying why there is none); and a row left free for the
 /// countdown. URLs are never broken: one wider than the window has a line of
 /// its own (a terminal still finds it) and the rows it wraps to are counted.
-struct DeviceCodeScreen {
+package struct DeviceCodeScreen {
     /// One printed line: its text, and the same styled (the user code in bold, the
     /// QR code in its own colours), printed where colour is allowed.
-    struct Line: Equatable {
-        let text: String
-        let styled: String
+    package struct Line: Equatable {
+        package let text: String
+        package let styled: String
+
+        package init(text: String, styled: String) {
+            self.text = text
+            self.styled = styled
+        }
     }
 
     /// What the screen shows. The server's text is made safe here, once: each field
     /// on one line, controls, newlines and tabs shown as escapes (TerminalText.oneLine).
-    struct Content {
-        let userCode: String
-        let verificationURI: String
-        let verificationURIComplete: String?
+    package struct Content {
+        package let userCode: String
+        package let verificationURI: String
+        package let verificationURIComplete: String?
         /// The QR code of the complete URI (QRCode.render), or nil when none is to be drawn.
-        let qrCode: [Line]?
+        package let qrCode: [Line]?
 
         /// The user code and the URIs as the server sent them.
-        init(userCode: String, verificationURI: String, verificationURIComplete: String?, qrCode: [Line]?) {
+        package init(userCode: String, verificationURI: String, verificationURIComplete: String?, qrCode: [Line]?) {
             self.userCode = TerminalText.oneLine(userCode)
             self.verificationURI = TerminalText.oneLine(verificationURI)
             self.verificationURIComplete = verificationURIComplete.map(TerminalText.oneLine)
@@ -32,17 +37,17 @@ struct DeviceCodeScreen {
     }
 
     /// The width text is wrapped to when the terminal does not say its size.
-    static let assumedColumns = 80
+    package static let assumedColumns = 80
     /// Blank lines around the big letters.
     private static let bigLetterMargin = 1
 
     /// The lines to print, each followed by a newline; the countdown comes on the row after them.
-    let lines: [Line]
+    package let lines: [Line]
 
     /// - Parameter size: the window, or nil when unknown: then the text is wrapped
     ///   to `assumedColumns` and neither the QR code nor big letters are drawn,
     ///   since neither may fit.
-    init(_ content: Content, size: TerminalSize?) {
+    package init(_ content: Content, size: TerminalSize?) {
         let columns = size?.columns ?? Self.assumedColumns
         let rowsLeft = (size?.rows ?? Int.max) - 1 // the countdown's row
         func rows(_ lines: [Line]) -> Int { Self.rows(lines, columns: columns) }
@@ -105,7 +110,7 @@ struct DeviceCodeScreen {
     }
 
     /// The rows `lines` take in a window `columns` wide (a line wider than that wraps).
-    static func rows(_ lines: [Line], columns: Int) -> Int {
+    package static func rows(_ lines: [Line], columns: Int) -> Int {
         lines.reduce(0) { $0 + max(1, (width($1.text) + columns - 1) / columns) }
     }
 
@@ -114,7 +119,7 @@ struct DeviceCodeScreen {
     /// rewrites that row instead of the countdown.
     /// `serverWait`: how long a poll has waited for its answer, when it has (a second or more):
     /// said after the time left, so that a slow server is not taken for a frozen countdown.
-    static func countdown(secondsLeft: Int, columns: Int?, serverWait: Int? = nil) -> String {
+    package static func countdown(secondsLeft: Int, columns: Int?, serverWait: Int? = nil) -> String {
         let left = max(0, secondsLeft)
         let time = "\(left / 60):\(left % 60 < 10 ? "0" : "")\(left % 60)"
         let waitForms = serverWait.map { ["waiting for approval… \(time) left · server slow to answer, \($0) s",
@@ -126,7 +131,7 @@ struct DeviceCodeScreen {
 
     /// The window of the terminal on stderr; where it does not say (a pty nobody sized
     /// reports 0 x 0), COLUMNS and LINES when both are set; nil when not a terminal.
-    static func size(of terminal: any Terminal, variables: [String: String]) -> TerminalSize? {
+    package static func size(of terminal: any Terminal, variables: [String: String]) -> TerminalSize? {
         guard terminal.errorIsTerminal else { return nil }
         if let size = terminal.errorSize { return size }
         guard let columns = variables["COLUMNS"].flatMap({ Int($0) }), let rows = variables["LINES"].flatMap({ Int($0) }) else { return nil }
@@ -136,10 +141,10 @@ struct DeviceCodeScreen {
     // MARK: text
 
     private struct Word {
-        let text: String
-        let emphasised: Bool
+        package let text: String
+        package let emphasised: Bool
 
-        init(_ text: String, emphasised: Bool = false) {
+        package init(_ text: String, emphasised: Bool = false) {
             self.text = text
             self.emphasised = emphasised
         }
@@ -175,7 +180,7 @@ struct DeviceCodeScreen {
     /// take two; combining marks none (they join the character before them). Where
     /// terminals differ (a lone regional indicator, an emoji selector after a
     /// character that is usually narrow), two: a line counted too wide still fits.
-    static func width(_ text: String) -> Int {
+    package static func width(_ text: String) -> Int {
         text.reduce(0) { $0 + width(of: $1) }
     }
 

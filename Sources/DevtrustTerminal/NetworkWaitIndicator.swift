@@ -1,5 +1,4 @@
 import DevtrustEncoding
-import DevtrustHTTP
 
 /// A request that has waited a second or more for its answer shows, on the
 /// command's status line, a spinner, the host and the seconds waited
@@ -10,20 +9,20 @@ import DevtrustHTTP
 /// countdown owns the status line, the countdown counts on and says the
 /// server is slow instead. A command runs on one thread, and curl calls this
 /// from within the request: no lock is needed.
-final class NetworkWaitIndicator: HTTPWaitObserver, @unchecked Sendable {
+package final class NetworkWaitIndicator: @unchecked Sendable {
     /// How long a request waits before the indicator shows.
-    static let threshold = 1.0
+    package static let threshold = 1.0
     /// Host names past this many columns are cut when the terminal does not say
     /// its width, so that the line fits an 80-column terminal.
-    static let longestHost = 48
+    package static let longestHost = 48
     /// A host is shown cut to no fewer columns than this (unless it is shorter): a shorter stub says nothing.
-    static let shortestCutHost = 10
+    package static let shortestCutHost = 10
 
     /// The shortest time between two drawings: curl calls more often while data flows.
-    static let redrawInterval = 0.1
+    package static let redrawInterval = 0.1
 
-    let statusLine: StatusLine
-    let glyphs: Glyphs
+    package let statusLine: StatusLine
+    package let glyphs: Glyphs
     /// COLUMNS, for a terminal that does not say its width (`DeviceCodeScreen.size`).
     private let variables: [String: String]
     /// Whether to draw at all (`make`), asked when a request has first waited past the
@@ -37,47 +36,43 @@ final class NetworkWaitIndicator: HTTPWaitObserver, @unchecked Sendable {
 
     /// The spinner's frames and the ellipsis: Unicode when the locale's
     /// character set is UTF-8 and the terminal has the glyphs, ASCII otherwise.
-    struct Glyphs: Equatable {
-        let frames: [String]
-        let ellipsis: String
+    package struct Glyphs: Equatable {
+        package let frames: [String]
+        package let ellipsis: String
 
-        static let unicode = Glyphs(frames: ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"], ellipsis: "…")
-        static let ascii = Glyphs(frames: ["|", "/", "-", "\\"], ellipsis: "...")
+        package init(frames: [String], ellipsis: String) {
+            self.frames = frames
+            self.ellipsis = ellipsis
+        }
+
+        package static let unicode = Glyphs(frames: ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"], ellipsis: "…")
+        package static let ascii = Glyphs(frames: ["|", "/", "-", "\\"], ellipsis: "...")
 
         /// As the C library reads the locale: LC_ALL, else LC_CTYPE, else LANG (the first one set and not empty).
-        static func forLocale(_ variables: [String: String]) -> Glyphs {
+        package static func forLocale(_ variables: [String: String]) -> Glyphs {
             let name = ["LC_ALL", "LC_CTYPE", "LANG"].first { variables[$0]?.isEmpty == false }
             let lowercased = name.flatMap { variables[$0] }?.lowercased() ?? ""
             return lowercased.includes("utf-8") || lowercased.includes("utf8") ? .unicode : .ascii
         }
 
         /// As the locale says, but ASCII on the Linux console (TERM=linux), whose fonts have no braille.
-        static func forTerminal(_ variables: [String: String]) -> Glyphs {
+        package static func forTerminal(_ variables: [String: String]) -> Glyphs {
             variables["TERM"] == "linux" ? .ascii : forLocale(variables)
         }
     }
 
-    init(statusLine: StatusLine, glyphs: Glyphs, variables: [String: String] = [:], isWanted: @escaping () -> Bool = { true }) {
+    package init(statusLine: StatusLine, glyphs: Glyphs, variables: [String: String] = [:], isWanted: @escaping () -> Bool = { true }) {
         self.statusLine = statusLine
         self.glyphs = glyphs
         self.variables = variables
         self.isWanted = isWanted
     }
 
-    /// The indicator for a command's requests. It draws nothing where it would not
-    /// be seen or would get in the way (`StatusLine.isWanted`: no terminal, one that
-    /// cannot rewrite a line, --quiet, --json), nor with DEVTRUST_HTTP_DEBUG, whose
-    /// lines curl writes to stderr while the request is under way.
-    static func make(_ context: CommandContext, httpDebug: Bool) -> NetworkWaitIndicator {
-        NetworkWaitIndicator(statusLine: context.statusLine, glyphs: .forTerminal(context.environment.variables),
-                             variables: context.environment.variables, isWanted: { !httpDebug && StatusLine.isWanted(context) })
-    }
-
     /// The line, narrower than a window `columns` wide (a line as wide as the window
     /// wraps, and `\r` then rewrites only its last row): the host cut to fit (the ellipsis
     /// after it marks the cut too), else without the host, else the seconds alone; nil
     /// when not even those fit. With no width known, the host is cut at `longestHost`.
-    func line(host: String, elapsedSeconds: Double, frame: Int, columns: Int? = nil) -> String? {
+    package func line(host: String, elapsedSeconds: Double, frame: Int, columns: Int? = nil) -> String? {
         let spinner = glyphs.frames[frame % glyphs.frames.count]
         let seconds = "\(Int(elapsedSeconds)) s"
         let safeHost = TerminalText.printable(host)
@@ -91,7 +86,7 @@ final class NetworkWaitIndicator: HTTPWaitObserver, @unchecked Sendable {
     }
 
     /// As many characters of `text` as fit in `columns` (wide characters take two).
-    static func prefix(_ text: String, columns: Int) -> String {
+    package static func prefix(_ text: String, columns: Int) -> String {
         var result = "", used = 0
         for character in text {
             let width = DeviceCodeScreen.width(String(character))
@@ -102,7 +97,7 @@ final class NetworkWaitIndicator: HTTPWaitObserver, @unchecked Sendable {
         return result
     }
 
-    func waiting(for host: String, elapsedSeconds: Double) {
+    package func waiting(for host: String, elapsedSeconds: Double) {
         guard elapsedSeconds >= Self.threshold, drawings == 0 || elapsedSeconds - lastDrawing >= Self.redrawInterval, wanted else { return }
         switch statusLine.owner {
         case .countdown:
@@ -118,7 +113,7 @@ final class NetworkWaitIndicator: HTTPWaitObserver, @unchecked Sendable {
         lastDrawing = elapsedSeconds
     }
 
-    func finished() {
+    package func finished() {
         if statusLine.owner == .networkWait { statusLine.clear() }
         drawings = 0
     }
