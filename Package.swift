@@ -90,6 +90,15 @@ let package = Package(
         .target(name: "DevtrustCore", dependencies: ["CDeadline", "DevtrustConfig", "DevtrustDevice", "DevtrustJOSE", "DevtrustKeys",
                                                      "DevtrustKeystore", "DevtrustPosture", "DevtrustURL"]),
 
+        // The device's sign-ins as every front end runs them (above HTTP, beside the protocol's library
+        // DevtrustSignIn): where and as whom a sign-in goes, from options, a sign-in profile and discovery
+        // (SignInTarget, ServerBaseURL); the device key as DPoP key (DPoPKey); a sign-in saved, refreshed
+        // (RefreshOutcome.of) and revoked (SignInRevocation); the browser's authorization request; the
+        // servers' clocks read from every answer (ServerClocks.watch).
+        .target(name: "DevtrustSignInService", dependencies: ["DevtrustConfig", "DevtrustCore", "DevtrustDevice", "DevtrustEncoding",
+                                                              "DevtrustErrors", "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore",
+                                                              "DevtrustSignIn", "DevtrustURL"]),
+
         // The terminal toolkit: the process's standard streams (Terminal), text made safe to show
         // (TerminalText), colour, a command's lines for people, the status line and the network-wait
         // indicator, the device-code screen, prompts and a step's dialog, an error in words. No HTTP.
@@ -98,7 +107,7 @@ let package = Package(
         // The command line: argument parsing, commands, errors rendered (message, --json, exit code).
         .target(
             name: "DevtrustCLI",
-            dependencies: ["CProcessHardening", "CQRCode", "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustErrors", "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]
+            dependencies: ["CProcessHardening", "CQRCode", "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustErrors", "DevtrustSignInService", "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]
         ),
         // Every symbol bound at start (-z now): the first call of a lazily bound
         // function runs the dynamic linker's resolver, which saves the vector
@@ -170,7 +179,7 @@ let package = Package(
             name: "DevtrustCLITests",
             dependencies: ["DevtrustCLI", "DevtrustTestSupport", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustConfig",
                            "DevtrustCore", "DevtrustDevice", "DevtrustErrors", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeystore", "DevtrustSignIn",
-                           "DevtrustTerminal", "DevtrustURL"]
+                           "DevtrustSignInService", "DevtrustTerminal", "DevtrustURL"]
         ),
     ]
 )

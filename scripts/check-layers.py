@@ -48,7 +48,10 @@ STANDS_ONLY_ON = {
     "DevtrustTerminal": ["CProcessHardening", "CQRCode", "DevtrustEncoding", "DevtrustErrors"],
 }
 # Modules that must never reach the ones listed, directly or not.
-NEVER_ON = {}
+NEVER_ON = {
+    # The sign-in service shows nothing: front ends say what it does, each its own way.
+    "DevtrustSignInService": ["DevtrustTerminal"],
+}
 
 def describe(path):
     if path:

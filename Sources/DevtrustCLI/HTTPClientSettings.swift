@@ -2,6 +2,7 @@ import CProcessHardening
 import DevtrustConfig
 import DevtrustHTTP
 import DevtrustSignIn
+import DevtrustSignInService
 import DevtrustTerminal
 
 /// How every command's HTTP client is set up: the CA to trust (`--ca-file`,
@@ -17,6 +18,11 @@ struct HTTPClientSettings {
         options.totalTimeoutMilliseconds = http.requestTimeoutSeconds * 1000
         options.debug = environment["DEVTRUST_HTTP_DEBUG"].map { !$0.isEmpty && $0 != "0" } ?? false
         options.noProxy = environment["no_proxy"] ?? environment["NO_PROXY"]
+        self.options = options
+    }
+
+    /// Settings of these options (a configuration's, shortened: the native host's discovery).
+    init(options: HTTPOptions) {
         self.options = options
     }
 

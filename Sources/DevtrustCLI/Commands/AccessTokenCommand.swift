@@ -3,6 +3,7 @@ import DevtrustEncoding
 import DevtrustHTTP
 import DevtrustKeystore
 import DevtrustSignIn
+import DevtrustSignInService
 
 /// `access-token`: prints a valid access token of the stored sign-in,
 /// refreshing it first when it expires within 60 s (or, with `--refresh`,
@@ -44,18 +45,14 @@ enum AccessTokenCommand: DevtrustCommand {
             context.detail("refreshing the access token")
             var client = oauth
             // A DPoP-bound refresh token is refreshed only with a proof of its key (RFC 9449 section 5).
-            if let jkt = current.dpopJkt { client.dpop = try boundKey(context, store: store, jkt: jkt, tokenEndpoint: current.tokenEndpoint) }
-            return try refreshOutcome { try client.refresh(current, clientID: record.clientId) }
+            if let jkt = current.dpopJkt {
+                client.dpop = try context.dpopKey.binding(store: store, boundTo: jkt, tokenEndpoint: current.tokenEndpoint,
+                                                          deadline: .command(context, doing: "signing a DPoP proof"))
+            }
+            return try RefreshOutcome.of { try client.refresh(current, clientID: record.clientId) }
         }
         if let note = tokens.idTokenNote { context.warn(note) }
         context.output(context.json ? JSONWriter.string(.object(document(tokens))) : tokens.accessToken)
-    }
-
-    /// The device key as the DPoP key of a sign-in bound to `jkt`; an error when the device key is no longer that key.
-    static func boundKey(_ context: CommandContext, store: DeviceStore, jkt: String, tokenEndpoint: String) throws -> DPoPBinding {
-        let binding = try DPoPKey.binding(context, store: store, server: tokenEndpoint)
-        guard binding.thumbprint == jkt else { throw DeviceError.dpopKeyChanged(boundTo: jkt, deviceKey: binding.thumbprint) }
-        return binding
     }
 
     /// `--json`: what a script needs to use the access token and to know when to ask again;
@@ -73,31 +70,5 @@ enum AccessTokenCommand: DevtrustCommand {
         // Only for a bound sign-in: a bearer sign-in's document stays as it was.
         if let jkt = tokens.dpopJkt { document["dpopJkt"] = .string(jkt) }
         return document
-    }
-
-    /// What a refresh's answer means for the stored sign-in. Only a dead grant
-    /// (`invalid_grant` in the token endpoint's own error body) drops it; an
-    /// outage, a proxy's answer or another refusal keeps it. A URL devtrust
-    /// refuses, or any other error, passes through (and keeps it too).
-    static func refreshOutcome(_ refresh: () throws -> TokenSet) throws -> RefreshOutcome {
-        do {
-            return .renewed(try refresh())
-        } catch let error as OAuthError where error.meansGrantIsDead {
-            return .refused(reason: error.description)
-        } catch let error as OAuthError {
-            return .failed(reason: error.description, mayPass: error.mayPass)
-        } catch let error as OAuthProtocolError {
-            // Not `error.mayPass` (which tells device-code polling whether to poll again): a 404 or a
-            // page from the token endpoint is "a server that does not answer the protocol", exit 5
-            // in the CLI contract, not the server's refusal (4). Either way the sign-in is kept.
-            return .failed(reason: error.description, mayPass: true)
-        } catch let error as HTTPError {
-            switch error {
-            case .transport, .responseTooLarge, .redirected:
-                return .failed(reason: error.description, mayPass: true)
-            default:
-                throw error
-            }
-        }
     }
 }

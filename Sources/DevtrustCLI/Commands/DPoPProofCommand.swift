@@ -72,10 +72,10 @@ enum DPoPProofCommand: DevtrustCommand {
         // authorization and resource server, as glewlwyd, shares them); none when it gave none.
         // A nonce given is kept for the next proof at that origin: a resource's nonce rotates, and a script
         // that hands each new one over once (docs/sign-in.md's dpop_curl) needs it again for later requests.
-        let nonces = DPoPKey.nonces(context)
+        let nonces = context.dpopKey.nonces()
         if let given = options.nonce { nonces.remember(given, for: options.url) }
         let nonce = options.nonce ?? nonces.nonce(for: options.url)
-        let proof = try DPoPKey.minter(context, key: device.key, server: options.url)
+        let proof = try context.dpopKey.minter(key: device.key, server: options.url)
             .proof(method: options.method, url: options.url, nonce: nonce, accessToken: tokens.accessToken)
         return (proof, jkt)
     }

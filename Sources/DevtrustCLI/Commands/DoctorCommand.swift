@@ -4,6 +4,7 @@ import DevtrustEncoding
 import DevtrustHTTP
 import DevtrustKeys
 import DevtrustKeystore
+import DevtrustSignInService
 import DevtrustSystem
 import DevtrustTerminal
 
@@ -107,8 +108,8 @@ enum DoctorCommand: DevtrustCommand {
     /// Why `login --profile NAME` refuses a profile, as it would say it; nil when it takes it.
     private static func profileProblem(_ context: CommandContext, _ name: String) -> (detail: String, fix: String?)? {
         do {
-            _ = try SignInSettings(.init(server: nil, discovery: nil, clientID: nil, redirectURI: nil, scope: nil, par: false, profile: name),
-                                   context, command: "login", needsClient: false)
+            _ = try SignInTarget(.init(server: nil, discovery: nil, clientID: nil, redirectURI: nil, scope: nil, par: false, profile: name),
+                                 configuration: try context.configuration(), command: "login", needsClient: false)
             return nil
         } catch {
             let report = ErrorReport.from(error)

@@ -7,6 +7,7 @@ import DevtrustFlow
 import DevtrustHTTP
 import DevtrustJOSE
 import DevtrustKeystore
+import DevtrustSignInService
 import DevtrustSystem
 
 /// `register`: walks a Flow Execution API flow and answers its Device

@@ -144,7 +144,7 @@ enum StatusCommand: DevtrustCommand {
         } else {
             lines.append("sign-ins:")
             for (record, tokens) in zip(state.signIns, tokens) {
-                let who = tokens.map(LoginCommand.identityText) ?? ""
+                let who = tokens.map(SignInSettings.identityText) ?? ""
                 var line = "  \(record.server ?? record.discovery ?? "?"): client \(record.clientId)\(who), \(record.method), scope \(record.scope), signed in \(record.signedInAt)"
                 if let tokens, tokens.expiryAssumed || tokens.expiresAt == nil {
                     line += "; access token lifetime unknown (the server gave no expires_in): " + (tokens.refreshToken == nil

@@ -5,7 +5,7 @@ import DevtrustHTTP
 /// `Date` header measures its server's clock.
 extension ServerClocks {
     /// The client, reading the `Date` header of every answer.
-    func watch(_ client: any HTTPClient) -> any HTTPClient {
+    package func watch(_ client: any HTTPClient) -> any HTTPClient {
         ClockWatchingHTTPClient(client, now: { [self] in wallClock() }, observe: { [self] in observe(skewSeconds: $0.skewSeconds, at: $0.url) })
     }
 }

@@ -4,17 +4,17 @@ import DevtrustSignIn
 
 /// Revoking a stored sign-in's tokens at its server (RFC 7009, else WSO2's
 /// token deletion for a refresh token): the one place `logout` and `reset` do it.
-struct SignInRevocation {
+package struct SignInRevocation {
     /// Each token tried, and what the server made of it.
-    let outcomes: [(what: String, outcome: OAuthClient.Revocation)]
+    package let outcomes: [(what: String, outcome: OAuthClient.Revocation)]
     /// Where the sign-in is (its server, or its discovery URL).
-    let place: String
+    package let place: String
     /// Its token file is missing or unreadable: nothing could be revoked.
-    let tokensUnreadable: Bool
+    package let tokensUnreadable: Bool
 
     /// Revokes the refresh token, then the access token. `tokens` nil (its file
     /// is missing or unreadable): nothing is tried.
-    init(_ record: SignInRecord, tokens: TokenSet?, oauth: OAuthClient) {
+    package init(_ record: SignInRecord, tokens: TokenSet?, oauth: OAuthClient) {
         place = record.server ?? record.discovery ?? "?"
         tokensUnreadable = tokens == nil
         var outcomes = [(what: String, outcome: OAuthClient.Revocation)]()
@@ -33,11 +33,11 @@ struct SignInRevocation {
     }
 
     /// What was revoked, in words: "the refresh token and the access token".
-    var revoked: [String] { outcomes.filter { $0.outcome == .revoked }.map(\.what) }
+    package var revoked: [String] { outcomes.filter { $0.outcome == .revoked }.map(\.what) }
 
     /// One line for each token that was not revoked: what stays valid at the
     /// server, and why, in words that tell a refusal from a network failure.
-    var failures: [String] {
+    package var failures: [String] {
         let unread = tokensUnreadable ? ["nothing was revoked: its token file cannot be read; its tokens stay valid at the server until they expire"] : []
         return unread + outcomes.compactMap { what, outcome in
             switch outcome {

@@ -4,17 +4,17 @@ import DevtrustURL
 /// `--server` takes a server's base URL; an endpoint's URL pasted from the
 /// server's documentation or a browser is refused with the base to use, so
 /// that no request goes to `…/flow/execute/api/server/v1/flow/execute`.
-enum ServerBaseURL {
+package enum ServerBaseURL {
     /// Where the APIs devtrust calls begin below a base URL.
-    static let apiRoots = ["/api/server/v1", "/oauth2"]
+    package static let apiRoots = ["/api/server/v1", "/oauth2"]
 
-    static func check(_ text: String, option: String = "--server", command: String) throws(UsageError) {
+    package static func check(_ text: String, option: String = "--server", command: String) throws(UsageError) {
         guard let base = base(of: text) else { return }
         throw UsageError("\(option) \(text) is an API endpoint, not the server's base URL: use \(option) \(base)", command: command)
     }
 
     /// The base URL before an API root in `text`'s path, or nil when its path has none.
-    static func base(of text: String) -> String? {
+    package static func base(of text: String) -> String? {
         let reference = URLReference(text)
         guard let scheme = reference.scheme, let authority = reference.authority else { return nil }
         let path = Substring(reference.path)
