@@ -104,10 +104,18 @@ let package = Package(
         // indicator, the device-code screen, prompts and a step's dialog, an error in words. No HTTP.
         .target(name: "DevtrustTerminal", dependencies: ["CProcessHardening", "CQRCode", "DevtrustEncoding", "DevtrustErrors"]),
 
+        // The browsers' side of sign-in: the native messaging host (NativeHost: the endpoints it serves a
+        // device token for, from the registrations and the sign-in profiles), taking the core's device-token
+        // service and the configuration (NativeHostServices), not the command line; its manifests and their
+        // installation.
+        .target(name: "DevtrustBrowser", dependencies: ["DevtrustConfig", "DevtrustCore", "DevtrustDevice", "DevtrustEncoding", "DevtrustErrors",
+                                                        "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore", "DevtrustSignIn",
+                                                        "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]),
+
         // The command line: argument parsing, commands, errors rendered (message, --json, exit code).
         .target(
             name: "DevtrustCLI",
-            dependencies: ["CProcessHardening", "CQRCode", "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustErrors", "DevtrustSignInService", "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]
+            dependencies: ["CProcessHardening", "CQRCode", "DevtrustBrowser", "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustErrors", "DevtrustSignInService", "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]
         ),
         // Every symbol bound at start (-z now): the first call of a lazily bound
         // function runs the dynamic linker's resolver, which saves the vector
@@ -177,7 +185,7 @@ let package = Package(
         .testTarget(name: "DevtrustConfigTests", dependencies: ["DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(
             name: "DevtrustCLITests",
-            dependencies: ["DevtrustCLI", "DevtrustTestSupport", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustConfig",
+            dependencies: ["DevtrustBrowser", "DevtrustCLI", "DevtrustTestSupport", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustConfig",
                            "DevtrustCore", "DevtrustDevice", "DevtrustErrors", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeystore", "DevtrustSignIn",
                            "DevtrustSignInService", "DevtrustTerminal", "DevtrustURL"]
         ),

@@ -51,6 +51,8 @@ STANDS_ONLY_ON = {
 NEVER_ON = {
     # The sign-in service shows nothing: front ends say what it does, each its own way.
     "DevtrustSignInService": ["DevtrustTerminal"],
+    # The native host serves a browser a device token: it registers nothing.
+    "DevtrustBrowser": ["DevtrustFlow"],
 }
 
 def describe(path):

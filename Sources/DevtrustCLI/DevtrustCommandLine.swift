@@ -1,3 +1,4 @@
+import DevtrustBrowser
 import DevtrustEncoding
 import DevtrustErrors
 import DevtrustTerminal

@@ -6,34 +6,34 @@ import DevtrustURL
 /// written `https://host[:port]/path`. A navigation gets a device token only when its
 /// URL, less the query, is exactly such an endpoint; nothing else of the URL is
 /// normalised, so a path spelt another way is another endpoint.
-struct AuthorizationEndpoint: Hashable, Comparable, Sendable, CustomStringConvertible {
+package struct AuthorizationEndpoint: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// Why a URL is not an endpoint the host serves (the `not_allowed` reply says it).
-    struct Refusal: Error, Equatable, Sendable, CustomStringConvertible {
-        let description: String
+    package struct Refusal: Error, Equatable, Sendable, CustomStringConvertible {
+        package let description: String
     }
 
-    let origin: Origin
+    package let origin: Origin
     /// As written, never empty ("/" for the root).
-    let path: String
+    package let path: String
 
-    var scheme: String { origin.scheme }
+    package var scheme: String { origin.scheme }
     /// Lower case; an IPv6 address in brackets.
-    var host: String { origin.host }
+    package var host: String { origin.host }
     /// Nil for the scheme's default port.
-    var port: Int? { origin.port }
+    package var port: Int? { origin.port }
 
-    var description: String {
+    package var description: String {
         origin.description + path
     }
 
-    static func < (lhs: Self, rhs: Self) -> Bool { lhs.description < rhs.description }
+    package static func < (lhs: Self, rhs: Self) -> Bool { lhs.description < rhs.description }
 
     /// The endpoint a navigation to `url` goes to: its scheme, host, port and
     /// path (the query is the request's, and may be anything). Refused: anything
     /// but https (and http to a loopback address), a user name or password, a
     /// fragment, a port not written as a browser writes it, dot segments, and characters
     /// a browser would have percent-encoded.
-    init(navigation url: String) throws(Refusal) {
+    package init(navigation url: String) throws(Refusal) {
         guard url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw Refusal(description: "the URL has characters a browser percent-encodes (spaces, controls, non-ASCII)")
         }
@@ -44,7 +44,7 @@ struct AuthorizationEndpoint: Hashable, Comparable, Sendable, CustomStringConver
 
     /// An endpoint the device knows of (a registration's, a profile's, a discovery
     /// document's): the same rules, and no query.
-    init(endpoint: String) throws(Refusal) {
+    package init(endpoint: String) throws(Refusal) {
         guard endpoint.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), !endpoint.contains("#"), !endpoint.contains("?") else {
             throw Refusal(description: "\(endpoint) is not a plain http(s) URL without query or fragment")
         }

@@ -4,14 +4,14 @@ import DevtrustTerminal
 /// The browsers' native messaging protocol on the host's side: each message is
 /// a 4-byte length in the machine's byte order, then that many bytes of UTF-8
 /// JSON, on stdin from the browser and on stdout to it.
-struct NativeMessagingChannel {
+package struct NativeMessagingChannel {
     /// What the host reads at most in one message: 1 MiB, as the browsers allow a host's replies
     /// (Chromium sends the host larger ones; nothing devtrust is asked needs them).
-    static let maximumIncomingBytes = 1 << 20
+    package static let maximumIncomingBytes = 1 << 20
     /// What a browser takes at most in one reply (Chromium and Firefox: 1 MiB).
-    static let maximumOutgoingBytes = 1 << 20
+    package static let maximumOutgoingBytes = 1 << 20
 
-    enum Incoming: Equatable {
+    package enum Incoming: Equatable {
         case message([UInt8])
         /// Standard input ended between messages: the browser is done.
         case end
@@ -21,9 +21,14 @@ struct NativeMessagingChannel {
         case tooLarge(length: UInt32)
     }
 
-    let terminal: any Terminal
+    /// The process's standard streams (or a test's): stdin from the browser, stdout to it.
+    package let terminal: any Terminal
 
-    func receive() -> Incoming {
+    package init(terminal: any Terminal) {
+        self.terminal = terminal
+    }
+
+    package func receive() -> Incoming {
         let prefix = read(4)
         if prefix.isEmpty { return .end }
         guard prefix.count == 4 else { return .truncated(received: prefix.count) }
@@ -35,16 +40,16 @@ struct NativeMessagingChannel {
     }
 
     /// False when the browser no longer reads (stdout closed).
-    func send(_ message: JSONValue) -> Bool {
+    package func send(_ message: JSONValue) -> Bool {
         send(bytes: JSONWriter.bytes(message))
     }
 
-    func send(bytes body: [UInt8]) -> Bool {
+    package func send(bytes body: [UInt8]) -> Bool {
         terminal.writeOutputBytes(Self.frame(body))
     }
 
     /// The body with its length before it, in the machine's byte order.
-    static func frame(_ body: [UInt8]) -> [UInt8] {
+    package static func frame(_ body: [UInt8]) -> [UInt8] {
         var length = UInt32(body.count)
         return withUnsafeBytes(of: &length) { Array($0) } + body
     }

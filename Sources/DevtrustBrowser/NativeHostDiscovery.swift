@@ -1,5 +1,6 @@
 import DevtrustConfig
 import DevtrustEncoding
+import DevtrustHTTP
 import DevtrustSignIn
 import DevtrustTerminal
 import Glibc
@@ -13,39 +14,40 @@ import Glibc
 /// minute); `token` takes whatever the cache holds, of any age, and fetches
 /// only what it has never seen, so a navigation costs no request once `config`
 /// has run (the extension asks for it when it starts, and every minute).
-struct NativeHostDiscovery {
-    static let cacheFileName = "browser-discovery.json"
+package struct NativeHostDiscovery {
+    package static let cacheFileName = "browser-discovery.json"
     /// The whole time one reply may spend on discovery documents.
-    static let budgetMilliseconds = 5_000
+    package static let budgetMilliseconds = 5_000
     /// What one connection may take of it.
-    static let connectTimeoutMilliseconds = 3_000
-    static let freshSeconds: Int64 = 3_600
-    static let failureFreshSeconds: Int64 = 60
+    package static let connectTimeoutMilliseconds = 3_000
+    package static let freshSeconds: Int64 = 3_600
+    package static let failureFreshSeconds: Int64 = 60
 
     /// What a document said, or why it could not be used, and when it was fetched.
-    struct Entry: Equatable {
-        var fetched: Int64
-        var authorization: String?
-        var issuer: String?
+    package struct Entry: Equatable {
+        package var fetched: Int64
+        package var authorization: String?
+        package var issuer: String?
         /// Why the fetch failed (nil when it answered).
-        var failure: String?
+        package var failure: String?
     }
 
-    enum Purpose {
+    package enum Purpose {
         /// A `config` reply: entries past their freshness are fetched again.
         case config
         /// A `token` reply: any entry answers.
         case token
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
     }
 
-    let context: CommandContext
-    let settings: HTTPClientSettings
-    let purpose: Purpose
-    private(set) var entries: [String: Entry]
+    package let services: NativeHostServices
+    /// The configuration's HTTP options, before a fetch's share of the budget shortens them.
+    package let options: HTTPOptions
+    package let purpose: Purpose
+    package private(set) var entries: [String: Entry]
     private var changed = false
     /// Monotonic milliseconds when the budget runs out.
     private let deadline: Int64
@@ -55,13 +57,13 @@ struct NativeHostDiscovery {
     private var unfetched: Set<String>
 
     /// - Parameter urls: the documents this reply may ask for (BrowserEndpoints.discoveryURLs).
-    init(context: CommandContext, configuration: Configuration, purpose: Purpose, urls: [String]) {
-        self.context = context
+    package init(services: NativeHostServices, configuration: Configuration, purpose: Purpose, urls: [String]) {
+        self.services = services
         self.purpose = purpose
-        settings = HTTPClientSettings(caFile: context.global.caFile, http: configuration.http, environment: context.environment.variables)
-        let entries = urls.isEmpty ? [:] : context.cacheDirectory?.read(Self.cacheFileName).flatMap(Self.decode) ?? [:]
+        options = services.httpOptions(configuration)
+        let entries = urls.isEmpty ? [:] : services.cache?.read(Self.cacheFileName).flatMap(Self.decode) ?? [:]
         self.entries = entries
-        let now = context.environment.clock.secondsSinceEpoch()
+        let now = services.clock.secondsSinceEpoch()
         unfetched = Set(urls.filter { url in entries[url].map { !Self.answers($0, purpose: purpose, now: now) } ?? true })
         deadline = Self.monotonicMilliseconds() + Int64(Self.budgetMilliseconds)
     }
@@ -71,8 +73,8 @@ struct NativeHostDiscovery {
     }
 
     /// The document at `url`: from the cache when it answers, else fetched within its share of the budget.
-    mutating func discover(_ url: String) throws(Failure) -> AuthorizationServer {
-        let now = context.environment.clock.secondsSinceEpoch()
+    package mutating func discover(_ url: String) throws(Failure) -> AuthorizationServer {
+        let now = services.clock.secondsSinceEpoch()
         if let entry = entries[url], Self.answers(entry, purpose: purpose, now: now) {
             return try Self.server(entry)
         }
@@ -81,12 +83,12 @@ struct NativeHostDiscovery {
         guard share >= 100 else {
             throw Failure(description: "not fetched: this reply's \(Self.budgetMilliseconds / 1000) s for discovery documents are spent")
         }
-        var settings = settings
-        settings.options.connectTimeoutMilliseconds = min(settings.options.connectTimeoutMilliseconds, Self.connectTimeoutMilliseconds, Int(share))
-        settings.options.totalTimeoutMilliseconds = min(settings.options.totalTimeoutMilliseconds, Int(share))
+        var options = options
+        options.connectTimeoutMilliseconds = min(options.connectTimeoutMilliseconds, Self.connectTimeoutMilliseconds, Int(share))
+        options.totalTimeoutMilliseconds = min(options.totalTimeoutMilliseconds, Int(share))
         let entry: Entry
         do {
-            let server = try AuthorizationServer.discover(url, http: settings.client(context))
+            let server = try AuthorizationServer.discover(url, http: services.httpClient(options))
             entry = Entry(fetched: now, authorization: server.authorization, issuer: server.issuer)
         } catch {
             entry = Entry(fetched: now, failure: ErrorReport.from(error).summary)
@@ -97,8 +99,8 @@ struct NativeHostDiscovery {
     }
 
     /// Writes what was fetched to the cache (nothing when nothing was).
-    func save() {
-        guard changed, let cache = context.cacheDirectory else { return }
+    package func save() {
+        guard changed, let cache = services.cache else { return }
         cache.write(Self.cacheFileName, JSONWriter.bytes(Self.encode(entries)))
     }
 
@@ -107,7 +109,7 @@ struct NativeHostDiscovery {
         return AuthorizationServer(issuer: entry.issuer, authorization: entry.authorization)
     }
 
-    static func encode(_ entries: [String: Entry]) -> JSONValue {
+    package static func encode(_ entries: [String: Entry]) -> JSONValue {
         var documents = JSONObject()
         for (url, entry) in entries.sorted(by: { $0.key < $1.key }) {
             var object: JSONObject = ["fetched": .integer(entry.fetched)]
@@ -120,7 +122,7 @@ struct NativeHostDiscovery {
     }
 
     /// Nil for a file of another version or shape: it is fetched again.
-    static func decode(_ bytes: [UInt8]) -> [String: Entry]? {
+    package static func decode(_ bytes: [UInt8]) -> [String: Entry]? {
         guard case let .object(file)? = try? JSONParser.parse(bytes), file["version"] == .integer(1),
               case let .object(documents)? = file["documents"] else { return nil }
         var entries = [String: Entry]()
@@ -132,7 +134,7 @@ struct NativeHostDiscovery {
         return entries
     }
 
-    static func monotonicMilliseconds() -> Int64 {
+    package static func monotonicMilliseconds() -> Int64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000

@@ -13,28 +13,28 @@ import DevtrustURL
 /// (`{base}/oauth2/authorize`, a tenant's base included); for every sign-in
 /// profile of the configuration whose server this device is registered with,
 /// its configured authorization endpoint, or its discovery document's.
-struct BrowserEndpoints {
-    struct Entry: Equatable {
-        let endpoint: AuthorizationEndpoint
-        let registration: RegistrationRecord
+package struct BrowserEndpoints {
+    package struct Entry: Equatable {
+        package let endpoint: AuthorizationEndpoint
+        package let registration: RegistrationRecord
     }
 
     /// By endpoint, in order; an endpoint listed twice keeps its first registration.
-    private(set) var entries: [Entry] = []
+    package private(set) var entries: [Entry] = []
 
-    var endpoints: [AuthorizationEndpoint] { entries.map(\.endpoint).sorted() }
+    package var endpoints: [AuthorizationEndpoint] { entries.map(\.endpoint).sorted() }
 
     /// `config`'s `revision`: SHA-256 of the sorted endpoints, one a line, in hex.
-    var revision: String {
+    package var revision: String {
         Hex.encode(SHA256.hash(Array(endpoints.map(\.description).joined(separator: "\n").utf8)).bytes)
     }
 
-    func entry(for endpoint: AuthorizationEndpoint) -> Entry? {
+    package func entry(for endpoint: AuthorizationEndpoint) -> Entry? {
         entries.first { $0.endpoint == endpoint }
     }
 
     /// The registrations' endpoints (no network).
-    static func registered(_ state: KeystoreState) -> BrowserEndpoints {
+    package static func registered(_ state: KeystoreState) -> BrowserEndpoints {
         var endpoints = BrowserEndpoints()
         for registration in currentRegistrations(state) {
             if let endpoint = try? AuthorizationEndpoint(endpoint: registration.server + "/oauth2/authorize") {
@@ -45,14 +45,14 @@ struct BrowserEndpoints {
     }
 
     /// The registrations made with the current key.
-    static func currentRegistrations(_ state: KeystoreState) -> [RegistrationRecord] {
+    package static func currentRegistrations(_ state: KeystoreState) -> [RegistrationRecord] {
         guard state.key != nil else { return [] }
         return state.registrations.filter { RegistrationSelector.isMadeWithKey($0, of: state) }
     }
 
     /// The discovery documents `addProfiles` asks for: those of profiles without a configured
     /// authorization endpoint, on the origin of a server this device is registered with.
-    static func discoveryURLs(_ configuration: Configuration, state: KeystoreState) -> [String] {
+    package static func discoveryURLs(_ configuration: Configuration, state: KeystoreState) -> [String] {
         guard state.key != nil else { return [] }
         let origins = Set(currentRegistrations(state).map { Origin.text(of: $0.server) })
         return configuration.signInProfiles.keys.sorted().compactMap { name in
@@ -66,7 +66,7 @@ struct BrowserEndpoints {
     /// whose endpoint cannot be known (discovery fails) is left out with a line
     /// through `note` (the host's stderr); one that no registration serves is left
     /// out, its discovery document not even fetched when it is on no registered origin.
-    mutating func addProfiles(_ configuration: Configuration, state: KeystoreState,
+    package mutating func addProfiles(_ configuration: Configuration, state: KeystoreState,
                               discover: (String) throws -> AuthorizationServer, note: (String) -> Void) {
         guard state.key != nil else { return }
         for name in configuration.signInProfiles.keys.sorted() {

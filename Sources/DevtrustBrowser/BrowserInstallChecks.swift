@@ -2,19 +2,19 @@ import Glibc
 
 /// What `browser install` checks before it names a binary in a host manifest,
 /// or writes into a user's directories.
-struct BrowserInstallChecks {
+package struct BrowserInstallChecks {
     /// Who runs the install.
-    let effectiveUserID: uid_t
-    let effectiveGroupID: gid_t
+    package let effectiveUserID: uid_t
+    package let effectiveGroupID: gid_t
 
-    static var current: BrowserInstallChecks { BrowserInstallChecks(effectiveUserID: geteuid(), effectiveGroupID: getegid()) }
+    package static var current: BrowserInstallChecks { BrowserInstallChecks(effectiveUserID: geteuid(), effectiveGroupID: getegid()) }
 
     /// Why the host binary at `hostPath` must not go into a manifest of `scope`, or nil.
     /// The browsers run it as every user (system-wide) or as this user: the binary and
     /// each directory above it must be root's (or, for this user's own manifests, this
     /// user's), and no one else may write them; a root-owned sticky directory (/tmp)
     /// is fine, as others cannot replace what it holds.
-    func hostProblem(_ hostPath: String, scope: NativeHostManifest.Scope) -> String? {
+    package func hostProblem(_ hostPath: String, scope: NativeHostManifest.Scope) -> String? {
         var path = hostPath
         while true {
             var status = stat()
@@ -38,7 +38,7 @@ struct BrowserInstallChecks {
 
     /// For root installing a user's manifests: the owner of the nearest existing
     /// directory on the way to `directory` when it is not root (another user's home).
-    func foreignOwner(of directory: String) -> (path: String, owner: uid_t)? {
+    package func foreignOwner(of directory: String) -> (path: String, owner: uid_t)? {
         guard effectiveUserID == 0 else { return nil }
         var path = directory
         while true {
@@ -49,7 +49,7 @@ struct BrowserInstallChecks {
         }
     }
 
-    static func parent(of path: String) -> String {
+    package static func parent(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }

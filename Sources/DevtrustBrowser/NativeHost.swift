@@ -12,7 +12,7 @@ import DevtrustTerminal
 /// Who started the host, as the browser says on its command line: Chromium
 /// passes the extension's origin (`chrome-extension://ID/`), Firefox the host
 /// manifest's path and the add-on's ID.
-enum NativeHostCaller: Equatable, CustomStringConvertible {
+package enum NativeHostCaller: Equatable, CustomStringConvertible {
     case chromium(extensionID: String)
     case firefox(extensionID: String)
 
@@ -20,7 +20,7 @@ enum NativeHostCaller: Equatable, CustomStringConvertible {
     ///   `chrome-extension://ID/` (an ID of 32 letters a to p), possibly followed by
     ///   `--parent-window=N`; Firefox the absolute path of an existing host manifest for
     ///   devtrust's host (`dev.devtrust.host`) and an add-on ID of Firefox's shape.
-    init?(arguments: [String]) {
+    package init?(arguments: [String]) {
         let origin = "chrome-extension://"
         if (arguments.count == 1 || arguments.count == 2 && Self.isParentWindow(arguments[1])),
            arguments[0].hasPrefix(origin), arguments[0].hasSuffix("/") {
@@ -65,7 +65,7 @@ enum NativeHostCaller: Equatable, CustomStringConvertible {
 
     /// The error for words shaped as Firefox's whose manifest is not devtrust's: said plainly,
     /// instead of reading the path as an unknown command.
-    static func refusedFirefoxLaunch(_ arguments: [String]) -> UsageError? {
+    package static func refusedFirefoxLaunch(_ arguments: [String]) -> UsageError? {
         guard isFirefoxShaped(arguments), let problem = manifestProblem(arguments[0]) else { return nil }
         return UsageError("started as Firefox starts a native messaging host, with \(arguments[0]), which is not devtrust's host manifest "
                           + "(\(problem)); `devtrust browser install --firefox` writes the manifest, and `devtrust --help` lists the commands")
@@ -73,18 +73,18 @@ enum NativeHostCaller: Equatable, CustomStringConvertible {
 
     /// Whether the words after `devtrust` are how a browser starts a host whose
     /// manifest names the devtrust binary itself: then they mean `native-host`.
-    static func isBrowserLaunch(_ arguments: [String]) -> Bool {
+    package static func isBrowserLaunch(_ arguments: [String]) -> Bool {
         NativeHostCaller(arguments: arguments) != nil
     }
 
-    func isAllowed(_ allowed: [BrowserExtensionID]) -> Bool {
+    package func isAllowed(_ allowed: [BrowserExtensionID]) -> Bool {
         switch self {
         case let .chromium(id): allowed.contains(.chromium(id))
         case let .firefox(id): allowed.contains(.firefox(id))
         }
     }
 
-    var description: String {
+    package var description: String {
         switch self {
         case let .chromium(id): BrowserExtensionID.chromiumOrigin(id)
         case let .firefox(id): "Firefox add-on \(id)"
@@ -96,15 +96,15 @@ enum NativeHostCaller: Equatable, CustomStringConvertible {
 /// of the servers this device is registered with) and `token` (a fresh device
 /// token for a navigation to one of them), for devtrust's extension only.
 /// docs/browser.md describes the messages.
-struct NativeHost {
+package struct NativeHost {
     /// The `error` of an error reply.
-    enum ErrorCode: String {
+    package enum ErrorCode: String {
         case badRequest = "bad_request", notAllowed = "not_allowed", noKey = "no_key", notRegistered = "not_registered"
         case tpm, keystore, config, failed
 
         /// The code of an error the host did not make itself: what the extension tells apart
         /// (a key to make, a registration to make, the TPM, the keystore, the configuration), else `failed`.
-        init(_ category: ErrorCategory) {
+        package init(_ category: ErrorCategory) {
             switch category {
             case .noDeviceKey: self = .noKey
             case .notRegistered: self = .notRegistered
@@ -118,25 +118,31 @@ struct NativeHost {
     }
 
     /// An error reply, and whether the host goes on serving after it.
-    struct Refusal: Error {
-        let code: ErrorCode
-        let message: String
-        var endsSession = false
+    package struct Refusal: Error {
+        package let code: ErrorCode
+        package let message: String
+        package var endsSession = false
     }
 
     /// The longest `id` echoed back.
-    static let maximumIDBytes = 256
+    package static let maximumIDBytes = 256
     /// The most of a request's text (its URL) that a message repeats.
-    static let maximumEchoedCharacters = 200
+    package static let maximumEchoedCharacters = 200
     /// The longest message an error reply carries.
-    static let maximumMessageCharacters = 1_000
+    package static let maximumMessageCharacters = 1_000
 
-    let context: CommandContext
-    let caller: NativeHostCaller
-    let channel: NativeMessagingChannel
+    package let services: NativeHostServices
+    package let caller: NativeHostCaller
+    package let channel: NativeMessagingChannel
+
+    package init(services: NativeHostServices, caller: NativeHostCaller, channel: NativeMessagingChannel) {
+        self.services = services
+        self.caller = caller
+        self.channel = channel
+    }
 
     /// How a session ended.
-    enum Outcome: Equatable {
+    package enum Outcome: Equatable {
         /// The browser closed stdin.
         case finished
         /// After input that ends the session (refused caller, bad frame, not JSON), answered with an error.
@@ -146,7 +152,7 @@ struct NativeHost {
     }
 
     /// Serves messages until the browser closes stdin.
-    func serve() -> Outcome {
+    package func serve() -> Outcome {
         while true {
             let body: [UInt8]
             switch channel.receive() {
@@ -192,12 +198,12 @@ struct NativeHost {
     }
 
     /// At most `maximumEchoedCharacters` of text from a request (a URL), for a message.
-    static func echoed(_ text: some StringProtocol) -> String {
+    package static func echoed(_ text: some StringProtocol) -> String {
         text.count <= maximumEchoedCharacters ? String(text) : text.prefix(maximumEchoedCharacters) + "… (\(text.utf8.count) bytes)"
     }
 
     private func log(_ refusal: Refusal) {
-        context.warn("native-host: \(refusal.code.rawValue): \(refusal.message)")
+        services.log("native-host: \(refusal.code.rawValue): \(refusal.message)")
     }
 
     private func parse(_ body: [UInt8]) throws(Refusal) -> JSONObject {
@@ -227,7 +233,7 @@ struct NativeHost {
         // A configuration that cannot be used leaves devtrust's own extension to be answered (with the error).
         let loaded: Result<Configuration, ConfigError>
         do {
-            loaded = .success(try context.configuration())
+            loaded = .success(try services.configuration())
         } catch {
             loaded = .failure(error)
         }
@@ -256,7 +262,7 @@ struct NativeHost {
     }
 
     private func config(_ configuration: Configuration) throws(Refusal) -> JSONObject {
-        let state = try keystoreState()
+        let state = try keystoreState(configuration)
         var endpoints = BrowserEndpoints.registered(state)
         addProfiles(to: &endpoints, configuration, state: state, purpose: .config)
         return ["type": .string("config"), "version": .integer(1),
@@ -265,16 +271,16 @@ struct NativeHost {
     }
 
     private func token(for url: String, configuration: Configuration, id: JSONValue?) throws(Refusal) -> JSONObject {
-        let store: DeviceStore
+        let deviceTokens: DeviceTokenService
         let state: KeystoreState
         do {
-            store = try context.deviceStore()
-            state = try store.state()
+            deviceTokens = try services.deviceTokens(configuration)
+            state = try deviceTokens.store.state()
         } catch {
             throw Self.refusal(error)
         }
         guard state.key != nil else {
-            throw Self.refusal(DeviceError.noDeviceKey(keystore: store.keystore.path))
+            throw Self.refusal(DeviceError.noDeviceKey(keystore: deviceTokens.store.keystore.path))
         }
         guard !BrowserEndpoints.currentRegistrations(state).isEmpty else {
             throw Refusal(code: .notRegistered, message: "this device is not registered with any server; run `devtrust register --server URL`")
@@ -301,10 +307,10 @@ struct NativeHost {
         let late = state.key?.backend == .tpm ? Refusal(code: .tpm, message: "the TPM did not answer in \(seconds) s")
             : Refusal(code: .failed, message: "signing did not finish in \(seconds) s")
         let deadline = SigningDeadline.nativeHost(reply: NativeMessagingChannel.frame(JSONWriter.bytes(Self.reply(late, id: id))),
-                                                  exitStatus: ExitCode.failure.rawValue)
+                                                  exitStatus: services.deadlineExitStatus)
         do {
             // The registration of the endpoint, checked against the key now loaded.
-            let token = try context.deviceTokens(configuration, store: store).deviceToken(for: .chosen(entry.registration), deadline: deadline)
+            let token = try deviceTokens.deviceToken(for: .chosen(entry.registration), deadline: deadline)
             return ["type": .string("token"), "token": .string(token)]
         } catch {
             throw Self.refusal(error)
@@ -312,7 +318,7 @@ struct NativeHost {
     }
 
     /// Whether the query has a `device_token` parameter, its name percent-encoded or not.
-    static func carriesDeviceToken(_ url: String) -> Bool {
+    package static func carriesDeviceToken(_ url: String) -> Bool {
         let parts = url.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2 else { return false }
         return parts[1].split(separator: "&").contains { pair in
@@ -321,9 +327,9 @@ struct NativeHost {
         }
     }
 
-    private func keystoreState() throws(Refusal) -> KeystoreState {
+    private func keystoreState(_ configuration: Configuration) throws(Refusal) -> KeystoreState {
         do {
-            return try context.deviceStore().state()
+            return try services.deviceTokens(configuration).store.state()
         } catch {
             throw Self.refusal(error)
         }
@@ -331,23 +337,23 @@ struct NativeHost {
 
     private func addProfiles(to endpoints: inout BrowserEndpoints, _ configuration: Configuration, state: KeystoreState,
                              purpose: NativeHostDiscovery.Purpose) {
-        var discovery = NativeHostDiscovery(context: context, configuration: configuration, purpose: purpose,
+        var discovery = NativeHostDiscovery(services: services, configuration: configuration, purpose: purpose,
                                             urls: BrowserEndpoints.discoveryURLs(configuration, state: state))
-        let context = self.context
+        let log = services.log
         endpoints.addProfiles(configuration, state: state,
                               discover: { try discovery.discover($0) },
-                              note: { context.warn("native-host: \($0)") })
+                              note: { log("native-host: \($0)") })
         discovery.save()
     }
 
     /// The error reply for what loading the configuration, or loading or using the key, threw: its
     /// code by its category, its message as the command line words it.
-    static func refusal(_ error: any Error) -> Refusal {
+    package static func refusal(_ error: any Error) -> Refusal {
         let report = ErrorReport.from(error)
         return Refusal(code: ErrorCode(report.category), message: report.message)
     }
 
-    static func reply(_ refusal: Refusal, id: JSONValue?) -> JSONValue {
+    package static func reply(_ refusal: Refusal, id: JSONValue?) -> JSONValue {
         let message = refusal.message.count <= maximumMessageCharacters ? refusal.message : refusal.message.prefix(maximumMessageCharacters) + "…"
         return .object(with(id, ["type": .string("error"), "error": .string(refusal.code.rawValue), "message": .string(message)]))
     }

@@ -6,36 +6,36 @@ import Glibc
 
 /// A browser's native messaging host manifest for devtrust (`dev.devtrust.host.json`):
 /// where it goes, what it says, and whether a file there is devtrust's.
-struct NativeHostManifest {
-    enum Browser: String, CaseIterable {
+package struct NativeHostManifest {
+    package enum Browser: String, CaseIterable {
         case chromium, firefox
 
-        var displayName: String { self == .chromium ? "Chromium" : "Firefox" }
+        package var displayName: String { self == .chromium ? "Chromium" : "Firefox" }
     }
 
-    enum Scope: String {
+    package enum Scope: String {
         case user, system
     }
 
-    static let hostName = "dev.devtrust.host"
-    static let fileName = hostName + ".json"
+    package static let hostName = "dev.devtrust.host"
+    package static let fileName = hostName + ".json"
 
-    let browser: Browser
-    let scope: Scope
+    package let browser: Browser
+    package let scope: Scope
     /// The directory the browser reads host manifests from.
-    let directory: String
+    package let directory: String
 
-    var path: String { directory + "/" + Self.fileName }
+    package var path: String { directory + "/" + Self.fileName }
 
     /// The last component of a manifest directory (NativeMessagingHosts, native-messaging-hosts).
-    static func hostsDirectoryName(_ directory: String) -> String {
+    package static func hostsDirectoryName(_ directory: String) -> String {
         String(directory.split(separator: "/").last ?? "")
     }
 
     /// The user's own directories: Chromium's below its user data directory
     /// (`$XDG_CONFIG_HOME/chromium`, or the one given), Firefox's in `~/.mozilla`.
     /// System-wide: Debian's (`/etc/chromium`, `/usr/lib/mozilla`) below `root`.
-    static func location(_ browser: Browser, scope: Scope, home: String?, configHome: String?, chromiumDirectory: String?,
+    package static func location(_ browser: Browser, scope: Scope, home: String?, configHome: String?, chromiumDirectory: String?,
                          root: String) throws(UsageError) -> NativeHostManifest {
         switch (browser, scope) {
         case (.chromium, .system):
@@ -66,7 +66,7 @@ struct NativeHostManifest {
 
     /// The manifest: the host's name and path (an executable run with no
     /// arguments of ours: the browser adds the caller's), and who may start it.
-    func contents(hostPath: String, extensions: [BrowserExtensionID]) -> [UInt8] {
+    package func contents(hostPath: String, extensions: [BrowserExtensionID]) -> [UInt8] {
         var manifest: JSONObject = ["name": .string(Self.hostName), "description": .string("devtrust: device tokens for browser sign-in"),
                                     "path": .string(hostPath), "type": .string("stdio")]
         switch browser {
@@ -87,7 +87,7 @@ struct NativeHostManifest {
     }
 
     /// What is at the manifest's path now.
-    enum Existing: Equatable {
+    package enum Existing: Equatable {
         case none
         /// A manifest for devtrust's host (`name` is `dev.devtrust.host`), with its bytes.
         case devtrusts([UInt8])
@@ -95,7 +95,7 @@ struct NativeHostManifest {
         case foreign(String)
     }
 
-    func existing() throws(FileWriteError) -> Existing {
+    package func existing() throws(FileWriteError) -> Existing {
         switch try FileWriter.kind(of: path) {
         case nil:
             return .none
