@@ -112,10 +112,17 @@ let package = Package(
                                                         "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore", "DevtrustSignIn",
                                                         "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]),
 
+        // `doctor`'s checks and probes: the configuration, the keystore, the key, the TPM, the libraries,
+        // the CA file and the servers' clocks, each a DoctorCheck that the front end renders; work that
+        // may never end runs in a child process with a deadline (BoundedProbes), as `status`'s KeyHealth.
+        .target(name: "DevtrustDoctor", dependencies: ["CQRCode", "DevtrustConfig", "DevtrustCore", "DevtrustDevice", "DevtrustEncoding",
+                                                       "DevtrustErrors", "DevtrustHTTP", "DevtrustKeys", "DevtrustKeystore", "DevtrustSignInService",
+                                                       "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]),
+
         // The command line: argument parsing, commands, errors rendered (message, --json, exit code).
         .target(
             name: "DevtrustCLI",
-            dependencies: ["CProcessHardening", "CQRCode", "DevtrustBrowser", "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustErrors", "DevtrustSignInService", "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]
+            dependencies: ["CProcessHardening", "DevtrustBrowser", "DevtrustCore", "DevtrustDoctor", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustErrors", "DevtrustSignInService", "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]
         ),
         // Every symbol bound at start (-z now): the first call of a lazily bound
         // function runs the dynamic linker's resolver, which saves the vector
@@ -185,7 +192,7 @@ let package = Package(
         .testTarget(name: "DevtrustConfigTests", dependencies: ["DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(
             name: "DevtrustCLITests",
-            dependencies: ["DevtrustBrowser", "DevtrustCLI", "DevtrustTestSupport", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustConfig",
+            dependencies: ["DevtrustBrowser", "DevtrustCLI", "DevtrustDoctor", "DevtrustTestSupport", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustConfig",
                            "DevtrustCore", "DevtrustDevice", "DevtrustErrors", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeystore", "DevtrustSignIn",
                            "DevtrustSignInService", "DevtrustTerminal", "DevtrustURL"]
         ),

@@ -52,7 +52,9 @@ NEVER_ON = {
     # The sign-in service shows nothing: front ends say what it does, each its own way.
     "DevtrustSignInService": ["DevtrustTerminal"],
     # The native host serves a browser a device token: it registers nothing.
-    "DevtrustBrowser": ["DevtrustFlow"],
+    "DevtrustBrowser": ["DevtrustFlow", "DevtrustDoctor"],
+    # Doctor checks and reports: it serves no browser and runs no registration.
+    "DevtrustDoctor": ["DevtrustBrowser", "DevtrustFlow"],
 }
 
 def describe(path):

@@ -1,5 +1,6 @@
 @testable import DevtrustBrowser
 @testable import DevtrustCLI
+@testable import DevtrustDoctor
 import DevtrustConfig
 import DevtrustDevice
 import DevtrustErrors

@@ -1,5 +1,4 @@
 import CProcessHardening
-import CQRCode
 import DevtrustEncoding
 import DevtrustHTTP
 import DevtrustSignIn

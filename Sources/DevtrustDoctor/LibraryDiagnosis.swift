@@ -8,27 +8,27 @@ import Glibc
 /// version, every tpm2-tss function devtrust calls, libqrencode's encoder, a
 /// TCTI module's entry point). A missing one is a warning that says what still
 /// works without it; the TPM's are a failure when the device key is in the TPM.
-struct LibraryDiagnosis {
+package struct LibraryDiagnosis {
     /// Why a TCTI module cannot be loaded (as tpm2-tss's TCTI loader opens it), or nil when it loads.
-    typealias Probe = @Sendable (String) -> String?
+    package typealias Probe = @Sendable (String) -> String?
 
-    let selection: TPMSelection
-    let keyBackend: KeyBackend?
-    let tctiProbe: Probe
+    package let selection: TPMSelection
+    package let keyBackend: KeyBackend?
+    package let tctiProbe: Probe
 
     /// dlopen and the entry point tpm2-tss's TCTI loader looks up (Tss2_Tcti_Info).
-    static let tctiModuleProbe: Probe = { name in
+    package static let tctiModuleProbe: Probe = { name in
         guard let handle = dlopen(name, RTLD_NOW | RTLD_LOCAL) else { return dlerror().map { String(cString: $0) } ?? "cannot be loaded" }
         return dlsym(handle, "Tss2_Tcti_Info") == nil ? "it has no Tss2_Tcti_Info: not a TCTI module" : nil
     }
 
-    func checks() -> [DoctorCheck] {
+    package func checks() -> [DoctorCheck] {
         [tss(), tcti(), curl(), qrencode()]
     }
 
     private var tpmProblem: DoctorVerdict { keyBackend == .tpm ? .fail : .warn }
 
-    func tss() -> DoctorCheck {
+    package func tss() -> DoctorCheck {
         let id = "library.tss2-esys", title = "TPM software stack (tpm2-tss)"
         guard let problem = TPMSoftwareStack.loadProblem() else {
             return DoctorCheck(id, title, .pass, DoctorText.listed(TPMSoftwareStack.libraries) + " load, with every function devtrust calls")
@@ -42,7 +42,7 @@ struct LibraryDiagnosis {
     }
 
     /// The TCTI module of each TCTI devtrust would try; the first one's is what counts.
-    func tcti() -> DoctorCheck {
+    package func tcti() -> DoctorCheck {
         let id = "library.tcti", title = "TPM connection module (TCTI)"
         let effect = keyBackend == .tpm ? "the device key's TPM cannot be reached" : "devtrust cannot reach a TPM through it"
         if let first = selection.candidates.first {
@@ -69,7 +69,7 @@ struct LibraryDiagnosis {
     }
 
     /// As every request loads it: the library, its version (7.63.0 at least) and its functions.
-    func curl() -> DoctorCheck {
+    package func curl() -> DoctorCheck {
         let id = "library.libcurl", title = "libcurl (HTTPS)"
         let name = CurlHTTPClient.libraryName
         let problem: String
@@ -91,7 +91,7 @@ struct LibraryDiagnosis {
     }
 
     /// As `login --device-code` draws its QR code: the library and its encoder, on a short text.
-    func qrencode() -> DoctorCheck {
+    package func qrencode() -> DoctorCheck {
         let id = "library.libqrencode", title = "libqrencode (QR codes)"
         let name = DEVTRUST_QRENCODE_LIBRARY
         var width: Int32 = 0

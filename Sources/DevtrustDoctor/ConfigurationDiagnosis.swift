@@ -6,17 +6,17 @@ import Glibc
 /// `config.valid`: the configuration file in effect (`--config`, DEVTRUST_CONFIG,
 /// then the XDG and /etc defaults) loads as every command loads it, and each
 /// sign-in profile in it is one `login --profile` accepts.
-struct ConfigurationDiagnosis {
-    static let id = "config.valid"
-    static let title = "configuration file"
+package struct ConfigurationDiagnosis {
+    package static let id = "config.valid"
+    package static let title = "configuration file"
 
-    let loader: ConfigurationLoader
+    package let loader: ConfigurationLoader
     /// Why `login --profile NAME` refuses a profile of `configuration`, or nil when it takes it.
-    let profileProblem: (_ name: String) -> (detail: String, fix: String?)?
-    let userID: UInt32
+    package let profileProblem: (_ configuration: Configuration, _ name: String) -> (detail: String, fix: String?)?
+    package let userID: UInt32
 
     /// The check, and the configuration the other checks use (the defaults when the file cannot be used).
-    func run() -> (check: DoctorCheck, configuration: Configuration) {
+    package func run() -> (check: DoctorCheck, configuration: Configuration) {
         guard let location = loader.location() else {
             return (DoctorCheck(Self.id, Self.title, .pass, "no configuration file; the built-in defaults apply"), Configuration())
         }
@@ -26,7 +26,7 @@ struct ConfigurationDiagnosis {
         } catch {
             return (DoctorCheck(Self.id, Self.title, .fail, detail(error), fix: fix(error, required: location.required)), Configuration())
         }
-        let refused = configuration.signInProfiles.keys.sorted().compactMap { name in profileProblem(name).map { (name, $0) } }
+        let refused = configuration.signInProfiles.keys.sorted().compactMap { name in profileProblem(configuration, name).map { (name, $0) } }
         if !refused.isEmpty {
             let details = refused.map { "sign-in profile \"\($0.0)\": \($0.1.detail)" }
             let fixes = refused.map { "correct profile \"\($0.0)\" in \(location.path)" + ($0.1.fix.map { " (\($0))" } ?? "") }
@@ -89,7 +89,7 @@ struct ConfigurationDiagnosis {
     }
 
     /// Where JSON parsing of the file stops, counted in lines and columns (from 1).
-    static func parsePosition(ofFile path: String) -> (line: Int, column: Int)? {
+    package static func parsePosition(ofFile path: String) -> (line: Int, column: Int)? {
         guard let bytes = try? FileReader.read(path) else { return nil }
         do {
             _ = try JSONParser.parse(bytes)
@@ -99,7 +99,7 @@ struct ConfigurationDiagnosis {
         }
     }
 
-    static func position(ofByte offset: Int, in bytes: [UInt8]) -> (line: Int, column: Int) {
+    package static func position(ofByte offset: Int, in bytes: [UInt8]) -> (line: Int, column: Int) {
         let before = bytes.prefix(max(0, min(offset, bytes.count)))
         let line = before.filter { $0 == 0x0A }.count + 1
         let lineStart = before.lastIndex(of: 0x0A).map { $0 + 1 } ?? 0

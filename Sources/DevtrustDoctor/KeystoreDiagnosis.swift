@@ -11,36 +11,36 @@ import Glibc
 /// can write in), its manifest, and the key it names loading and signing.
 /// Reads only: no lock, no write. What it says of modes and owners it read
 /// from the files.
-struct KeystoreDiagnosis {
-    static let permissionsID = "keystore.permissions"
-    static let permissionsTitle = "keystore permissions"
-    static let keyID = "key.signs"
-    static let keyTitle = "device key loads and signs"
+package struct KeystoreDiagnosis {
+    package static let permissionsID = "keystore.permissions"
+    package static let permissionsTitle = "keystore permissions"
+    package static let keyID = "key.signs"
+    package static let keyTitle = "device key loads and signs"
 
     /// The keystore's path, or why it cannot be told (HOME unset).
-    let keystore: Result<Keystore, any Error>
+    package let keystore: Result<Keystore, any Error>
     /// The user doctor runs as (root may read and write whatever the modes say).
-    let userID: UInt32
+    package let userID: UInt32
 
     /// One problem found, and the command that fixes it.
     private struct Finding {
-        let verdict: DoctorVerdict
-        let detail: String
-        let fix: String
+        package let verdict: DoctorVerdict
+        package let detail: String
+        package let fix: String
     }
 
     /// An entry of the keystore directory as found: its name and lstat.
     private struct Entry {
-        let name: String
-        let path: String
-        let info: stat
-        var isFile: Bool { info.st_mode & S_IFMT == S_IFREG }
-        var isSymlink: Bool { info.st_mode & S_IFMT == S_IFLNK }
-        var mode: mode_t { info.st_mode & 0o777 }
+        package let name: String
+        package let path: String
+        package let info: stat
+        package var isFile: Bool { info.st_mode & S_IFMT == S_IFREG }
+        package var isSymlink: Bool { info.st_mode & S_IFMT == S_IFLNK }
+        package var mode: mode_t { info.st_mode & 0o777 }
     }
 
     /// The check, and the keystore's state for the checks that need it (nil when there is no keystore yet).
-    func permissions() -> (check: DoctorCheck, state: Result<KeystoreState?, any Error>) {
+    package func permissions() -> (check: DoctorCheck, state: Result<KeystoreState?, any Error>) {
         let keystore: Keystore
         do {
             keystore = try self.keystore.get()
@@ -113,7 +113,7 @@ struct KeystoreDiagnosis {
         return ", its files " + DoctorText.listed(files.map { "\($0.name) \(octal($0.mode))" })
     }
 
-    static func octal(_ mode: mode_t) -> String {
+    package static func octal(_ mode: mode_t) -> String {
         let digits = String(mode, radix: 8)
         return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
@@ -229,7 +229,7 @@ struct KeystoreDiagnosis {
     /// It talks to the TPM: the command runs it in a child process with a deadline.
     /// `destroysKey`: the fix replaces the key (which the error says is lost). A file the
     /// other commands refuse (its mode, owner, a symlink) is `keystore.permissions`'s to fix.
-    func keySigns(state: Result<KeystoreState?, any Error>, store: DeviceStore?, permissionsFailed: Bool) -> (check: DoctorCheck, destroysKey: Bool) {
+    package func keySigns(state: Result<KeystoreState?, any Error>, store: DeviceStore?, permissionsFailed: Bool) -> (check: DoctorCheck, destroysKey: Bool) {
         guard let store, case let .success(loaded) = state else {
             return (DoctorCheck(Self.keyID, Self.keyTitle, .fail, "the keystore cannot be read, so neither can the key (see \(Self.permissionsID))",
                                 fix: "fix \(Self.permissionsID) first"), false)
@@ -252,7 +252,7 @@ struct KeystoreDiagnosis {
             if !degraded.isEmpty {
                 return (DoctorCheck(Self.keyID, Self.keyTitle, .warn, detail, fix: degraded.compactMap(\.fix).joined(separator: "; ")), false)
             }
-            if let advice = StatusCommand.lockoutAdvice(tpmKey?.lockoutExposure) {
+            if let advice = KeyHealth.lockoutAdvice(tpmKey?.lockoutExposure) {
                 return (DoctorCheck(Self.keyID, Self.keyTitle, .warn, detail + "; but it is exposed to dictionary-attack lockout", fix: advice), false)
             }
             return (DoctorCheck(Self.keyID, Self.keyTitle, .pass, detail), false)

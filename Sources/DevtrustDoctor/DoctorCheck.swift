@@ -8,11 +8,11 @@ import DevtrustTerminal
 /// How one `doctor` check came out. Only `fail` makes doctor exit 1: `warn`
 /// is something that limits devtrust or will bite later, `skip` a check that
 /// does not apply here (no TPM checks for a software key on a machine without one).
-enum DoctorVerdict: String, Sendable, CaseIterable {
+package enum DoctorVerdict: String, Sendable, CaseIterable {
     case pass, warn, fail, skip
 
     /// The mark a line of human output starts with.
-    var mark: String {
+    package var mark: String {
         switch self {
         case .pass: "[pass]"
         case .warn: "[warn]"
@@ -20,28 +20,18 @@ enum DoctorVerdict: String, Sendable, CaseIterable {
         case .skip: "[skip]"
         }
     }
-
-    /// The mark in colour where `style` has colour: pass green, warn yellow, fail red.
-    func mark(_ style: TerminalStyle) -> String {
-        switch self {
-        case .pass: style.success(mark)
-        case .warn: style.warning(mark)
-        case .fail: style.error(mark)
-        case .skip: mark
-        }
-    }
 }
 
 /// One check's outcome: a stable id for scripts, what was found, and what to
 /// do about it (nil on a pass, and on a skip that needs nothing done).
-struct DoctorCheck: Sendable, Equatable {
-    let id: String
-    let title: String
-    let verdict: DoctorVerdict
-    let detail: String
-    let fix: String?
+package struct DoctorCheck: Sendable, Equatable {
+    package let id: String
+    package let title: String
+    package let verdict: DoctorVerdict
+    package let detail: String
+    package let fix: String?
 
-    init(_ id: String, _ title: String, _ verdict: DoctorVerdict, _ detail: String, fix: String? = nil) {
+    package init(_ id: String, _ title: String, _ verdict: DoctorVerdict, _ detail: String, fix: String? = nil) {
         self.id = id
         self.title = title
         self.verdict = verdict
@@ -51,30 +41,23 @@ struct DoctorCheck: Sendable, Equatable {
 
     /// A check that could not be made because `error` was thrown: what the
     /// error says failed, and the fix it names (`fallbackFix` when it names none).
-    static func failed(_ id: String, _ title: String, _ error: any Error, verdict: DoctorVerdict = .fail, fallbackFix: String) -> DoctorCheck {
+    package static func failed(_ id: String, _ title: String, _ error: any Error, verdict: DoctorVerdict = .fail, fallbackFix: String) -> DoctorCheck {
         let explained = DoctorExplanation(error)
         return DoctorCheck(id, title, verdict, explained.detail, fix: explained.fix ?? fallbackFix)
     }
 
     /// The same check with another verdict, detail or fix.
-    func with(verdict: DoctorVerdict? = nil, detail: String? = nil, fix: String?? = nil) -> DoctorCheck {
+    package func with(verdict: DoctorVerdict? = nil, detail: String? = nil, fix: String?? = nil) -> DoctorCheck {
         DoctorCheck(id, title, verdict ?? self.verdict, detail ?? self.detail, fix: fix ?? self.fix)
     }
 
-    /// `[FAIL] id: detail`, and the fix indented below it; the mark in `style`'s colours.
-    func text(_ style: TerminalStyle = .plain) -> String {
-        var text = verdict.mark(style) + " " + TerminalText.printable("\(id): \(detail)")
-        if let fix { text += "\n       fix: " + TerminalText.printable(fix) }
-        return text
-    }
-
-    var json: JSONValue {
+    package var json: JSONValue {
         .object(["id": .string(id), "title": .string(title), "verdict": .string(verdict.rawValue),
                  "detail": .string(detail), "fix": fix.map { .string($0) } ?? .null])
     }
 
     /// A check as `json` wrote it (from a probe's child process); nil for anything else.
-    init?(json: JSONValue) {
+    package init?(json: JSONValue) {
         guard let object = json.objectValue, let id = object["id"]?.stringValue, let title = object["title"]?.stringValue,
               let verdict = object["verdict"]?.stringValue.flatMap(DoctorVerdict.init(rawValue:)),
               let detail = object["detail"]?.stringValue else { return nil }
@@ -84,8 +67,8 @@ struct DoctorCheck: Sendable, Equatable {
 
 /// Sentences and clauses of a check's detail joined: after a full stop the next
 /// part starts a sentence, otherwise a semicolon joins them.
-enum DoctorText {
-    static func joined(_ parts: [String]) -> String {
+package enum DoctorText {
+    package static func joined(_ parts: [String]) -> String {
         var text = ""
         for part in parts where !part.isEmpty {
             if text.isEmpty {
@@ -100,32 +83,32 @@ enum DoctorText {
     }
 
     /// `a`, `a and b`, `a, b and c`.
-    static func listed(_ items: [String]) -> String {
+    package static func listed(_ items: [String]) -> String {
         items.count > 1 ? items.dropLast().joined(separator: ", ") + " and " + items.last! : items.joined()
     }
 
     /// A URL as doctor shows it: without a user name or password (as every HTTP message shows it).
-    static func shown(_ url: String) -> String {
+    package static func shown(_ url: String) -> String {
         TransportPolicy.redacted(url, keepingQuery: true)
     }
 }
 
 /// What `devtrust init --force` would lose: said whenever doctor gives it as the fix.
-struct KeyLoss: Sendable {
-    let fingerprint: String
-    let servers: [String]
+package struct KeyLoss: Sendable {
+    package let fingerprint: String
+    package let servers: [String]
 
-    init(fingerprint: String, servers: [String]) {
+    package init(fingerprint: String, servers: [String]) {
         self.fingerprint = fingerprint
         self.servers = servers
     }
 
-    init?(_ state: KeystoreState?) {
+    package init?(_ state: KeystoreState?) {
         guard let state, let key = state.key else { return nil }
         self.init(fingerprint: key.fingerprint, servers: state.registrations.map(\.server))
     }
 
-    var fix: String {
+    package var fix: String {
         let shown = DoctorText.listed(servers.map(DoctorText.shown))
         let registrations = servers.isEmpty ? "it has no registrations to lose"
             : servers.count == 1 ? "its registration with \(shown) is forgotten: register again"
@@ -137,19 +120,19 @@ struct KeyLoss: Sendable {
 /// An error taken apart into what failed and what to do, from the parts the
 /// error keeps apart (never by searching its text: a path may hold ". ").
 /// `destroysKey`: the fix replaces the device key, which the error says is lost.
-struct DoctorExplanation {
-    let detail: String
-    let fix: String?
-    let destroysKey: Bool
+package struct DoctorExplanation {
+    package let detail: String
+    package let fix: String?
+    package let destroysKey: Bool
 
-    init(detail: String, fix: String?, destroysKey: Bool = false) {
+    package init(detail: String, fix: String?, destroysKey: Bool = false) {
         self.detail = detail
         self.fix = fix
         self.destroysKey = destroysKey
     }
 
     /// - Parameter loss: what a new key would lose, for the errors that say the key is lost.
-    init(_ error: any Error, loss: KeyLoss? = nil) {
+    package init(_ error: any Error, loss: KeyLoss? = nil) {
         if let error = error as? TPMError {
             self = Self.tpm(error, loss: loss)
             return
@@ -233,20 +216,20 @@ struct DoctorExplanation {
 }
 
 /// Every check's outcome, as doctor prints them.
-struct DoctorReport {
-    let checks: [DoctorCheck]
+package struct DoctorReport {
+    package let checks: [DoctorCheck]
 
-    var failed: [DoctorCheck] { checks.filter { $0.verdict == .fail } }
-    var ok: Bool { failed.isEmpty }
+    package var failed: [DoctorCheck] { checks.filter { $0.verdict == .fail } }
+    package var ok: Bool { failed.isEmpty }
 
     /// `12 checks: 9 pass, 1 warn, 1 fail, 1 skip`.
-    var summary: String {
+    package var summary: String {
         let counts = DoctorVerdict.allCases.map { verdict in "\(checks.filter { $0.verdict == verdict }.count) \(verdict.rawValue)" }
         return "\(checks.count) checks: " + counts.joined(separator: ", ")
     }
 
     /// `{"ok": bool, "checks": [{"id", "title", "verdict", "detail", "fix"}]}`.
-    var json: JSONValue {
+    package var json: JSONValue {
         .object(["ok": .bool(ok), "checks": .array(checks.map(\.json))])
     }
 }

@@ -10,16 +10,20 @@ import Glibc
 /// Forking is only safe in a single-threaded process, as devtrust is: in-process
 /// tests (a multi-threaded test runner) run the jobs inline, without deadlines
 /// (`CommandEnvironment.isolatesProbes`).
-struct BoundedProbes {
-    let isolated: Bool
+package struct BoundedProbes {
+    package let isolated: Bool
 
-    struct Job {
-        /// How long it may take.
-        let seconds: Double
-        let work: () -> JSONValue
+    package init(isolated: Bool) {
+        self.isolated = isolated
     }
 
-    enum Outcome {
+    package struct Job {
+        /// How long it may take.
+        package let seconds: Double
+        package let work: () -> JSONValue
+    }
+
+    package enum Outcome {
         case finished(JSONValue)
         /// Killed at its deadline.
         case timedOut(seconds: Double)
@@ -28,19 +32,19 @@ struct BoundedProbes {
         /// The child ended without a result (a crash, the signal or status).
         case failed(String)
 
-        var value: JSONValue? {
+        package var value: JSONValue? {
             if case let .finished(value) = self { return value }
             return nil
         }
     }
 
-    func run(seconds: Double, _ work: @escaping () -> JSONValue) -> Outcome {
+    package func run(seconds: Double, _ work: @escaping () -> JSONValue) -> Outcome {
         run([Job(seconds: seconds, work: work)])[0]
     }
 
     /// Runs `jobs`, at most `parallel` at once; one that is not started within `budget`
     /// seconds of the first is not started at all. The outcomes are in the jobs' order.
-    func run(_ jobs: [Job], parallel: Int = 1, budget: Double? = nil) -> [Outcome] {
+    package func run(_ jobs: [Job], parallel: Int = 1, budget: Double? = nil) -> [Outcome] {
         guard isolated else { return jobs.map { .finished($0.work()) } }
         var outcomes = [Outcome?](repeating: nil, count: jobs.count)
         var running = [Child]()
@@ -82,7 +86,7 @@ struct BoundedProbes {
         return outcomes.map { $0 ?? .failed("not run") }
     }
 
-    static func monotonicSeconds() -> Double {
+    package static func monotonicSeconds() -> Double {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
@@ -90,11 +94,11 @@ struct BoundedProbes {
 
     /// One job's process, and what it has written so far.
     private final class Child {
-        let index: Int
-        let pid: pid_t
-        let descriptor: Int32
-        let deadline: Double
-        var output = [UInt8]()
+        package let index: Int
+        package let pid: pid_t
+        package let descriptor: Int32
+        package let deadline: Double
+        package var output = [UInt8]()
 
         private init(index: Int, pid: pid_t, descriptor: Int32, deadline: Double) {
             self.index = index
@@ -103,7 +107,7 @@ struct BoundedProbes {
             self.deadline = deadline
         }
 
-        static func start(index: Int, job: Job) -> Child? {
+        package static func start(index: Int, job: Job) -> Child? {
             var ends: [Int32] = [-1, -1]
             guard pipe(&ends) == 0 else { return nil }
             let deadline = BoundedProbes.monotonicSeconds() + job.seconds
@@ -130,7 +134,7 @@ struct BoundedProbes {
         }
 
         /// Reads what is there; true at the end of the output.
-        func readAvailable() -> Bool {
+        package func readAvailable() -> Bool {
             var chunk = [UInt8](repeating: 0, count: 16_384)
             let count = read(descriptor, &chunk, chunk.count)
             if count < 0 { return errno != EINTR && errno != EAGAIN }
@@ -139,14 +143,14 @@ struct BoundedProbes {
             return false
         }
 
-        func finish() -> Outcome {
+        package func finish() -> Outcome {
             close(descriptor)
             let status = Self.reap(pid)
             if let value = try? JSONParser.parse(output) { return .finished(value) }
             return .failed(status)
         }
 
-        func kill(seconds: Double) -> Outcome {
+        package func kill(seconds: Double) -> Outcome {
             Glibc.kill(pid, SIGKILL)
             close(descriptor)
             _ = Self.reap(pid)

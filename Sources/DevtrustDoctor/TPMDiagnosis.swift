@@ -5,13 +5,13 @@ import Glibc
 /// The user doctor runs as: the groups of this login session, and whether
 /// the group database lists the user in a group (a membership added since
 /// the session started applies only from the next login).
-struct DoctorUser {
-    let uid: UInt32
-    let name: String?
-    let primaryGroup: gid_t?
-    let sessionGroups: Set<gid_t>
+package struct DoctorUser {
+    package let uid: UInt32
+    package let name: String?
+    package let primaryGroup: gid_t?
+    package let sessionGroups: Set<gid_t>
 
-    static func current(uid: UInt32) -> DoctorUser {
+    package static func current(uid: UInt32) -> DoctorUser {
         let entry = getpwuid(uid)
         let name = entry.map { String(cString: $0.pointee.pw_name) }
         let primary = entry.map { $0.pointee.pw_gid }
@@ -21,7 +21,7 @@ struct DoctorUser {
     }
 
     /// Whether /etc/group (through NSS) lists the user in `group`, or it is the user's primary group.
-    func isListed(in group: gid_t) -> Bool {
+    package func isListed(in group: gid_t) -> Bool {
         if primaryGroup == group { return true }
         guard let name, let entry = getgrgid(group), var member = entry.pointee.gr_mem else { return false }
         while let pointer = member.pointee {
@@ -32,40 +32,40 @@ struct DoctorUser {
     }
 
     /// The name for commands: the user's, or `$USER` when it has none.
-    var shellName: String { name ?? "$USER" }
+    package var shellName: String { name ?? "$USER" }
 
-    var described: String { (name.map { "\($0), " } ?? "") + "uid \(uid)" }
+    package var described: String { (name.map { "\($0), " } ?? "") + "uid \(uid)" }
 }
 
 /// The device node a `device:` TCTI opens, as the user running doctor finds it.
-struct TPMDeviceNode {
-    let path: String
-    let info: stat?
+package struct TPMDeviceNode {
+    package let path: String
+    package let info: stat?
     /// Whether this user may open it read-write (access(2), as the TSS opens it).
-    let openable: Bool
+    package let openable: Bool
 
     /// The path a TCTI configuration opens: `device:PATH`, `device` alone is /dev/tpm0 (the TSS's default); nil for other TCTIs.
-    static func path(ofTCTI configuration: String) -> String? {
+    package static func path(ofTCTI configuration: String) -> String? {
         let parts = configuration.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.first == "device" else { return nil }
         return parts.count > 1 && !parts[1].isEmpty ? String(parts[1]) : "/dev/tpm0"
     }
 
-    static func inspect(_ path: String) -> TPMDeviceNode {
+    package static func inspect(_ path: String) -> TPMDeviceNode {
         var info = stat()
         guard stat(path, &info) == 0 else { return TPMDeviceNode(path: path, info: nil, openable: false) }
         return TPMDeviceNode(path: path, info: info, openable: access(path, R_OK | W_OK) == 0)
     }
 
-    var exists: Bool { info != nil }
-    var isCharacterDevice: Bool { info.map { $0.st_mode & S_IFMT == S_IFCHR } ?? false }
-    var groupID: gid_t? { info?.st_gid }
-    var groupName: String? { info.flatMap { getgrgid($0.st_gid) }.map { String(cString: $0.pointee.gr_name) } }
+    package var exists: Bool { info != nil }
+    package var isCharacterDevice: Bool { info.map { $0.st_mode & S_IFMT == S_IFCHR } ?? false }
+    package var groupID: gid_t? { info?.st_gid }
+    package var groupName: String? { info.flatMap { getgrgid($0.st_gid) }.map { String(cString: $0.pointee.gr_name) } }
     /// Whether its group may open it read-write (then membership in that group is the way in).
-    var groupMayOpen: Bool { info.map { $0.st_mode & 0o060 == 0o060 && $0.st_gid != 0 } ?? false }
+    package var groupMayOpen: Bool { info.map { $0.st_mode & 0o060 == 0o060 && $0.st_gid != 0 } ?? false }
 
     /// `crw-rw---- root:tss`, as ls shows it.
-    var described: String {
+    package var described: String {
         guard let info else { return "missing" }
         let kinds: [mode_t: Character] = [S_IFCHR: "c", S_IFBLK: "b", S_IFDIR: "d", S_IFLNK: "l", S_IFREG: "-", S_IFIFO: "p", S_IFSOCK: "s"]
         var text = String(kinds[info.st_mode & S_IFMT] ?? "?")
@@ -78,19 +78,19 @@ struct TPMDeviceNode {
     }
 
     /// Whether its group may read it but not write it (0640: no group membership opens it read-write).
-    var groupMayOnlyRead: Bool { info.map { $0.st_mode & 0o060 == 0o040 } ?? false }
+    package var groupMayOnlyRead: Bool { info.map { $0.st_mode & 0o060 == 0o040 } ?? false }
 
     /// For a missing resource manager node (DIR/tpmrm0), the TPM's own node beside it (DIR/tpm0) when that exists.
-    var directDevice: String? { TPMSelection.directDevice(besideResourceManager: path) }
+    package var directDevice: String? { TPMSelection.directDevice(besideResourceManager: path) }
 
     /// Why it is missing, in a few words.
-    var missingDetail: String {
+    package var missingDetail: String {
         guard let directDevice else { return "\(path) does not exist: no TPM here" }
         return "\(path) does not exist, but \(directDevice) does: the TPM has no kernel resource manager (a kernel older than 4.12?)"
     }
 
     /// What to do when it is missing.
-    var missingFix: String {
+    package var missingFix: String {
         if let directDevice {
             return "start tpm2-abrmd (--tcti tabrmd), or use --tcti device:\(directDevice) (one process at a time)"
         }
@@ -100,22 +100,22 @@ struct TPMDeviceNode {
 
 /// The TCTI named by `--tcti` or a TCTI variable where the keystore recorded
 /// another one with the key: the key's TPM is the recorded one, this run uses the other.
-struct TCTIOverride: Sendable {
+package struct TCTIOverride: Sendable {
     /// What names the TCTI in effect: `--tcti`, or the variable.
-    let source: String
-    let tcti: String
+    package let source: String
+    package let tcti: String
     /// The one recorded with the key at init, nil when none was.
-    let recorded: String?
+    package let recorded: String?
     /// What devtrust would use without the override (the recorded TCTI, else the default).
-    let withoutOverride: TPMSelection
+    package let withoutOverride: TPMSelection
 
     /// How to stop overriding.
-    var undo: String {
+    package var undo: String {
         source == "--tcti" ? "leave out --tcti \(tcti)" : "unset \(source)"
     }
 
     /// `the key was recorded with swtpm:… at init, but DEVTRUST_TCTI makes this run use device:…`.
-    var described: String {
+    package var described: String {
         guard let recorded else {
             return "\(source) makes this run use \(tcti); the keystore records no TCTI for the key (without \(source), devtrust uses \(withoutOverride.candidates.joined(separator: " or ")))"
         }
@@ -123,7 +123,7 @@ struct TCTIOverride: Sendable {
     }
 
     /// The override in effect for a run, when it names another TCTI than the one devtrust would use for the key without it.
-    static func of(_ selection: TPMSelection, global tcti: String?, environment: [String: String], recorded: String?) -> TCTIOverride? {
+    package static func of(_ selection: TPMSelection, global tcti: String?, environment: [String: String], recorded: String?) -> TCTIOverride? {
         guard selection.isExplicit, let inUse = selection.candidates.first else { return nil }
         let variables = ["DEVTRUST_TCTI", "TPM2TOOLS_TCTI", "TSS2_TCTI"]
         let source = tcti?.isEmpty == false ? "--tcti" : variables.first { environment[$0]?.isEmpty == false } ?? "--tcti"
@@ -140,24 +140,24 @@ struct TCTIOverride: Sendable {
 /// else the default). A problem fails when the device key is in the TPM and
 /// is a warning otherwise; the checks skip where there is no TPM at all and
 /// the key does not need one.
-struct TPMDiagnosis {
-    static let reachableID = "tpm.reachable"
-    static let reachableTitle = "TPM reachable"
-    static let permissionsID = "tpm.device-permissions"
-    static let groupID = "tpm.group"
+package struct TPMDiagnosis {
+    package static let reachableID = "tpm.reachable"
+    package static let reachableTitle = "TPM reachable"
+    package static let permissionsID = "tpm.device-permissions"
+    package static let groupID = "tpm.group"
 
-    let selection: TPMSelection
+    package let selection: TPMSelection
     /// The device key's backend, nil without a key.
-    let keyBackend: KeyBackend?
+    package let keyBackend: KeyBackend?
     /// False when the keystore cannot be read: whether a key needs the TPM is not known.
-    let keyKnown: Bool
-    let user: DoctorUser
+    package let keyKnown: Bool
+    package let user: DoctorUser
     /// Set when `--tcti` or a variable overrides the TCTI recorded with the key (or the default).
-    let override: TCTIOverride?
+    package let override: TCTIOverride?
     /// The first TCTI's device node, for a `device:` TCTI.
-    let node: TPMDeviceNode?
+    package let node: TPMDeviceNode?
 
-    init(selection: TPMSelection, keyBackend: KeyBackend?, keyKnown: Bool, user: DoctorUser, override: TCTIOverride? = nil) {
+    package init(selection: TPMSelection, keyBackend: KeyBackend?, keyKnown: Bool, user: DoctorUser, override: TCTIOverride? = nil) {
         self.selection = selection
         self.keyBackend = keyBackend
         self.keyKnown = keyKnown
@@ -182,7 +182,7 @@ struct TPMDiagnosis {
 
     /// A TPM answers a command (GetCapability, as `status` asks it) through the TCTI.
     /// It talks to the TPM: the command runs it in a child process with a deadline.
-    func reachable() -> DoctorCheck {
+    package func reachable() -> DoctorCheck {
         let id = Self.reachableID, title = Self.reachableTitle
         let check: DoctorCheck
         do {
@@ -202,14 +202,14 @@ struct TPMDiagnosis {
     }
 
     /// The check when the TPM did not answer within `seconds` (the TSS would have waited for ever).
-    func unanswered(seconds: Double) -> DoctorCheck {
+    package func unanswered(seconds: Double) -> DoctorCheck {
         annotated(DoctorCheck(Self.reachableID, Self.reachableTitle, problem,
                               "the TPM at \(tcti) did not answer within \(Int(seconds)) s (its connection was accepted, but no answer came)",
                               fix: "check that the TPM (or its resource manager or simulator) at \(tcti) is working: restart it, or name another one with --tcti"))
     }
 
     /// A check with the TCTI override said, and undoing it offered as a way to the key's own TPM.
-    func annotated(_ check: DoctorCheck) -> DoctorCheck {
+    package func annotated(_ check: DoctorCheck) -> DoctorCheck {
         guard let override, keyBackend == .tpm else { return check }
         let detail = check.detail + " (\(override.described))"
         guard check.verdict == .fail || check.verdict == .warn else { return check.with(detail: detail) }
@@ -217,7 +217,7 @@ struct TPMDiagnosis {
     }
 
     /// The device node exists, is a character device, and this user may open it read-write.
-    func devicePermissions() -> DoctorCheck {
+    package func devicePermissions() -> DoctorCheck {
         let title = "TPM device permissions"
         guard let node else {
             return DoctorCheck(Self.permissionsID, title, .skip, "the TCTI \(tcti) opens no device node: nothing to check")
@@ -240,7 +240,7 @@ struct TPMDiagnosis {
 
     /// The user is in the group that may open the device: in this session, not only in /etc/group.
     /// Where no group may open it read-write (its mode), no membership helps: that is said instead.
-    func group() -> DoctorCheck {
+    package func group() -> DoctorCheck {
         let title = "TPM group membership"
         guard let node else {
             return DoctorCheck(Self.groupID, title, .skip, "the TCTI \(tcti) opens no device node: no group is needed")

@@ -14,36 +14,36 @@ import DevtrustURL
 /// A server that cannot be reached is a warning; one that answers in a way
 /// every command refuses (a certificate not trusted, a failed TLS handshake,
 /// a URL devtrust cannot use) is a failure.
-struct ClockDiagnosis {
-    static let title = "clock against the server's"
+package struct ClockDiagnosis {
+    package static let title = "clock against the server's"
     /// Each server gets this long at most (curl's own timeouts), so that doctor ends in bounded time.
-    static let timeoutMilliseconds = 5_000
+    package static let timeoutMilliseconds = 5_000
     /// The longest RFC 9111 lets a cache hold an Age at (2^31 s): a larger one counts as this.
-    static let largestAge: Int64 = 2_147_483_648
+    package static let largestAge: Int64 = 2_147_483_648
 
     /// One server to ask: its origin without user or password (the check's id), what the keystore
     /// names it as (shown without user or password), the URL to GET, and what is wrong with the
     /// keystore's URL when no URL to GET can be made of it.
-    struct Server: Equatable {
-        let origin: String
+    package struct Server: Equatable {
+        package let origin: String
         /// What the other commands key its clock records by (`Origin.text(of:)` of the URL as recorded):
         /// `origin` but for a URL with no origin, which is kept as written.
-        let recordOrigin: String
-        let named: String
-        let url: String?
-        let problem: String?
+        package let recordOrigin: String
+        package let named: String
+        package let url: String?
+        package let problem: String?
         /// A registration's (else a sign-in's): what the fix for a bad URL says.
-        let isRegistration: Bool
+        package let isRegistration: Bool
     }
 
-    let http: any HTTPClient
+    package let http: any HTTPClient
     /// This machine's wall clock, seconds since the epoch with fractions.
-    let now: () -> Double
+    package let now: () -> Double
     /// Whether devtrust's own tokens for a server are written in its time now (a recent measurement, `ServerClocks`).
-    let correctsTokens: (String) -> Bool
+    package let correctsTokens: (String) -> Bool
 
     /// The servers of the registrations, then of the sign-ins, one per origin.
-    static func servers(of state: KeystoreState) -> [Server] {
+    package static func servers(of state: KeystoreState) -> [Server] {
         var servers = [Server]()
         func add(_ named: String, registration: Bool, _ url: () throws -> String) {
             let origin = Origin.text(of: withoutUserInfo(named))
@@ -68,7 +68,7 @@ struct ClockDiagnosis {
     }
 
     /// `url` without the user name and password of its authority.
-    static func withoutUserInfo(_ url: String) -> String {
+    package static func withoutUserInfo(_ url: String) -> String {
         var reference = URLReference(url)
         guard let authority = reference.authority, let at = authority.lastIndex(of: "@") else { return url }
         reference.authority = String(authority[authority.index(after: at)...])
@@ -76,16 +76,16 @@ struct ClockDiagnosis {
     }
 
     /// The HTTP settings of every command (CA file, proxy exceptions), with timeouts no longer than `timeoutMilliseconds`.
-    static func options(_ settings: HTTPClientSettings) -> HTTPOptions {
-        var options = settings.options
+    package static func options(_ settings: HTTPOptions) -> HTTPOptions {
+        var options = settings
         options.connectTimeoutMilliseconds = min(options.connectTimeoutMilliseconds, timeoutMilliseconds)
         options.totalTimeoutMilliseconds = min(options.totalTimeoutMilliseconds, timeoutMilliseconds)
         return options
     }
 
-    static func id(_ server: Server) -> String { "clock." + server.origin }
+    package static func id(_ server: Server) -> String { "clock." + server.origin }
 
-    func check(_ server: Server) -> DoctorCheck {
+    package func check(_ server: Server) -> DoctorCheck {
         let id = Self.id(server)
         guard let url = server.url else {
             let again = server.isRegistration ? "register again with the server's base URL (devtrust register --server URL)"
@@ -128,7 +128,7 @@ struct ClockDiagnosis {
     }
 
     /// RFC 9111 delta-seconds: digits only (optional whitespace around them); past 2^31, 2^31.
-    static func deltaSeconds(_ text: String) -> Int64? {
+    package static func deltaSeconds(_ text: String) -> Int64? {
         let digits = text.trimmingSpaces
         guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
         return Int64(digits).map { min($0, largestAge) } ?? largestAge
@@ -157,7 +157,7 @@ struct ClockDiagnosis {
 
     /// A GET without an answer to read: a server out of reach is a warning (it may be down for now);
     /// an answer every command refuses is a failure; without libcurl there is nothing to ask with.
-    static func unanswered(_ id: String, _ server: Server, _ error: any Error) -> DoctorCheck {
+    package static func unanswered(_ id: String, _ server: Server, _ error: any Error) -> DoctorCheck {
         let reach = "check that this machine reaches \(server.origin) (network, proxy), then run `devtrust doctor` again"
         guard let error = error as? HTTPError else {
             return DoctorCheck(id, title, .warn, "\(server.named) did not answer, so its clock cannot be compared: \(error)", fix: reach)
