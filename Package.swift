@@ -92,9 +92,9 @@ let package = Package(
 
         // The device's sign-ins as every front end runs them (above HTTP, beside the protocol's library
         // DevtrustSignIn): where and as whom a sign-in goes, from options, a sign-in profile and discovery
-        // (SignInTarget, ServerBaseURL); the device key as DPoP key (DPoPKey); a sign-in saved, refreshed
-        // (RefreshOutcome.of) and revoked (SignInRevocation); the browser's authorization request; the
-        // servers' clocks read from every answer (ServerClocks.watch).
+        // (SignInTarget, ServerBaseURL); the device key as DPoP key and its proofs (DPoPKey); a sign-in saved,
+        // refreshed when due (SignInRefresh, RefreshOutcome.of) and revoked (SignInRevocation); the browser's
+        // authorization request; the servers' clocks read from every answer (ServerClocks.watch).
         .target(name: "DevtrustSignInService", dependencies: ["DevtrustConfig", "DevtrustCore", "DevtrustDevice", "DevtrustEncoding",
                                                               "DevtrustErrors", "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore",
                                                               "DevtrustSignIn", "DevtrustURL"]),

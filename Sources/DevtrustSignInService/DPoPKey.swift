@@ -49,4 +49,25 @@ package struct DPoPKey {
     package func nonces() -> any DPoPNonceStore {
         cache.map { DPoPNonceFile(cache: $0) } ?? DPoPNonceMemory()
     }
+
+    /// A proof for a `method` request to a resource at `url` with the stored sign-in's access token
+    /// (`ath` is its hash; the sign-in as `server` or `discovery` names it), and the key's thumbprint:
+    /// `dpop-proof`. No HTTP, no refresh. Without `nonce`, the latest one devtrust was given at the
+    /// URL's origin (a server that is both authorization and resource server, as glewlwyd, shares
+    /// them); none when it gave none. A nonce given is kept for the next proof at that origin: a
+    /// resource's nonce rotates, and a script that hands each new one over once needs it again.
+    package func proof(store: DeviceStore, method: String, url: String, nonce given: String?, server: String?,
+                       discovery: String?) throws -> (proof: String, jkt: String) {
+        // One read of the keystore for the key and the sign-in: this is the per-request path.
+        let device = try store.loadKey()
+        let record = try store.signIn(server: server, discovery: discovery, in: device.state)
+        let tokens = try store.tokens(of: record)
+        guard let jkt = tokens.dpopJkt else { throw DeviceError.notDPoPBound(server: record.server ?? record.discovery ?? "the server") }
+        guard device.key.fingerprint == jkt else { throw DeviceError.dpopKeyChanged(boundTo: jkt, deviceKey: device.key.fingerprint) }
+        let nonces = nonces()
+        if let given { nonces.remember(given, for: url) }
+        let nonce = given ?? nonces.nonce(for: url)
+        let proof = try minter(key: device.key, server: url).proof(method: method, url: url, nonce: nonce, accessToken: tokens.accessToken)
+        return (proof, jkt)
+    }
 }

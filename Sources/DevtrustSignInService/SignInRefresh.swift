@@ -30,3 +30,33 @@ extension RefreshOutcome {
         }
     }
 }
+
+/// A stored sign-in's tokens with a valid access token: `access-token`, and any front end that hands
+/// a sign-in's access token out.
+package enum SignInRefresh {
+    /// An access token that expires within this many seconds is refreshed first.
+    package static let margin: Int64 = 60
+    /// How long a refresh waits for another caller's (on the keystore's lock): longer than one HTTP request.
+    package static let lockTimeoutMilliseconds = 60_000
+
+    /// `record`'s tokens, refreshed first when the access token expires within `margin` or, `forced`,
+    /// in any case (a resource's 401 says more than an expiry devtrust assumed). `oauth` refreshes;
+    /// a DPoP-bound sign-in is refreshed with a proof of its key (`dpop`: the binding for the sign-in's
+    /// thumbprint and token endpoint; RFC 9449 section 5). `refreshing`: said when a refresh starts.
+    package static func freshTokens(_ record: SignInRecord, in store: DeviceStore, oauth: OAuthClient, forced: Bool,
+                                    dpop: (_ jkt: String, _ tokenEndpoint: String) throws -> DPoPBinding,
+                                    refreshing: () -> Void) throws -> TokenSet {
+        var keystore = store.keystore
+        keystore.lockTimeoutMilliseconds = lockTimeoutMilliseconds
+        if forced, try store.tokens(of: record).refreshToken == nil {
+            throw DeviceError.refreshFailed(place: record.server ?? record.discovery ?? "the server", reason: "the server gave no refresh token", mayPass: false)
+        }
+        return try DeviceStore(keystore: keystore, clock: store.clock, tpm: store.tpm, random: store.random)
+            .freshTokens(record, margin: forced ? Int64.max / 2 : margin) { current in
+                refreshing()
+                var client = oauth
+                if let jkt = current.dpopJkt { client.dpop = try dpop(jkt, current.tokenEndpoint) }
+                return try RefreshOutcome.of { try client.refresh(current, clientID: record.clientId) }
+            }
+    }
+}

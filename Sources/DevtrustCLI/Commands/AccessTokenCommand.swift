@@ -27,30 +27,13 @@ enum AccessTokenCommand: DevtrustCommand {
         }
     }
 
-    static let refreshMargin: Int64 = 60
-
     static func run(_ context: CommandContext, _ options: Options) throws {
         let store = try context.deviceStore()
         let record = try store.signIn(server: options.server, discovery: options.discovery)
         let oauth = HTTPClientSettings(context, configuration: try context.configuration()).oauthClient(context)
-        // A refresh may wait for another caller's: give the lock longer than one HTTP request.
-        var keystore = store.keystore
-        keystore.lockTimeoutMilliseconds = 60_000
-        let forced = options.refresh
-        if forced, try store.tokens(of: record).refreshToken == nil {
-            throw DeviceError.refreshFailed(place: record.server ?? record.discovery ?? "the server", reason: "the server gave no refresh token", mayPass: false)
-        }
-        let margin = forced ? Int64.max / 2 : refreshMargin
-        let tokens = try DeviceStore(keystore: keystore, clock: store.clock, tpm: store.tpm, random: store.random).freshTokens(record, margin: margin) { current in
-            context.detail("refreshing the access token")
-            var client = oauth
-            // A DPoP-bound refresh token is refreshed only with a proof of its key (RFC 9449 section 5).
-            if let jkt = current.dpopJkt {
-                client.dpop = try context.dpopKey.binding(store: store, boundTo: jkt, tokenEndpoint: current.tokenEndpoint,
-                                                          deadline: .command(context, doing: "signing a DPoP proof"))
-            }
-            return try RefreshOutcome.of { try client.refresh(current, clientID: record.clientId) }
-        }
+        let tokens = try SignInRefresh.freshTokens(record, in: store, oauth: oauth, forced: options.refresh, dpop: { jkt, tokenEndpoint in
+            try context.dpopKey.binding(store: store, boundTo: jkt, tokenEndpoint: tokenEndpoint, deadline: .command(context, doing: "signing a DPoP proof"))
+        }, refreshing: { context.detail("refreshing the access token") })
         if let note = tokens.idTokenNote { context.warn(note) }
         context.output(context.json ? JSONWriter.string(.object(document(tokens))) : tokens.accessToken)
     }
