@@ -90,10 +90,39 @@ let package = Package(
         .target(name: "DevtrustCore", dependencies: ["CDeadline", "DevtrustConfig", "DevtrustDevice", "DevtrustJOSE", "DevtrustKeys",
                                                      "DevtrustKeystore", "DevtrustPosture", "DevtrustURL"]),
 
+        // The device's sign-ins as every front end runs them (above HTTP, beside the protocol's library
+        // DevtrustSignIn): where and as whom a sign-in goes, from options, a sign-in profile and discovery
+        // (SignInTarget, ServerBaseURL); the device key as DPoP key and its proofs (DPoPKey); a sign-in saved,
+        // refreshed when due (SignInRefresh, RefreshOutcome.of) and revoked (SignInRevocation); the browser's
+        // authorization request; the servers' clocks read from every answer (ServerClocks.watch).
+        .target(name: "DevtrustSignInService", dependencies: ["DevtrustConfig", "DevtrustCore", "DevtrustDevice", "DevtrustEncoding",
+                                                              "DevtrustErrors", "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore",
+                                                              "DevtrustSignIn", "DevtrustURL"]),
+
+        // The terminal toolkit: the process's standard streams (Terminal), text made safe to show
+        // (TerminalText), colour, a command's lines for people, the status line and the network-wait
+        // indicator, the device-code screen, prompts and a step's dialog, an error in words. No HTTP.
+        .target(name: "DevtrustTerminal", dependencies: ["CProcessHardening", "CQRCode", "DevtrustEncoding", "DevtrustErrors"]),
+
+        // The browsers' side of sign-in: the native messaging host (NativeHost: the endpoints it serves a
+        // device token for, from the registrations and the sign-in profiles), taking the core's device-token
+        // service and the configuration (NativeHostServices), not the command line; its manifests and their
+        // installation.
+        .target(name: "DevtrustBrowser", dependencies: ["DevtrustConfig", "DevtrustCore", "DevtrustDevice", "DevtrustEncoding", "DevtrustErrors",
+                                                        "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore", "DevtrustSignIn",
+                                                        "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]),
+
+        // `doctor`'s checks and probes: the configuration, the keystore, the key, the TPM, the libraries,
+        // the CA file and the servers' clocks, each a DoctorCheck that the front end renders; work that
+        // may never end runs in a child process with a deadline (BoundedProbes), as `status`'s KeyHealth.
+        .target(name: "DevtrustDoctor", dependencies: ["CQRCode", "DevtrustConfig", "DevtrustCore", "DevtrustDevice", "DevtrustEncoding",
+                                                       "DevtrustErrors", "DevtrustHTTP", "DevtrustKeys", "DevtrustKeystore", "DevtrustSignInService",
+                                                       "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]),
+
         // The command line: argument parsing, commands, errors rendered (message, --json, exit code).
         .target(
             name: "DevtrustCLI",
-            dependencies: ["CProcessHardening", "CQRCode", "DevtrustCore", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustErrors", "DevtrustSystem", "DevtrustURL"]
+            dependencies: ["CProcessHardening", "DevtrustBrowser", "DevtrustCore", "DevtrustDoctor", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustErrors", "DevtrustSignInService", "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]
         ),
         // Every symbol bound at start (-z now): the first call of a lazily bound
         // function runs the dynamic linker's resolver, which saves the vector
@@ -163,9 +192,9 @@ let package = Package(
         .testTarget(name: "DevtrustConfigTests", dependencies: ["DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(
             name: "DevtrustCLITests",
-            dependencies: ["DevtrustCLI", "DevtrustTestSupport", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustConfig",
+            dependencies: ["DevtrustBrowser", "DevtrustCLI", "DevtrustDoctor", "DevtrustTestSupport", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustConfig",
                            "DevtrustCore", "DevtrustDevice", "DevtrustErrors", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeystore", "DevtrustSignIn",
-                           "DevtrustURL"]
+                           "DevtrustSignInService", "DevtrustTerminal", "DevtrustURL"]
         ),
     ]
 )

@@ -5,7 +5,11 @@
    directly or not, only on token-path modules and the C modules listed in
    TOKEN_PATH_C_MODULES (no libcurl, no HTTP layer, no client built on it, no
    other package's product).
-2. Exact dependencies. Every target (sources, tests, fuzz targets, the bench,
+2. The subsystems' walls. No module stands on a front end (FRONT_ENDS: only
+   the executable and tests do); each module of STANDS_ONLY_ON depends, directly
+   or not, on the modules it lists and no others; each of NEVER_ON on none of
+   the modules it lists.
+3. Exact dependencies. Every target (sources, tests, fuzz targets, the bench,
    test support) imports each module of the package it uses and declares
    every such module it imports, no more. SwiftPM's own check
    (--explicit-target-dependency-import-check) lets a target import anything
@@ -33,6 +37,25 @@ TOKEN_PATH = ["DevtrustCore", "DevtrustDevice", "DevtrustJOSE", "DevtrustKeystor
 # else below it (a new C shim that links or loads libcurl, a package product)
 # is a breach until it is listed here.
 TOKEN_PATH_C_MODULES = ["COpenSSL", "CTPM2", "CDeadline"]
+
+# The command line: the executable and the tests stand on it, no module does (the
+# native host and the system agent take the application's logic from below it).
+FRONT_ENDS = ["DevtrustCLI"]
+FRONT_END_USERS = ["devtrust"]
+# Modules whose whole closure is listed: the terminal toolkit shows and asks, and
+# knows nothing of HTTP, keys, keystores or servers.
+STANDS_ONLY_ON = {
+    "DevtrustTerminal": ["CProcessHardening", "CQRCode", "DevtrustEncoding", "DevtrustErrors"],
+}
+# Modules that must never reach the ones listed, directly or not.
+NEVER_ON = {
+    # The sign-in service shows nothing: front ends say what it does, each its own way.
+    "DevtrustSignInService": ["DevtrustTerminal"],
+    # The native host serves a browser a device token: it registers nothing.
+    "DevtrustBrowser": ["DevtrustFlow", "DevtrustDoctor"],
+    # Doctor checks and reports: it serves no browser and runs no registration.
+    "DevtrustDoctor": ["DevtrustBrowser", "DevtrustFlow"],
+}
 
 def describe(path):
     if path:
@@ -84,6 +107,40 @@ def wall_breaches(package, dependencies):
     return breaches
 
 
+def subsystem_breaches(package, dependencies):
+    """No module stands on a front end; STANDS_ONLY_ON's and NEVER_ON's walls hold."""
+    targets = {target["name"]: target for target in package["targets"]}
+    breaches = []
+    for name in sorted(targets):
+        if name in FRONT_END_USERS or targets[name].get("type") == "test":
+            continue
+        for front_end in FRONT_ENDS:
+            if front_end != name and front_end in closure(name, dependencies):
+                breaches.append(f"{name} depends on the front end {front_end}: "
+                                + " -> ".join(path_to(name, front_end, dependencies)))
+    for name, allowed in sorted(STANDS_ONLY_ON.items()):
+        if name not in targets:
+            continue
+        for outsider in sorted(closure(name, dependencies) - set(allowed)):
+            breaches.append(f"{name} depends on {outsider}, which it must not stand on: "
+                            + " -> ".join(path_to(name, outsider, dependencies)))
+    for name, forbidden in sorted(NEVER_ON.items()):
+        if name not in targets:
+            continue
+        for outsider in sorted(closure(name, dependencies) & set(forbidden)):
+            breaches.append(f"{name} depends on {outsider}, which it must not stand on: "
+                            + " -> ".join(path_to(name, outsider, dependencies)))
+    return breaches
+
+
+def unknown_names(package):
+    """Every module the walls name is a target: a renamed module must not leave its wall behind."""
+    targets = {target["name"] for target in package["targets"]}
+    named = set(FRONT_ENDS) | set(FRONT_END_USERS) | set(STANDS_ONLY_ON) | set(NEVER_ON) \
+        | {module for modules in list(STANDS_ONLY_ON.values()) + list(NEVER_ON.values()) for module in modules}
+    return [f"{name}: not a target of the package (update the walls in {sys.argv[0]})" for name in sorted(named - targets)]
+
+
 def imported_modules(target, root):
     """The modules a target's Swift sources import, as the compiler reads them
     (`swiftc -emit-imported-modules`: comments, strings, `;`, `@testable`,
@@ -113,7 +170,8 @@ def dependency_breaches(package, root):
 
 
 def self_test():
-    """The wall against what it must refuse: a C module and a product below the token path."""
+    """The walls against what they must refuse: a C module and a product below the token path;
+    a module on a front end; a subsystem beyond its list, or on what it must never reach."""
     package = {"targets": [{"name": name, "target_dependencies": []} for name in TOKEN_PATH]}
     package["targets"][0]["target_dependencies"] = ["CNetworkShim"]
     package["targets"][1]["product_dependencies"] = ["SomeHTTPClient"]
@@ -121,6 +179,24 @@ def self_test():
     if len(wall_breaches(package, dependencies)) != 2:
         print("check-layers: self-test failed: the wall let a C module or a product below the token path", file=sys.stderr)
         return 1
+    # Each subsystem's wall, alone: what it allows passes; one step past it, through a module in between, is refused.
+    def breaches_of(dependencies):
+        package = {"targets": [{"name": name, "target_dependencies": targets, "type": "library"} for name, targets in dependencies.items()]}
+        return subsystem_breaches(package, dependencies)
+
+    cases = [({"devtrust": FRONT_ENDS[:1], FRONT_ENDS[0]: []}, 0),
+             ({"Between": FRONT_ENDS[:1], FRONT_ENDS[0]: []}, 1)]
+    for name, allowed in STANDS_ONLY_ON.items():
+        cases.append(({name: list(allowed), **{module: [] for module in allowed}}, 0))
+        cases.append(({name: ["Between"], "Between": ["DevtrustHTTP"], "DevtrustHTTP": []}, 2))
+    for name, forbidden in NEVER_ON.items():
+        for module in forbidden:
+            cases.append(({name: ["Between"], "Between": [module], module: []}, 1))
+    for dependencies, expected in cases:
+        breaches = breaches_of(dependencies)
+        if len(breaches) != expected:
+            print(f"check-layers: self-test failed: {dependencies} gave {len(breaches)} breaches, not {expected}: {breaches}", file=sys.stderr)
+            return 1
     return 0
 
 
@@ -135,13 +211,14 @@ def main(arguments):
     package = describe(describe_json)
     root = package.get("path", os.getcwd())
     dependencies = {target["name"]: target.get("target_dependencies", []) for target in package["targets"]}
-    breaches = wall_breaches(package, dependencies) + dependency_breaches(package, root)
+    breaches = wall_breaches(package, dependencies) + unknown_names(package) + subsystem_breaches(package, dependencies) + dependency_breaches(package, root)
     for breach in breaches:
         print(f"check-layers: {breach}", file=sys.stderr)
     if breaches:
         return 1
     swift_targets = [target for target in package["targets"] if target.get("module_type") == "SwiftTarget"]
-    print(f"check-layers: {len(TOKEN_PATH)} modules of devtrust token below HTTP; "
+    print(f"check-layers: {len(TOKEN_PATH)} modules of devtrust token below HTTP; the walls of {len(STANDS_ONLY_ON) + len(NEVER_ON)} subsystems "
+          f"and of {len(FRONT_ENDS)} front end; "
           f"{len(swift_targets)} Swift targets import exactly the package modules they declare")
     return 0
 

@@ -206,24 +206,6 @@ struct OptionValues<Owner: OptionOwner> {
     }
 }
 
-struct UsageError: Error, Sendable {
-    let message: String
-    /// The command whose usage to point at, if any.
-    let command: String?
-
-    init(_ message: String, command: String? = nil) {
-        self.message = message
-        self.command = command
-    }
-}
-
-extension UsageError: ClassifiedError {
-    /// The pointer to the command's help is the hint, in parentheses after what is wrong.
-    var classification: ErrorClassification {
-        ErrorClassification(.usage, summary: message, hint: command.map { ErrorHint("see `devtrust help \($0)`", joinedBy: " (", closing: ")") })
-    }
-}
-
 /// Parses `devtrust [global options] COMMAND [options] [operands]`, with global
 /// options also accepted after the command, `--opt=value`, and `--` ending options.
 struct ArgumentParser {

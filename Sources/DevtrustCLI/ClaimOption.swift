@@ -1,4 +1,5 @@
 import DevtrustEncoding
+import DevtrustErrors
 
 extension RepeatableOption {
     /// `--claim NAME=VALUE`, read with `ClaimOption.parse(_:command:)`.

@@ -1,8 +1,10 @@
 import DevtrustConfig
 import DevtrustCore
 import DevtrustDevice
+import DevtrustErrors
 import DevtrustKeys
 import DevtrustKeystore
+import DevtrustTerminal
 
 /// One command's run: the global options, the environment, and output helpers
 /// (the command's own options come to it as its `Options` value).
@@ -29,7 +31,7 @@ struct CommandContext {
         self.statusLine = StatusLine(terminal: terminal)
         self.clocks = clocks ?? ServerClocks(
             store: cacheDirectory.map(ClockSkewStore.init),
-            reading: environment.bootClock, warn: { Self.warning($0, to: terminal, style: TerminalStyle(environment)) })
+            reading: environment.bootClock, warn: { TerminalMessages.warning($0, to: terminal, style: TerminalStyle(environment)) })
     }
 
     var terminal: any Terminal { environment.terminal }
@@ -40,6 +42,11 @@ struct CommandContext {
     var quiet: Bool { global.quiet }
     var verbose: Bool { global.verbose }
 
+    /// The command's lines for people on stderr, as --quiet and --verbose say.
+    var messages: TerminalMessages {
+        TerminalMessages(terminal: terminal, variables: environment.variables, quiet: quiet, verbose: verbose)
+    }
+
     /// Prints the command's artifact on stdout, followed by one newline.
     func output(_ text: String) {
         let safe = TerminalText.printable(text)
@@ -47,34 +54,18 @@ struct CommandContext {
     }
 
     /// A message for people, on stderr (silent with --quiet).
-    func info(_ text: String) {
-        if !quiet { terminal.writeError(TerminalText.printable(text) + "\n") }
-    }
+    func info(_ text: String) { messages.info(text) }
 
     /// What a command did (registered, signed in, deleted), on stderr: in green
     /// on a terminal (`TerminalStyle`); silent with --quiet.
-    func success(_ text: String) {
-        if !quiet { terminal.writeError(style.success(TerminalText.printable(text)) + "\n") }
-    }
+    func success(_ text: String) { messages.success(text) }
 
     /// A message the server sent for the user; errors in red on a terminal (`TerminalStyle`).
-    func serverMessage(_ text: String, isError: Bool) {
-        guard !quiet else { return }
-        let safe = TerminalText.printable((isError ? "error: " : "") + text)
-        terminal.writeError((isError ? style.error(safe) : safe) + "\n")
-    }
+    func serverMessage(_ text: String, isError: Bool) { messages.serverMessage(text, isError: isError) }
 
-    func warn(_ text: String) {
-        Self.warning(text, to: terminal, style: style)
-    }
+    func warn(_ text: String) { messages.warn(text) }
 
-    static func warning(_ text: String, to terminal: any Terminal, style: TerminalStyle) {
-        terminal.writeError(style.warning("devtrust: warning: " + TerminalText.printable(text)) + "\n")
-    }
-
-    func detail(_ text: String) {
-        if verbose && !quiet { terminal.writeError(TerminalText.printable(text) + "\n") }
-    }
+    func detail(_ text: String) { messages.detail(text) }
 
     func keystore() throws -> Keystore {
         guard let path = KeystoreLocation.resolve(explicit: global.keystore, environment: environment.variables,

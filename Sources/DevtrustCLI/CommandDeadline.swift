@@ -1,5 +1,6 @@
 import DevtrustCore
 import DevtrustErrors
+import DevtrustTerminal
 
 extension SigningDeadline {
     /// A command's deadline (`SigningDeadline.commandSeconds`: token, device-data, sign-challenge and

@@ -1,5 +1,6 @@
 import DevtrustDevice
 import DevtrustKeys
+import DevtrustTerminal
 import Glibc
 
 /// Everything a command takes from outside: injected so that tests run

@@ -1,3 +1,5 @@
+import DevtrustErrors
+
 /// The options every command accepts (before or after the command).
 struct GlobalOptions: OptionOwner {
     static let keystore = ValueOption<Self>("keystore", "DIR", .directory,

@@ -1,4 +1,7 @@
+import DevtrustBrowser
 import DevtrustEncoding
+import DevtrustErrors
+import DevtrustTerminal
 
 /// Entry point of the `devtrust` command: parse, dispatch, report.
 public enum DevtrustCommandLine {

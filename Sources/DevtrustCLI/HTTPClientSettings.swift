@@ -2,6 +2,8 @@ import CProcessHardening
 import DevtrustConfig
 import DevtrustHTTP
 import DevtrustSignIn
+import DevtrustSignInService
+import DevtrustTerminal
 
 /// How every command's HTTP client is set up: the CA to trust (`--ca-file`,
 /// else DEVTRUST_CA_FILE), the configuration's timeouts, DEVTRUST_HTTP_DEBUG,
@@ -16,6 +18,11 @@ struct HTTPClientSettings {
         options.totalTimeoutMilliseconds = http.requestTimeoutSeconds * 1000
         options.debug = environment["DEVTRUST_HTTP_DEBUG"].map { !$0.isEmpty && $0 != "0" } ?? false
         options.noProxy = environment["no_proxy"] ?? environment["NO_PROXY"]
+        self.options = options
+    }
+
+    /// Settings of these options (a configuration's, shortened: the native host's discovery).
+    init(options: HTTPOptions) {
         self.options = options
     }
 
@@ -40,7 +47,7 @@ struct HTTPClientSettings {
     /// of `client(_:)`. One request at a time: the indicator draws on the command's one status line.
     func curlClient(_ context: CommandContext, options: HTTPOptions) -> CurlHTTPClient {
         var options = options
-        options.waitObserver = waitIndicator(context)
+        options.waitObserver = NetworkWaitObserver(indicator: waitIndicator(context))
         return CurlHTTPClient(options: options)
     }
 

@@ -1,4 +1,5 @@
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustSystem
 
 /// What a script gives for a flow's or a sign-in's steps instead of a person at

@@ -1,7 +1,9 @@
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustFlow
 import DevtrustHTTP
 import DevtrustSignIn
+import DevtrustTerminal
 import DevtrustURL
 import Glibc
 
@@ -66,7 +68,7 @@ final class TerminalFlowInteraction: FlowInteraction {
         case .ask:
             // At a terminal, several actions: the fields first, then the action only if still in doubt.
             let buttons = step.buttons
-            var dialog = TerminalStepDialog(context: context, command: "register", actions: buttons.map {
+            var dialog = TerminalStepDialog(messages: context.messages, command: "register", actions: buttons.map {
                 TerminalStepDialog.Action(text: $0.text ?? $0.actionId ?? "?", identifier: $0.actionId)
             }, mainIndex: main)
             dialog.mainIsAcceptance = Self.isAcceptance(buttons[main])
@@ -99,7 +101,7 @@ final class TerminalFlowInteraction: FlowInteraction {
                 if let value = typed.first(where: { $0.0 == name }) { values.append(value) }
             } else if interactive {
                 allFromPresets = false
-                if let value = try TerminalPrompter(context: context).ask(Self.field(input), command: "register") { values.append((name, value)) }
+                if let value = try TerminalPrompter(messages: context.messages).ask(Self.field(input), command: "register") { values.append((name, value)) }
             } else if input.required {
                 missing.append((name, input.label))
             }
@@ -400,17 +402,5 @@ final class TerminalFlowInteraction: FlowInteraction {
             if character == "<" { inTag = true } else if character == ">" { inTag = false } else if !inTag { result.append(character) }
         }
         return result.trimmingCharacters
-    }
-}
-
-extension String {
-    /// Without leading and trailing white space (and a terminal's carriage return).
-    var trimmingCharacters: String {
-        String(drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
-    }
-
-    /// Secrets keep inner and edge spaces; only the line ending goes.
-    func trimmingCharacters(in secret: Bool) -> String {
-        secret ? String(reversed().drop(while: \.isNewline).reversed()) : trimmingCharacters
     }
 }

@@ -1,6 +1,8 @@
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustFlow
 import DevtrustSignIn
+import DevtrustTerminal
 
 /// The user's side of an app-native sign-in: `--authenticator` and `--input`
 /// (by param name) first, the terminal for the rest unless `--non-interactive`.
@@ -37,7 +39,7 @@ final class TerminalSignInInteraction: AppNativeInteraction {
         context.info("Sign in with:")
         for (index, option) in options.enumerated() { context.info("  [\(index + 1)] \(option.name)") }
         // Without `other`, only a number is an answer.
-        guard case let .action(index) = try TerminalPrompter(context: context).choose("Choose 1-\(options.count): ", count: options.count, command: "login") else {
+        guard case let .action(index) = try TerminalPrompter(messages: context.messages).choose("Choose 1-\(options.count): ", count: options.count, command: "login") else {
             throw UsageError("no choice was given", command: "login")
         }
         return options[index]
@@ -90,7 +92,7 @@ final class TerminalSignInInteraction: AppNativeInteraction {
         if !asked.isEmpty {
             // The code first; a resend (where the authenticator has one) is reachable from its prompt.
             let resend = Self.resend(for: authenticator, asking: asked)
-            let dialog = TerminalStepDialog(context: context, command: "login",
+            let dialog = TerminalStepDialog(messages: context.messages, command: "login",
                                             actions: [.init(text: "Verify", identifier: nil)] + (resend == nil ? [] : [.init(text: "Resend code", identifier: nil)]),
                                             mainIndex: 0)
             switch try dialog.run(asked.map(Self.field)) {

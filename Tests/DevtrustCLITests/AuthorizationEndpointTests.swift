@@ -1,3 +1,4 @@
+@testable import DevtrustBrowser
 @testable import DevtrustCLI
 import Testing
 

@@ -1,4 +1,5 @@
 @testable import DevtrustCLI
+import DevtrustErrors
 import Foundation
 import Testing
 

@@ -1,9 +1,12 @@
 @testable import DevtrustCLI
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustHTTP
 import DevtrustKeys
 import DevtrustKeystore
 import DevtrustSignIn
+@testable import DevtrustSignInService
+@testable import DevtrustTerminal
 import Testing
 
 /// The final `failure` event of `login --device-code --json` for every kind of
@@ -34,10 +37,10 @@ import Testing
     }
 
     @Test func onlyAUsableIssuerIsRecorded() {
-        #expect(PollingSignIn.recordableIssuer("https://idp.example/t/acme") == "https://idp.example/t/acme")
-        #expect(PollingSignIn.recordableIssuer("http://127.0.0.1:4593/api/oidc") == "http://127.0.0.1:4593/api/oidc")
+        #expect(SignInTarget.recordableIssuer("https://idp.example/t/acme") == "https://idp.example/t/acme")
+        #expect(SignInTarget.recordableIssuer("http://127.0.0.1:4593/api/oidc") == "http://127.0.0.1:4593/api/oidc")
         for bad in [nil, "", "http://idp.example", "https://idp.example/?tenant=a", "https://idp.example/\u{1B}[2J", "https://idp .example", "acme"] as [String?] {
-            #expect(PollingSignIn.recordableIssuer(bad) == nil, "\(String(describing: bad))")
+            #expect(SignInTarget.recordableIssuer(bad) == nil, "\(String(describing: bad))")
         }
     }
 }

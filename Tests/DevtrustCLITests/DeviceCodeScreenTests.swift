@@ -1,5 +1,6 @@
 @testable import DevtrustCLI
 import DevtrustEncoding
+@testable import DevtrustTerminal
 import DevtrustTestSupport
 import Foundation
 import Testing

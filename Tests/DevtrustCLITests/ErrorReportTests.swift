@@ -1,4 +1,6 @@
+@testable import DevtrustBrowser
 @testable import DevtrustCLI
+@testable import DevtrustDoctor
 import DevtrustConfig
 import DevtrustDevice
 import DevtrustErrors
@@ -8,6 +10,7 @@ import DevtrustJOSE
 @testable import DevtrustKeys
 import DevtrustKeystore
 import DevtrustSignIn
+@testable import DevtrustTerminal
 import Glibc
 import Testing
 

@@ -1,6 +1,7 @@
 @testable import DevtrustCLI
 import DevtrustJOSE
 import DevtrustKeys
+@testable import DevtrustTerminal
 import DevtrustTestSupport
 import Foundation
 import Testing

@@ -1,8 +1,10 @@
 @testable import DevtrustCLI
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustKeystore
 @testable import DevtrustKeys
+@testable import DevtrustTerminal
 import DevtrustTestSupport
 import Foundation
 import Glibc

@@ -1,4 +1,5 @@
 @testable import DevtrustCLI
+@testable import DevtrustTerminal
 import DevtrustTestSupport
 import Foundation
 import Testing

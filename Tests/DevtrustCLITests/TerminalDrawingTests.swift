@@ -1,6 +1,7 @@
 @testable import DevtrustCLI
 import DevtrustEncoding
 import DevtrustHTTP
+@testable import DevtrustTerminal
 import DevtrustTestSupport
 import Foundation
 import Testing

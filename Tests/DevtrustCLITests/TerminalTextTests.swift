@@ -1,4 +1,5 @@
 @testable import DevtrustCLI
+@testable import DevtrustTerminal
 import Testing
 
 @Suite struct TerminalTextTests {

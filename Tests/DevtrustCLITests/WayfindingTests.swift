@@ -1,5 +1,6 @@
 @testable import DevtrustCLI
 import DevtrustEncoding
+@testable import DevtrustSignInService
 import DevtrustTestSupport
 import Foundation
 import Testing

@@ -3,6 +3,7 @@ import DevtrustEncoding
 import DevtrustHTTP
 import DevtrustKeystore
 import DevtrustSignIn
+import DevtrustSignInService
 
 /// `access-token`: prints a valid access token of the stored sign-in,
 /// refreshing it first when it expires within 60 s (or, with `--refresh`,
@@ -26,36 +27,15 @@ enum AccessTokenCommand: DevtrustCommand {
         }
     }
 
-    static let refreshMargin: Int64 = 60
-
     static func run(_ context: CommandContext, _ options: Options) throws {
         let store = try context.deviceStore()
         let record = try store.signIn(server: options.server, discovery: options.discovery)
         let oauth = HTTPClientSettings(context, configuration: try context.configuration()).oauthClient(context)
-        // A refresh may wait for another caller's: give the lock longer than one HTTP request.
-        var keystore = store.keystore
-        keystore.lockTimeoutMilliseconds = 60_000
-        let forced = options.refresh
-        if forced, try store.tokens(of: record).refreshToken == nil {
-            throw DeviceError.refreshFailed(place: record.server ?? record.discovery ?? "the server", reason: "the server gave no refresh token", mayPass: false)
-        }
-        let margin = forced ? Int64.max / 2 : refreshMargin
-        let tokens = try DeviceStore(keystore: keystore, clock: store.clock, tpm: store.tpm, random: store.random).freshTokens(record, margin: margin) { current in
-            context.detail("refreshing the access token")
-            var client = oauth
-            // A DPoP-bound refresh token is refreshed only with a proof of its key (RFC 9449 section 5).
-            if let jkt = current.dpopJkt { client.dpop = try boundKey(context, store: store, jkt: jkt, tokenEndpoint: current.tokenEndpoint) }
-            return try refreshOutcome { try client.refresh(current, clientID: record.clientId) }
-        }
+        let tokens = try SignInRefresh.freshTokens(record, in: store, oauth: oauth, forced: options.refresh, dpop: { jkt, tokenEndpoint in
+            try context.dpopKey.binding(store: store, boundTo: jkt, tokenEndpoint: tokenEndpoint, deadline: .command(context, doing: "signing a DPoP proof"))
+        }, refreshing: { context.detail("refreshing the access token") })
         if let note = tokens.idTokenNote { context.warn(note) }
         context.output(context.json ? JSONWriter.string(.object(document(tokens))) : tokens.accessToken)
-    }
-
-    /// The device key as the DPoP key of a sign-in bound to `jkt`; an error when the device key is no longer that key.
-    static func boundKey(_ context: CommandContext, store: DeviceStore, jkt: String, tokenEndpoint: String) throws -> DPoPBinding {
-        let binding = try DPoPKey.binding(context, store: store, server: tokenEndpoint)
-        guard binding.thumbprint == jkt else { throw DeviceError.dpopKeyChanged(boundTo: jkt, deviceKey: binding.thumbprint) }
-        return binding
     }
 
     /// `--json`: what a script needs to use the access token and to know when to ask again;
@@ -73,31 +53,5 @@ enum AccessTokenCommand: DevtrustCommand {
         // Only for a bound sign-in: a bearer sign-in's document stays as it was.
         if let jkt = tokens.dpopJkt { document["dpopJkt"] = .string(jkt) }
         return document
-    }
-
-    /// What a refresh's answer means for the stored sign-in. Only a dead grant
-    /// (`invalid_grant` in the token endpoint's own error body) drops it; an
-    /// outage, a proxy's answer or another refusal keeps it. A URL devtrust
-    /// refuses, or any other error, passes through (and keeps it too).
-    static func refreshOutcome(_ refresh: () throws -> TokenSet) throws -> RefreshOutcome {
-        do {
-            return .renewed(try refresh())
-        } catch let error as OAuthError where error.meansGrantIsDead {
-            return .refused(reason: error.description)
-        } catch let error as OAuthError {
-            return .failed(reason: error.description, mayPass: error.mayPass)
-        } catch let error as OAuthProtocolError {
-            // Not `error.mayPass` (which tells device-code polling whether to poll again): a 404 or a
-            // page from the token endpoint is "a server that does not answer the protocol", exit 5
-            // in the CLI contract, not the server's refusal (4). Either way the sign-in is kept.
-            return .failed(reason: error.description, mayPass: true)
-        } catch let error as HTTPError {
-            switch error {
-            case .transport, .responseTooLarge, .redirected:
-                return .failed(reason: error.description, mayPass: true)
-            default:
-                throw error
-            }
-        }
     }
 }

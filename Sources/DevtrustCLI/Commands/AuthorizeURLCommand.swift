@@ -1,6 +1,8 @@
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustSignIn
+import DevtrustSignInService
 
 /// `authorize-url`: a browser sign-in URL carrying a fresh `device_token`,
 /// a PKCE challenge (the verifier waits in the keystore for `login --callback`)
@@ -45,8 +47,10 @@ enum AuthorizeURLCommand: DevtrustCommand {
             context.warn("the server offers DPoP-bound tokens, but an authorize-url sign-in gets bearer tokens (login --callback sends no DPoP proof); "
                          + "for tokens bound to the device key, sign in with login --browser, --device-code, --ciba or app-native login")
         }
-        let request = try BrowserAuthorizationRequest.make(context, settings: settings, store: store, server: server,
-                                                           redirectURI: settings.redirectURI)
+        let request = try BrowserAuthorizationRequest.make(
+            target: settings.target, server: server, redirectURI: settings.redirectURI, random: context.environment.random,
+            deviceToken: { try settings.deviceToken(context, store: store, provider: server, destinations: $0) },
+            pushingClient: { settings.http.oauthClient(context) }, warn: { context.warn($0) })
         var pending = PendingAuthorizations.Entry(
             verifier: request.pkce.verifier, clientID: settings.clientID, redirectURI: settings.redirectURI, scope: settings.scope,
             server: settings.serverName, discovery: settings.discovery, tokenEndpoint: request.tokenEndpoint, revocationEndpoint: server.revocation,

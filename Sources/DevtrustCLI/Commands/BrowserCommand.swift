@@ -1,5 +1,7 @@
+import DevtrustBrowser
 import DevtrustConfig
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustSystem
 import Glibc
 
@@ -8,9 +10,7 @@ import Glibc
 /// manifest naming this binary, which the browser then starts as `native-host`),
 /// and says how to load the extension; `uninstall` removes those manifests.
 enum BrowserCommand: DevtrustCommand {
-    enum Action: String, CaseIterable {
-        case install, uninstall
-    }
+    typealias Action = NativeHostInstallation.Action
 
     struct Options: CommandOptions {
         static let chromium = FlagOption<Self>("chromium", "Chromium's host manifest (neither flag: both browsers)")
@@ -40,11 +40,6 @@ enum BrowserCommand: DevtrustCommand {
             chromiumDirectory = values[Self.chromiumDirectory]
             root = values[Self.root]
         }
-    }
-
-    /// What became of one manifest.
-    enum Outcome: String {
-        case written, replaced, unchanged, removed, absent
     }
 
     static func run(_ context: CommandContext, _ options: Options) throws {
@@ -95,7 +90,7 @@ enum BrowserCommand: DevtrustCommand {
         guard let runningPath = context.environment.executablePath(), runningPath.hasPrefix("/") else {
             throw CLIError.failure("cannot tell where this devtrust binary is (/proc/self/exe), which the manifests must name")
         }
-        let hostPath = pathInside(root: root, runningPath)
+        let hostPath = NativeHostInstallation.pathInside(root: root, runningPath)
         if let problem = BrowserInstallChecks.current.hostProblem(runningPath, scope: system ? .system : .user) {
             throw CLIError.failure("the manifests would name \(hostPath), which the browsers run "
                                    + (system ? "as every user" : "as you") + ", but \(problem); nothing was installed: "
@@ -104,35 +99,16 @@ enum BrowserCommand: DevtrustCommand {
                                        : "run a devtrust that only you or root can change (`make install`, or a package)"))
         }
         let extensions = BrowserExtensionID.devtrust + (try context.configuration().browserExtensionIDs)
-        // Every manifest is checked before any is written: a file of someone else's stops the whole install.
-        var planned = [(NativeHostManifest, [UInt8], Outcome)]()
-        for manifest in manifests {
-            let contents = manifest.contents(hostPath: hostPath, extensions: extensions)
-            switch try checked(manifest, system: system, action: .install) {
-            case .none: planned.append((manifest, contents, .written))
-            case let .devtrusts(bytes): planned.append((manifest, contents, bytes == contents ? .unchanged : .replaced))
-            case let .foreign(why):
-                throw CLIError.failure("\(manifest.path) is not devtrust's host manifest (\(why)); nothing was installed: move it away, then run this again")
-            }
-        }
-        for (manifest, contents, outcome) in planned where outcome != .unchanged {
-            do throws(FileWriteError) {
-                guard let directory = try FileWriter.openDirectory(manifest.directory, creatingWith: system ? 0o755 : 0o700) else {
-                    throw FileWriteError(path: manifest.directory, operation: "create the directory", code: ENOENT)
-                }
-                try FileWriter.writeAtomically(NativeHostManifest.fileName, in: directory, contents, mode: 0o644)
-            } catch {
-                throw failure(error, system: system, action: .install)
-            }
-        }
+        let planned = try NativeHostInstallation.plan(manifests, hostPath: hostPath, extensions: extensions, system: system)
+        try NativeHostInstallation.write(planned, system: system)
         for (manifest, _, outcome) in planned {
             let scope = manifest.scope == .system ? "for every user" : "for this user"
             context.info("\(outcome == .unchanged ? "already in place" : outcome.rawValue): \(manifest.path) (\(manifest.browser.displayName), \(scope))")
         }
-        let extensionDirectory = findExtension(hostPath: runningPath).map { pathInside(root: root, $0) }
+        let extensionDirectory = NativeHostInstallation.findExtension(hostPath: runningPath).map { NativeHostInstallation.pathInside(root: root, $0) }
         context.info("the browsers start \(hostPath) as the host (devtrust native-host); it serves only devtrust's extension"
                      + (extensions.count > BrowserExtensionID.devtrust.count ? " and the configuration's browser.extensionIds" : ""))
-        for line in loadingInstructions(extensionDirectory, browsers: planned.map(\.0.browser)) { context.info(line) }
+        for line in NativeHostInstallation.loadingInstructions(extensionDirectory, browsers: planned.map(\.manifest.browser)) { context.info(line) }
         if context.json {
             context.output(JSONWriter.string(.object([
                 "action": .string("install"), "host": .string(hostPath),
@@ -145,29 +121,8 @@ enum BrowserCommand: DevtrustCommand {
     }
 
     private static func uninstall(_ context: CommandContext, _ manifests: [NativeHostManifest], system: Bool) throws {
-        var planned = [(NativeHostManifest, Outcome)]()
-        for manifest in manifests {
-            switch try checked(manifest, system: system, action: .uninstall) {
-            case .none: planned.append((manifest, .absent))
-            // Edited since install or not: a manifest of this host's name would keep the browser starting it.
-            case .devtrusts: planned.append((manifest, .removed))
-            case let .foreign(why):
-                throw CLIError.failure("\(manifest.path) is not devtrust's host manifest (\(why)); nothing was removed: it is not devtrust's to delete")
-            }
-        }
-        for (manifest, outcome) in planned where outcome == .removed {
-            do throws(FileWriteError) {
-                let parent = try FileWriter.openDirectory(Self.parent(of: manifest.directory), creatingWith: nil)
-                if let parent, let directory = try FileWriter.openDirectory(manifest.directory, creatingWith: nil) {
-                    try FileWriter.remove(NativeHostManifest.fileName, in: directory)
-                    // The hosts directory, once empty, serves nothing: removed, whoever made it. Nothing
-                    // above it is: the browser's own directory, a user's --chromium-dir, ~/.mozilla.
-                    FileWriter.removeIfEmpty(NativeHostManifest.hostsDirectoryName(manifest.directory), in: parent)
-                }
-            } catch {
-                throw failure(error, system: system, action: .uninstall)
-            }
-        }
+        let planned = try NativeHostInstallation.planRemoval(manifests, system: system)
+        try NativeHostInstallation.remove(planned, system: system)
         for (manifest, outcome) in planned {
             context.info((outcome == .removed ? "removed: " : "not installed: ") + manifest.path + " (\(manifest.browser.displayName))")
         }
@@ -178,67 +133,8 @@ enum BrowserCommand: DevtrustCommand {
         }
     }
 
-    private static func checked(_ manifest: NativeHostManifest, system: Bool, action: Action) throws -> NativeHostManifest.Existing {
-        do {
-            return try manifest.existing()
-        } catch {
-            throw failure(error, system: system, action: action)
-        }
-    }
-
-    private static func failure(_ error: FileWriteError, system: Bool, action: Action) -> CLIError {
-        guard error.needsPrivilege && system else { return .failure(error.description) }
-        return .failure("\(error); the system-wide manifests are root's: sudo devtrust browser \(action.rawValue) --system")
-    }
-
-    private static func manifestJSON(_ manifest: NativeHostManifest, outcome: Outcome) -> JSONValue {
+    private static func manifestJSON(_ manifest: NativeHostManifest, outcome: NativeHostInstallation.Outcome) -> JSONValue {
         .object(["browser": .string(manifest.browser.rawValue), "scope": .string(manifest.scope.rawValue),
                  "path": .string(manifest.path), "result": .string(outcome.rawValue)])
-    }
-
-    /// The extension's files: `PREFIX/share/devtrust/browser` beside an installed
-    /// `PREFIX/bin/devtrust`, or a checkout's `browser/` above its `.build`.
-    static func findExtension(hostPath: String) -> String? {
-        var directory = parent(of: hostPath)
-        let installed = parent(of: directory) + "/share/devtrust/browser"
-        if FileReader.exists(installed + "/manifest.json") { return installed }
-        for _ in 0..<5 where directory != "/" && !directory.isEmpty {
-            if FileReader.exists(directory + "/Package.swift") && FileReader.exists(directory + "/browser/manifest.json") {
-                return directory + "/browser"
-            }
-            directory = parent(of: directory)
-        }
-        return nil
-    }
-
-    /// `path` as seen once `root` is /, when it is below `root`; else `path` itself.
-    static func pathInside(root: String, _ path: String) -> String {
-        guard !root.isEmpty, let resolved = realpath(root, nil) else { return path }
-        defer { free(resolved) }
-        let resolvedRoot = String(cString: resolved)
-        guard resolvedRoot != "/", path.hasPrefix(resolvedRoot + "/") else { return path }
-        return String(path.dropFirst(resolvedRoot.count))
-    }
-
-    private static func parent(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
-    }
-
-    private static func loadingInstructions(_ directory: String?, browsers: [NativeHostManifest.Browser]) -> [String] {
-        let chromiumID = BrowserExtensionID.devtrust[0].description
-        let firefoxID = BrowserExtensionID.devtrust[1].description
-        var lines = [directory.map { "the extension's files: \($0)" }
-            ?? "the extension's files were not found beside this binary (PREFIX/share/devtrust/browser, installed by `make install`; browser/ in the source)"]
-        let place = directory ?? "the extension's directory"
-        if browsers.contains(.chromium) {
-            lines.append("Chromium: chrome://extensions, Developer mode, Load unpacked: \(place) (ID \(chromiumID)); "
-                         + "for every user, the ExtensionInstallForcelist or ExtensionSettings policy (docs/browser.md)")
-        }
-        if browsers.contains(.firefox) {
-            lines.append("Firefox: about:debugging, This Firefox, Load Temporary Add-on: \(place)/manifest.json (ID \(firefoxID)); "
-                         + "to keep it, policies.json's ExtensionSettings with a signed copy (docs/browser.md)")
-        }
-        return lines
     }
 }

@@ -3,6 +3,8 @@ import DevtrustEncoding
 import DevtrustErrors
 import DevtrustJOSE
 import DevtrustSignIn
+import DevtrustSignInService
+import DevtrustTerminal
 import Glibc
 
 /// `login --browser`: a redirect sign-in through a loopback listener (RFC 8252
@@ -32,8 +34,10 @@ enum BrowserLoginCommand {
         let oauth = try settings.oauthClient(context, server: server)
         let listener = try LoopbackRedirectListener(redirect)
         defer { listener.close() }
-        let request = try BrowserAuthorizationRequest.make(context, settings: settings, store: store, server: server,
-                                                           redirectURI: listener.redirectURI)
+        let request = try BrowserAuthorizationRequest.make(
+            target: settings.target, server: server, redirectURI: listener.redirectURI, random: context.environment.random,
+            deviceToken: { try settings.deviceToken(context, store: store, provider: server, destinations: $0) },
+            pushingClient: { settings.http.oauthClient(context) }, warn: { context.warn($0) })
         let deadline = LoopbackRedirectListener.now() + Int64(timeout) * 1000
         PollingSignIn.emit(context, [
             "event": .string("started"), "authorization_url": .string(request.url), "redirect_uri": .string(listener.redirectURI),
@@ -110,7 +114,7 @@ enum BrowserLoginCommand {
             do {
                 let tokens = try oauth.exchangeCode(code, verifier: request.pkce.verifier, redirectURI: listener.redirectURI,
                                                                       clientID: settings.clientID, server: server, nonce: request.nonce)
-                try LoginCommand.save(context, store: store, settings: settings, method: "browser", tokens: tokens)
+                try settings.save(context, store: store, method: "browser", tokens: tokens)
                 listener.finish(callback, page: .signedIn)
                 let now = context.environment.clock.secondsSinceEpoch()
                 PollingSignIn.emit(context, ["event": .string("success"), "token_type": .string(tokens.tokenType),

@@ -1,6 +1,8 @@
 import CProcessHardening
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustSignIn
+import DevtrustTerminal
 
 /// `login --ciba`: OpenID CIBA in poll mode for a public client. The server asks
 /// the user on their own device (a phone); devtrust shows the binding message and

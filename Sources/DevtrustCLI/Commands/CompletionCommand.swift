@@ -1,3 +1,5 @@
+import DevtrustErrors
+
 /// `completion bash|zsh|fish`: the shell's completion script, generated from
 /// the same specs the parser uses; `--list-profiles` prints the configuration's
 /// sign-in profile names for the scripts to offer after `--profile`.

@@ -1,6 +1,7 @@
 import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustHTTP
 import DevtrustJOSE
 
@@ -54,29 +55,10 @@ enum DPoPProofCommand: DevtrustCommand {
         let store = try context.deviceStore()
         // A TPM that never answers must not hold a script's $(devtrust dpop-proof) for ever, as for token.
         let (proof, jkt) = try SigningDeadline.command(context, doing: "loading the device key and signing the proof").bounding {
-            try sign(context, options, store: store)
+            try context.dpopKey.proof(store: store, method: options.method, url: options.url, nonce: options.nonce,
+                                      server: options.server, discovery: options.discovery)
         }
         context.output(context.json ? JSONWriter.string(.object(["proof": .string(proof), "jkt": .string(jkt)])) : proof)
-    }
-
-    /// The proof and the key's thumbprint: what the deadline bounds.
-    private static func sign(_ context: CommandContext, _ options: Options, store: DeviceStore) throws -> (proof: String, jkt: String) {
-        // One read of the keystore for the key and the sign-in: this is the per-request path.
-        let device = try store.loadKey()
-        let record = try store.signIn(server: options.server, discovery: options.discovery, in: device.state)
-        let tokens = try store.tokens(of: record)
-        guard let jkt = tokens.dpopJkt else { throw DeviceError.notDPoPBound(server: record.server ?? record.discovery ?? "the server") }
-        guard device.key.fingerprint == jkt else { throw DeviceError.dpopKeyChanged(boundTo: jkt, deviceKey: device.key.fingerprint) }
-        // Without --nonce, the latest one devtrust was given at the URL's origin (a server that is both
-        // authorization and resource server, as glewlwyd, shares them); none when it gave none.
-        // A nonce given is kept for the next proof at that origin: a resource's nonce rotates, and a script
-        // that hands each new one over once (docs/sign-in.md's dpop_curl) needs it again for later requests.
-        let nonces = DPoPKey.nonces(context)
-        if let given = options.nonce { nonces.remember(given, for: options.url) }
-        let nonce = options.nonce ?? nonces.nonce(for: options.url)
-        let proof = try DPoPKey.minter(context, key: device.key, server: options.url)
-            .proof(method: options.method, url: options.url, nonce: nonce, accessToken: tokens.accessToken)
-        return (proof, jkt)
     }
 
     /// Why `url` is no URL devtrust would send a request to (ServerURL's rules: https, or http to loopback), or nil.

@@ -1,5 +1,6 @@
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustKeystore
 import DevtrustSystem
 
@@ -14,9 +15,6 @@ enum InitCommand: DevtrustCommand {
         var backend: String?
         var force = false
         var importFile: String?
-
-        /// As `init` alone: what `register` runs when the device has no key.
-        init() {}
 
         init(_ values: OptionValues<Self>) {
             backend = values[Self.backend]
@@ -40,8 +38,15 @@ enum InitCommand: DevtrustCommand {
         let store = try context.deviceStore()
         let outcome = try store.initialize(backend: choice, force: options.force, importing: importing)
         importing?.contents.zeroize()
-        let keystore = store.keystore
-        switch outcome {
+        outcome.report(context, keystore: store.keystore, imported: imported)
+    }
+}
+
+extension InitOutcome {
+    /// What `init` says of the key it made or kept: on stderr, and the `--json` summary on stdout.
+    /// `register` says the same of the key it makes first (without the summary: its own is the artifact).
+    func report(_ context: CommandContext, keystore: Keystore, imported: Bool) {
+        switch self {
         case let .kept(record):
             context.info("a \(record.backend.rawValue) device key already exists in \(keystore.path) (fingerprint \(record.fingerprint)); keeping it. `devtrust init --force` replaces it.")
             if context.json { context.output(JSONWriter.string(.object(summary(record, keystore: keystore, created: false, notes: [])))) }
@@ -61,7 +66,7 @@ enum InitCommand: DevtrustCommand {
         }
     }
 
-    private static func summary(_ record: KeyRecord, keystore: Keystore, created: Bool, notes: [String]) -> JSONObject {
+    private func summary(_ record: KeyRecord, keystore: Keystore, created: Bool, notes: [String]) -> JSONObject {
         var summary: JSONObject = [
             "created": .bool(created),
             "backend": .string(record.backend.rawValue),

@@ -1,6 +1,7 @@
 import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustHTTP
 import DevtrustJOSE
 import DevtrustKeystore
@@ -134,68 +135,11 @@ enum LoginCommand: DevtrustCommand {
         let signIn = AppNativeSignIn(
             server: server, http: http, oauth: try settings.oauthClient(context, server: tokenServer), clientID: settings.clientID, redirectURI: settings.redirectURI,
             scope: settings.scope, state: try PKCE.state(using: random), nonce: try PKCE.state(using: random), pkce: try PKCE.make(using: random),
-            deviceToken: { try deviceToken(context, store: store, server: server.description, destinations: [server.appending("/oauth2/authorize")],
-                                           settings: settings) },
+            deviceToken: { try settings.deviceToken(context, store: store, destinations: [server.appending("/oauth2/authorize")]) },
             interaction: interaction)
         context.info("signing in at \(server) as client \(settings.clientID)")
         let tokens = try signIn.run(tokenServer: tokenServer)
-        try save(context, store: store, settings: settings, method: "app-native", tokens: tokens)
-    }
-
-    /// A fresh device token for the server (a base URL), or for a provider known by its discovery
-    /// document (its authorization endpoint, where the token goes, and its issuer); nil, with a
-    /// warning, when the device is not registered there, or when a URL the token goes to
-    /// (`destinations`) is not on the registration's origin: a device token is good at the server
-    /// it was registered with, and goes nowhere else.
-    static func deviceToken(_ context: CommandContext, store: DeviceStore, server: String?, provider: AuthorizationServer? = nil,
-                            destinations: [String], settings: SignInSettings) throws -> String? {
-        let choice: RegistrationChoice? = if let server {
-            .server(server)
-        } else if let destination = provider?.authorization {
-            .provider(destination: destination, providerURLs: [provider?.issuer].compactMap { $0 })
-        } else {
-            nil
-        }
-        switch try context.deviceTokens(settings.configuration, store: store).signInDeviceToken(for: choice, sendingTo: destinations) {
-        case let .token(token):
-            return token
-        case let .withoutToken(because: error):
-            context.warn(withoutTokenWarning(error))
-            return nil
-        }
-    }
-
-    /// Why a sign-in goes without a device token, in the warning's words.
-    private static func withoutTokenWarning(_ error: DeviceError) -> String {
-        switch error {
-        case .noDeviceKey: "this device has no key, so the sign-in carries no device token (run `devtrust init` and `devtrust register`)"
-        case .tokenGoesElsewhere: "\(error), so this sign-in carries none"
-        default: "\(error); signing in without a device token"
-        }
-    }
-
-    /// `issuer`: the discovery document's, recorded as the server of a `--discovery` sign-in.
-    static func save(_ context: CommandContext, store: DeviceStore, settings: SignInSettings, method: String, tokens: TokenSet,
-                     issuer: String? = nil) throws {
-        if let note = tokens.idTokenNote { context.warn(note) }
-        if settings.dpop && !tokens.isDPoPBound {
-            context.warn("the server answered token_type \(tokens.tokenType), not DPoP: these tokens are not bound to the device key")
-        }
-        var tokens = tokens
-        tokens.deleteTokenGrant = settings.deleteTokenGrant
-        let record = try store.saveSignIn(server: settings.serverName ?? issuer, discovery: settings.discovery, clientId: settings.clientID,
-                                          scope: tokens.scope ?? settings.scope, method: method, tokens: tokens)
-        let lifetime = tokens.expiryAssumed
-            ? " (the server gave no lifetime for the access token: devtrust refreshes it after \(TokenSet.assumedLifetime) s, or with `access-token --refresh`)"
-            : tokens.expiresAt.map { " (access token valid for \($0 - context.environment.clock.secondsSinceEpoch()) s)" } ?? ""
-        let bound = tokens.dpopJkt.map { ", DPoP-bound to the device key \($0)" } ?? ""
-        context.success("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId)\(identityText(tokens))\(bound)\(lifetime); `devtrust access-token` prints the access token")
-    }
-
-    /// ", user NAME (sub SUB)" from the kept (checked) ID token, or nothing.
-    static func identityText(_ tokens: TokenSet) -> String {
-        guard let identity = tokens.keptIdentity else { return "" }
-        return ", user " + (identity.displayName.map { "\($0) (sub \(identity.subject))" } ?? "sub \(identity.subject)")
+        try settings.save(context, store: store, method: "app-native", tokens: tokens)
     }
 
     /// `login --callback URL`: the code from a browser sign-in begun with `authorize-url`.
@@ -221,6 +165,6 @@ enum LoginCommand: DevtrustCommand {
         tokens.deleteTokenGrant = pending.deleteTokenGrant
         let record = try store.saveSignIn(server: pending.server, discovery: pending.discovery, clientId: pending.clientID,
                                           scope: tokens.scope ?? pending.scope, method: "authorization-code", tokens: tokens)
-        context.success("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId)\(identityText(tokens)); `devtrust access-token` prints the access token")
+        context.success("signed in at \(record.server ?? record.discovery ?? "?") as client \(record.clientId)\(SignInSettings.identityText(tokens)); `devtrust access-token` prints the access token")
     }
 }

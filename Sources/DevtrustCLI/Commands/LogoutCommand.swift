@@ -1,5 +1,6 @@
 import DevtrustDevice
 import DevtrustSignIn
+import DevtrustSignInService
 
 /// `logout`: revokes the stored tokens where the server allows it (RFC 7009), then deletes them.
 enum LogoutCommand: DevtrustCommand {

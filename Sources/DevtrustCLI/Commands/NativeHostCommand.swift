@@ -1,4 +1,7 @@
 import CProcessHardening
+import DevtrustBrowser
+import DevtrustConfig
+import DevtrustErrors
 
 /// `native-host ORIGIN | MANIFEST EXTENSION_ID`: the native messaging host that
 /// Chromium and Firefox start for devtrust's extension (`devtrust browser
@@ -28,7 +31,7 @@ enum NativeHostCommand: DevtrustCommand {
         }
         // The browser may stop reading at any time: a reply to nobody is not a reason to die of SIGPIPE.
         devtrust_ignore_broken_pipes()
-        switch NativeHost(context: context, caller: caller, channel: NativeMessagingChannel(terminal: context.terminal)).serve() {
+        switch NativeHost(services: services(context), caller: caller, channel: NativeMessagingChannel(terminal: context.terminal)).serve() {
         case .finished:
             break
         case .refused:
@@ -36,5 +39,18 @@ enum NativeHostCommand: DevtrustCommand {
         case .outputClosed:
             throw CLIError.failure("native-host stopped: its standard output is closed, so the browser no longer reads its replies")
         }
+    }
+
+    /// What the host takes from this run: the configuration (read for every message), the device-token
+    /// service over the run's keystore, clocks, randomness and posture, the run's HTTP settings (its
+    /// clients measure the servers' clocks), the cache, the clock, and stderr for its log.
+    static func services(_ context: CommandContext) -> NativeHostServices {
+        NativeHostServices(
+            configuration: { () throws(ConfigError) in try context.configuration() },
+            deviceTokens: { try context.deviceTokens($0) },
+            httpOptions: { HTTPClientSettings(context, configuration: $0).options },
+            httpClient: { HTTPClientSettings(options: $0).client(context) },
+            cache: context.cacheDirectory, clock: context.environment.clock, log: { context.warn($0) },
+            deadlineExitStatus: ExitCode.failure.rawValue)
     }
 }

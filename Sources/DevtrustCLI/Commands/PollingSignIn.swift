@@ -5,6 +5,8 @@ import DevtrustErrors
 import DevtrustHTTP
 import DevtrustKeystore
 import DevtrustSignIn
+import DevtrustSignInService
+import DevtrustTerminal
 
 /// What `login --device-code` and `login --ciba` share: both poll the token
 /// endpoint while the user approves elsewhere, show a countdown on stderr, and
@@ -71,20 +73,12 @@ enum PollingSignIn {
     static func finish(_ context: CommandContext, status: StatusLine, store: DeviceStore, settings: SignInSettings, method: String,
                        tokens: TokenSet, server: AuthorizationServer) throws {
         status.clear()
-        try LoginCommand.save(context, store: store, settings: settings, method: method, tokens: tokens,
-                              issuer: settings.discovery != nil ? recordableIssuer(server.issuer) : nil)
+        try settings.save(context, store: store, method: method, tokens: tokens,
+                          issuer: settings.discovery != nil ? SignInTarget.recordableIssuer(server.issuer) : nil)
         let now = context.environment.clock.secondsSinceEpoch()
         emit(context, ["event": .string("success"), "token_type": .string(tokens.tokenType),
                        "expires_in": tokens.expiryAssumed ? .null : tokens.expiresAt.map { .integer($0 - now) } ?? .null,
                        "scope": tokens.scope.map { .string($0) } ?? .null])
-    }
-
-    /// The discovery document's issuer, when it is a URL devtrust would use
-    /// (https, or http to loopback; no query, fragment or control characters).
-    static func recordableIssuer(_ issuer: String?) -> String? {
-        guard let issuer, !issuer.isEmpty, issuer.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }),
-              (try? ServerURL(issuer)) != nil else { return nil }
-        return issuer
     }
 
     /// The final event of a run that failed: the OAuth error code when the

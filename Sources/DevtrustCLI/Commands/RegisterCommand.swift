@@ -2,10 +2,12 @@ import DevtrustConfig
 import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustFlow
 import DevtrustHTTP
 import DevtrustJOSE
 import DevtrustKeystore
+import DevtrustSignInService
 import DevtrustSystem
 
 /// `register`: walks a Flow Execution API flow and answers its Device
@@ -72,7 +74,8 @@ enum RegisterCommand: DevtrustCommand {
         let store = try context.deviceStore()
         if try store.state().key == nil {
             context.info("this device has no key yet; creating one first")
-            try InitCommand.run(context.withoutJSONOutput(), InitCommand.Options())
+            // As `init` makes it (DeviceStore.initialize) and says it, but for its --json summary.
+            try store.initialize(backend: .auto, force: false).report(context.withoutJSONOutput(), keystore: store.keystore, imported: false)
         }
         let device = try store.loadKey()
         // Before the first request: a second registration leaves the first device record at the server.

@@ -1,8 +1,10 @@
 import DevtrustConfig
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustKeys
 import DevtrustKeystore
+import DevtrustSignInService
 
 /// `reset`: revokes the stored sign-ins (best effort), then deletes the key,
 /// the registrations and the sign-ins (the TPM's shared storage root key

@@ -1,6 +1,7 @@
 import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustJOSE
 
 enum SignChallengeCommand: DevtrustCommand {

@@ -1,9 +1,11 @@
 import DevtrustDevice
+import DevtrustDoctor
 import DevtrustEncoding
 import DevtrustErrors
 import DevtrustKeys
 import DevtrustKeystore
 import DevtrustSignIn
+import DevtrustTerminal
 import DevtrustURL
 
 /// `status`: where the key lives, whether it loads, the TPM, and the registrations.
@@ -14,73 +16,6 @@ enum StatusCommand: DevtrustCommand {
         init(_ values: OptionValues<Self>) {}
     }
 
-    struct KeyHealth {
-        var loads = false
-        var problem: String?
-        /// Why the key does not load: `status` exits with its code once it has said everything else.
-        var error: (any Error)?
-        var parentHandle: UInt32?
-        /// For a TPM key: what dictionary-attack lockout could stop it through.
-        var lockoutExposure: TPMDeviceKey.LockoutExposure?
-        /// What the TPM backend did on its own while checking (a recreated SRK, say).
-        var notices = [String]()
-        /// The TPM did not answer within the deadline.
-        var timedOut = false
-
-        init() {}
-
-        init(error: any Error) {
-            problem = ErrorReport.from(error).message
-            self.error = error
-        }
-
-        /// As a child process sends it (`BoundedProbes`): the error as its report.
-        var json: JSONValue {
-            var object: JSONObject = ["loads": .bool(loads), "notices": .array(notices.map(JSONValue.string))]
-            if let problem { object["problem"] = .string(problem) }
-            if let error { object["error"] = ForwardedError(ErrorClassification(of: error)).json }
-            if let parentHandle { object["parentHandle"] = .integer(Int64(parentHandle)) }
-            switch lockoutExposure {
-            case .none?: object["lockout"] = .string("none")
-            case .key?: object["lockout"] = .string("key")
-            case let .parent(handle)?: object["lockout"] = .integer(Int64(handle))
-            case nil: break
-            }
-            return .object(object)
-        }
-
-        init?(json: JSONValue) {
-            guard let object = json.objectValue, let loads = object["loads"]?.boolValue else { return nil }
-            self.loads = loads
-            problem = object["problem"]?.stringValue
-            error = object["error"].flatMap(ForwardedError.init(json:))
-            parentHandle = object["parentHandle"]?.int64Value.flatMap { UInt32(exactly: $0) }
-            switch object["lockout"] {
-            case .string("none")?: lockoutExposure = TPMDeviceKey.LockoutExposure.none
-            case .string("key")?: lockoutExposure = .key
-            case let value?: lockoutExposure = value.int64Value.flatMap { UInt32(exactly: $0) }.map { .parent(handle: $0) }
-            case nil: lockoutExposure = nil
-            }
-            notices = object["notices"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        }
-    }
-
-    /// Why the key is exposed to lockout and what to do, or nil when it is not.
-    static func lockoutAdvice(_ exposure: TPMDeviceKey.LockoutExposure?) -> String? {
-        let why: String
-        switch exposure {
-        case .key?: why = "the key was made without noDA (by an earlier devtrust, or elsewhere and imported)"
-        case let .parent(handle)?: why = "the storage key it loads under, at \(TPMHandle.format(handle)), was made without noDA (by another program)"
-        case .none?, nil: return nil
-        }
-        return why + ", so any program that can reach the TPM can stop it from signing by putting the TPM in dictionary-attack lockout (a few wrong passwords on any key); re-create it with `devtrust init --force --backend tpm` (devtrust then uses a storage key exempt from lockout), and register again"
-    }
-
-    /// How long checking a TPM key may take, and asking the TPM what it is: a TCTI that accepts
-    /// and never answers would make the TSS wait for ever (`BoundedProbes`).
-    static let keySeconds = 10.0
-    static let describeSeconds = 5.0
-
     static func run(_ context: CommandContext, _ options: Options) throws {
         let store = try context.deviceStore()
         let keystore = store.keystore
@@ -90,9 +25,9 @@ enum StatusCommand: DevtrustCommand {
         let tpmSelection = store.tpm(for: state.key)
         var health: KeyHealth?
         if let key = state.key {
-            health = key.backend == .tpm ? boundedKeyHealth(store, selection: tpmSelection, probes: probes) : keyHealth(store)
+            health = key.backend == .tpm ? KeyHealth.boundedKeyHealth(store, selection: tpmSelection, probes: probes) : KeyHealth.keyHealth(store)
         }
-        let tpm = describe(tpmSelection, probes: probes, skip: health?.timedOut == true)
+        let tpm = KeyHealth.describeTPM(tpmSelection, probes: probes, skip: health?.timedOut == true)
         let recordedTCTI = tcti(of: state.key, selection: context.tpmSelection)
         let clocks = context.clocks.records()
         let tokens = state.signIns.map { try? store.tokens(of: $0) }
@@ -119,7 +54,7 @@ enum StatusCommand: DevtrustCommand {
             if let parent = health.parentHandle { lines.append("key parent: \(TPMHandle.format(parent))" + (parent == TPMHandle.owner ? " (a transient primary recreated for every signature)" : "")) }
             if let recordedTCTI { lines.append("key TCTI: \(recordedTCTI.text)") }
             lines.append("key loads: " + (health.loads ? "yes" : "no: \(health.problem ?? "unknown")"))
-            if let advice = lockoutAdvice(health.lockoutExposure) { lines.append("key lockout: exposed: " + advice) }
+            if let advice = KeyHealth.lockoutAdvice(health.lockoutExposure) { lines.append("key lockout: exposed: " + advice) }
             for notice in health.notices { lines.append("key notice: " + notice) }
         } else {
             lines.append("key: none (run `devtrust init`)")
@@ -143,7 +78,7 @@ enum StatusCommand: DevtrustCommand {
         } else {
             lines.append("sign-ins:")
             for (record, tokens) in zip(state.signIns, tokens) {
-                let who = tokens.map(LoginCommand.identityText) ?? ""
+                let who = tokens.map(SignInSettings.identityText) ?? ""
                 var line = "  \(record.server ?? record.discovery ?? "?"): client \(record.clientId)\(who), \(record.method), scope \(record.scope), signed in \(record.signedInAt)"
                 if let tokens, tokens.expiryAssumed || tokens.expiresAt == nil {
                     line += "; access token lifetime unknown (the server gave no expires_in): " + (tokens.refreshToken == nil
@@ -167,71 +102,6 @@ enum StatusCommand: DevtrustCommand {
         context.output(lines.joined(separator: "\n"))
         // Scripts rely on the exit code: a key that does not load is its error's (6 for the TPM, 7 for the keystore).
         if let error = health?.error { throw error }
-    }
-
-    /// Loads the key and has it sign (for a TPM key, in the TPM), as `status` reports it.
-    private static func keyHealth(_ store: DeviceStore) -> KeyHealth {
-        var result = KeyHealth()
-        do {
-            // Loaded once: what lockout could stop it through is read from its files, even when the TPM then fails.
-            let device = try store.loadKey()
-            let tpmKey = device.key as? TPMDeviceKey
-            result.lockoutExposure = tpmKey?.lockoutExposure
-            try store.check(device)
-            result.loads = true
-            result.parentHandle = tpmKey?.keyFile.parent
-        } catch {
-            result.problem = ErrorReport.from(error).message
-            result.error = error
-        }
-        result.notices = store.tpmNotices.drain()
-        return result
-    }
-
-    /// `keyHealth` in a child process with a deadline: a TPM that never answers is a TPM error, not a hang.
-    private static func boundedKeyHealth(_ store: DeviceStore, selection: TPMSelection, probes: BoundedProbes) -> KeyHealth {
-        switch probes.run(seconds: keySeconds, { keyHealth(store).json }) {
-        case let .finished(value):
-            if let health = KeyHealth(json: value) { return health }
-            return KeyHealth(error: ForwardedError(ErrorClassification(.tpm, summary: "checking the key gave no result")))
-        case .timedOut, .notStarted:
-            let error = TPMError.unreachable(tcti: selection.candidates.joined(separator: " or "), reason: "no answer within \(Int(keySeconds)) s",
-                                            hint: "check that the TPM (or its resource manager or simulator) is working")
-            var health = KeyHealth(error: error)
-            health.timedOut = true
-            return health
-        case let .failed(reason):
-            return KeyHealth(error: ForwardedError(ErrorClassification(.tpm, summary: "checking the key ended without a result (\(reason))")))
-        }
-    }
-
-    /// What the TPM says it is, asked in a child process with a deadline; not asked again when it did not answer the key's commands.
-    private static func describe(_ selection: TPMSelection, probes: BoundedProbes, skip: Bool) -> Result<TPMDescription, any Error> {
-        let tcti = selection.candidates.joined(separator: " or ")
-        let unanswered = TPMError.unreachable(tcti: tcti, reason: "no answer within \(Int(skip ? keySeconds : describeSeconds)) s", hint: nil)
-        guard !skip else { return .failure(unanswered) }
-        let outcome = probes.run(seconds: describeSeconds) {
-            switch Result(catching: { try TPMKeyProvisioner.describe(selection) }) {
-            case let .success(description):
-                return .object(["tcti": .string(description.tcti), "manufacturer": .string(description.manufacturer),
-                                "firmwareVersion": .string(description.firmwareVersion)])
-            case let .failure(error):
-                return .object(["problem": .string("\(error)")])
-            }
-        }
-        switch outcome {
-        case let .finished(value):
-            let object = value.objectValue ?? [:]
-            if let tcti = object["tcti"]?.stringValue, let manufacturer = object["manufacturer"]?.stringValue,
-               let firmware = object["firmwareVersion"]?.stringValue {
-                return .success(TPMDescription(tcti: tcti, manufacturer: manufacturer, firmwareVersion: firmware))
-            }
-            return .failure(ForwardedError(ErrorClassification(.tpm, summary: object["problem"]?.stringValue ?? "no answer")))
-        case .timedOut, .notStarted:
-            return .failure(unanswered)
-        case let .failed(reason):
-            return .failure(ForwardedError(ErrorClassification(.tpm, summary: "asking the TPM ended without an answer (\(reason))")))
-        }
     }
 
     /// The TCTI recorded with the key, and whether it is the one used now.
@@ -284,7 +154,7 @@ enum StatusCommand: DevtrustCommand {
             }
             if let exposure = health.lockoutExposure {
                 keyObject["lockoutExposed"] = .bool(exposure != .none)
-                if let advice = lockoutAdvice(exposure) { keyObject["lockoutAdvice"] = .string(advice) }
+                if let advice = KeyHealth.lockoutAdvice(exposure) { keyObject["lockoutAdvice"] = .string(advice) }
             }
             if !health.notices.isEmpty { keyObject["notices"] = .array(health.notices.map(JSONValue.string)) }
             document["key"] = .object(keyObject)

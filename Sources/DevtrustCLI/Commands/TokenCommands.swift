@@ -1,6 +1,7 @@
 import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustJOSE
 
 /// `device-data`: a deviceData JWT (ES256) with a fresh jti and iat.

@@ -1,4 +1,5 @@
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustJOSE
 import DevtrustKeys
 import DevtrustSystem
