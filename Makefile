@@ -2,6 +2,7 @@
 #   make demo   builds and shows a device key and a verified token (installs apt packages as root)
 #   make check  runs the fast tier: in-process tests, after every change (seconds once built)
 #   make test   runs the whole test suite (installs apt packages as root)
+#   make test-long  the crash-injection loop at full size, a release check
 
 PREFIX   ?= /usr/local
 DESTDIR  ?=
@@ -56,7 +57,7 @@ FUZZ_RUNS    ?= 0
 FUZZ_BUILD   ?= .build/fuzz
 FUZZ_TARGETS  = FlowResponse AppNativeResponse DERSignature CompactJWS TSS2KeyFile Configuration Keystore PrivateKeyFile LoopbackRequest
 
-.PHONY: all build test check check-layers demo install install-files uninstall deb clean deps-build deps-check deps-deb deps-bench static-libs bench link-order fuzz
+.PHONY: all build test test-long check check-layers demo install install-files uninstall deb clean deps-build deps-check deps-deb deps-bench static-libs bench link-order fuzz
 
 all: build
 
@@ -105,6 +106,11 @@ test: deps-check check-layers build
 	$(UNTOUCHED) --self-test
 	$(SWIFT) build --build-tests $(IMPORT_CHECK)
 	$(UNTOUCHED) --label "make test" -- scripts/run-tests.py --jobs $(TEST_JOBS) --swift $(SWIFT)
+
+# The crash-injection loop at full size (make test runs a quarter of it): a release check.
+test-long: deps-check build
+	$(SWIFT) build --build-tests $(IMPORT_CHECK)
+	DEVTRUST_CRASH_LOOP=full $(UNTOUCHED) --label "make test-long" -- $(SWIFT) test --skip-build --filter CrashSafetyTests
 
 # The fast tier: the suites of Tests/fast-tier.txt, in the test process alone
 # (a guard preloaded refuses starting a process, a socket and a sleep).

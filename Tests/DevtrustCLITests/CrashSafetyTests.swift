@@ -10,12 +10,18 @@ import Testing
 /// only with the key they were made with, every other file whole. Leftover
 /// temporary and orphaned files are allowed until the next writer, which must
 /// remove them. `DEVTRUST_CRASH_SEED=N` replays a run.
+/// `make test` runs a quarter of the loop (each run a new seed); `make test-long` sets
+/// `DEVTRUST_CRASH_LOOP=full` for the whole of it, a release check (README).
 @Suite struct CrashSafetyTests {
     static let seed = UInt64(ProcessInfo.processInfo.environment["DEVTRUST_CRASH_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max)
+    static let fullLoop = ProcessInfo.processInfo.environment["DEVTRUST_CRASH_LOOP"] == "full"
+
+    /// The rounds of a loop whose full size is `full`.
+    static func rounds(_ full: Int) -> Range<Int> { 0..<(fullLoop ? full : full / 4) }
 
     @Test func killedInitNeverLeavesAPartialKeystore() throws {
         var harness = try CrashHarness(seed: Self.seed, label: "init")
-        for _ in 0..<400 {
+        for _ in Self.rounds(400) {
             try harness.inject(["init", "--force", "-q"])
         }
         try harness.finish()
@@ -25,7 +31,7 @@ import Testing
         let server = try ReferenceServer()
         var harness = try CrashHarness(seed: Self.seed &+ 1, label: "register")
         let register = ["register", "--server", server.url, "--non-interactive", "-q"] + RegisterTests.answers
-        for round in 0..<300 {
+        for round in Self.rounds(300) {
             // Now and then a new key first: registrations must go with the key they were made with.
             if round % 10 == 9 { try harness.runToCompletion(["init", "--force", "-q"]) }
             try harness.inject(register)
@@ -73,7 +79,7 @@ import Testing
 
     @Test func killedTokenNeverLeavesAPartialFile() throws {
         var harness = try CrashHarness(seed: Self.seed &+ 2, label: "token")
-        for _ in 0..<300 {
+        for _ in Self.rounds(300) {
             try harness.inject(["token", "--device-id", "74070bae-df8c-42bf-8754-5173c237c936"])
         }
         try harness.finish()
