@@ -16,7 +16,7 @@ enum LoginCommand: DevtrustCommand {
         static let discovery = ValueOption<Self>("discovery", "URL", .url, "an OpenID provider's discovery document (with --browser, --device-code or --ciba)")
         static let clientID = ValueOption<Self>("client-id", "ID", .text, "the OAuth client id")
         static let redirectURI = ValueOption<Self>("redirect-uri", "URI", .url, "the client's registered redirect URI (default \(SignInSettings.defaultRedirectURI); "
-                                                   + "with --browser \(BrowserLoginCommand.defaultRedirectURI) on a port the system chooses)")
+                                                   + "with --browser \(BrowserLogin.defaultRedirectURI) on a port the system chooses)")
         static let scope = ValueOption<Self>("scope", "SCOPES", .text, "space-separated scopes (default openid)")
         static let authenticator = ValueOption<Self>("authenticator", "NAME", .text, "pick this option of a multi-option step (name or id)")
         static let input = RepeatableOption<Self>("input", "NAME=VALUE", .text, "an authenticator param by name (repeatable)")
@@ -25,14 +25,14 @@ enum LoginCommand: DevtrustCommand {
         static let browser = FlagOption<Self>("browser", "sign in in the browser: listen on 127.0.0.1 for its redirect (RFC 8252), open the URL with xdg-open")
         static let noBrowser = FlagOption<Self>("no-browser", "with --browser: print the URL instead of opening it")
         static let timeout = ValueOption<Self>("timeout", "SECONDS", .text,
-                                               "with --browser: how long to wait for the browser (default \(BrowserLoginCommand.defaultTimeout))")
+                                               "with --browser: how long to wait for the browser (default \(BrowserLogin.defaultTimeout))")
         static let par = FlagOption<Self>("par", "with --browser: push the request first (RFC 9126)")
         static let deviceCode = FlagOption<Self>("device-code", "RFC 8628: show a code to enter on another device, and poll")
         static let noQR = FlagOption<Self>("no-qr", "do not draw the QR code")
         static let ciba = FlagOption<Self>("ciba", "OpenID CIBA: the server asks the user on their own device (a phone); poll until approved")
         static let loginHint = ValueOption<Self>("login-hint", "HINT", .text, "with --ciba: who signs in, passed as given (glewlwyd: '{\"username\":\"NAME\"}')")
         static let bindingMessage = ValueOption<Self>("binding-message", "TEXT", .text,
-                                                      "with --ciba: a short message shown here and on the user's device (at most \(CIBACommand.bindingMessageLimit) characters)")
+                                                      "with --ciba: a short message shown here and on the user's device (at most \(CIBALogin.bindingMessageLimit) characters)")
         static let requestedExpiry = ValueOption<Self>("requested-expiry", "SECONDS", .text, "with --ciba: how long the request may wait for approval (default the server's)")
         static let profile = ValueOption<Self>("profile", "NAME", .profile, "a sign-in profile of the configuration")
         static let dpop = FlagOption<Self>("dpop", "ask for DPoP-bound tokens (RFC 9449), proofs signed with the device key (also when the server advertises DPoP)")
@@ -99,7 +99,7 @@ enum LoginCommand: DevtrustCommand {
             throw UsageError("\(given.displayName) does not go with --ciba", command: "login")
         }
         // Bad values are said before the configuration is read or anything goes over the network.
-        let cibaRequest = try options.ciba ? CIBACommand.Request(loginHint: options.loginHint, bindingMessage: options.bindingMessage,
+        let cibaRequest = try options.ciba ? CIBALogin.Request(loginHint: options.loginHint, bindingMessage: options.bindingMessage,
                                                                   requestedExpiry: options.requestedExpiry) : nil
         let browserOnly = [(options.noBrowser, Options.noBrowser.spec), (options.timeout != nil, Options.timeout.spec), (options.signIn.par, Options.par.spec)]
         if !options.browser, let (_, given) = browserOnly.first(where: \.0) {
@@ -113,13 +113,13 @@ enum LoginCommand: DevtrustCommand {
         }
         let settings = try SignInSettings(options.signIn, context, command: "login")
         if options.browser {
-            return try BrowserLoginCommand.run(context, settings, timeout: options.timeout, noBrowser: options.noBrowser)
+            return try BrowserLogin.run(context, settings, timeout: options.timeout, noBrowser: options.noBrowser)
         }
         if options.deviceCode {
-            return try DeviceCodeCommand.run(context, settings, drawQR: !options.noQR)
+            return try DeviceCodeLogin.run(context, settings, drawQR: !options.noQR)
         }
         if let cibaRequest {
-            return try CIBACommand.run(context, settings, cibaRequest)
+            return try CIBALogin.run(context, settings, cibaRequest)
         }
         guard let server = settings.server else {
             throw UsageError("app-native sign-in needs --server URL (a WSO2-style base); --discovery goes with --browser, --device-code or --ciba", command: "login")

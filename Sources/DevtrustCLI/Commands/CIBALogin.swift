@@ -8,7 +8,8 @@ import DevtrustTerminal
 /// the user on their own device (a phone); devtrust shows the binding message and
 /// a countdown on stderr while it polls, as `--device-code` does (PollingSignIn),
 /// and `--json` gives the same event stream. The auth_req_id is never shown.
-enum CIBACommand {
+/// One of `login`'s modes, which LoginCommand chooses: not a command of its own.
+enum CIBALogin {
     /// The most characters of a binding message, counted as Unicode scalars (what a phone
     /// draws, each accent too): it is read on a phone's screen.
     static let bindingMessageLimit = 64
@@ -31,12 +32,12 @@ enum CIBACommand {
             }
             if let message = bindingMessage {
                 let length = message.unicodeScalars.count
-                guard length > 0, length <= CIBACommand.bindingMessageLimit else {
-                    throw UsageError("--binding-message must be 1 to \(CIBACommand.bindingMessageLimit) characters (it is shown on the user's device); "
+                guard length > 0, length <= CIBALogin.bindingMessageLimit else {
+                    throw UsageError("--binding-message must be 1 to \(CIBALogin.bindingMessageLimit) characters (it is shown on the user's device); "
                                      + "it has \(length) (each accent counts)", command: "login")
                 }
-                guard message.allSatisfy({ $0.unicodeScalars.filter(Self.isCombiningMark).count <= CIBACommand.combiningMarkLimit }) else {
-                    throw UsageError("--binding-message must not stack more than \(CIBACommand.combiningMarkLimit) accents (combining marks) "
+                guard message.allSatisfy({ $0.unicodeScalars.filter(Self.isCombiningMark).count <= CIBALogin.combiningMarkLimit }) else {
+                    throw UsageError("--binding-message must not stack more than \(CIBALogin.combiningMarkLimit) accents (combining marks) "
                                      + "on one character", command: "login")
                 }
                 guard TerminalText.oneLine(message) == message else {
@@ -46,8 +47,8 @@ enum CIBACommand {
             }
             var expiry: Int64?
             if let text = requestedExpiry {
-                guard let seconds = Int64(text), (1...CIBACommand.requestedExpiryLimit).contains(seconds) else {
-                    throw UsageError("--requested-expiry must be a whole number of seconds from 1 to \(CIBACommand.requestedExpiryLimit), not "
+                guard let seconds = Int64(text), (1...CIBALogin.requestedExpiryLimit).contains(seconds) else {
+                    throw UsageError("--requested-expiry must be a whole number of seconds from 1 to \(CIBALogin.requestedExpiryLimit), not "
                                      + TerminalText.oneLine(text), command: "login")
                 }
                 expiry = seconds

@@ -14,7 +14,8 @@ import Glibc
 /// prints it (`--no-browser`), waits for the browser to come back with this
 /// sign-in's state, serves a fixed "you can close this tab" page, exchanges the
 /// code with the PKCE verifier (kept in memory only) and closes the listener.
-enum BrowserLoginCommand {
+/// One of `login`'s modes, which LoginCommand chooses: not a command of its own.
+enum BrowserLogin {
     /// An OS-chosen port on the IPv4 loopback literal (RFC 8252 section 8.3: not `localhost`).
     static let defaultRedirectURI = "http://127.0.0.1/callback"
     /// The wait, by default: the device token's life.

@@ -10,7 +10,8 @@ import Glibc
 /// a countdown, as the terminal's window leaves room (DeviceCodeScreen).
 /// With --json, one JSON object per status on stdout (PollingSignIn); none ever
 /// carries the device code or a token.
-enum DeviceCodeCommand {
+/// One of `login`'s modes, which LoginCommand chooses: not a command of its own.
+enum DeviceCodeLogin {
     /// `drawQR`: false with `--no-qr`.
     static func run(_ context: CommandContext, _ settings: SignInSettings, drawQR: Bool) throws {
         try PollingSignIn.run(context) { status in try signIn(context, settings, drawQR: drawQR, status: status) }
