@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 """Runs the built test suites in several test processes at once.
 
-Usage: run-tests.py [--jobs N] [--tier all|fast] [--swift SWIFT] [--log-dir DIR]
+Usage: run-tests.py [--jobs N] [--tier all|fast] [--swift SWIFT] [--log-dir DIR] [SUITE ...]
+(SUITE: regular expressions; only the suites they find in Target.Suite run)
 
 Most tests wait (on servers, browsers, swtpm, terminals), and a test process runs
 only as many tests at once as the machine has cores (Swift Testing's tests run on
 the cooperative thread pool, and these tests block it). So the suites are shared
 out to N test processes (the test binary with --filter '^Target\\.Suite/'), the
 longest first, after the durations of the last run (.build/test-durations.tsv).
-A suite stays in one process: `.serialized` suites stay serialized.
+A suite stays in one process, `.serialized` suites serialized, but for those of
+SPLIT: their tests are shared out too, at most so many at once.
 
 --tier fast runs the suites listed in Tests/fast-tier.txt, with
 .build/fast_tier_guard.so (from Tests/Interop/fast_tier_guard.c) preloaded: a test that starts a process, opens
@@ -29,11 +31,17 @@ import time
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DURATIONS = os.path.join(REPOSITORY, ".build", "test-durations.tsv")
+# Durations measured here, for a fresh clone's first run (refresh: copy DURATIONS over it).
+SEED_DURATIONS = os.path.join(REPOSITORY, "Tests", "test-durations.tsv")
 FAST_TIER = os.path.join(REPOSITORY, "Tests", "fast-tier.txt")
 GUARD = os.path.join(REPOSITORY, ".build", "fast_tier_guard.so")
-# Before any durations are recorded: the suites known to take minutes go first.
+# Suites that no recorded duration names: the ones known to take minutes go first.
 SLOW_FIRST = ["BrowserExtensionTests", "CrossVerificationTests", "CrashSafetyTests", "KeystoreFileTests",
               "TPMTrustTests", "LocalUsersSignInTests", "PackageTests", "DeviceCodeTerminalTests"]
+# Serialized suites whose tests may run in separate processes, at most this many at once:
+# the real-browser tests, one browser per test (BrowserExtensionTests says why one at a
+# time within a process), would otherwise be the whole run's last 5 minutes alone.
+SPLIT = {"DevtrustCLITests.BrowserExtensionTests": 2}
 RUN_LINE = re.compile(r"Test run with (\d+) tests? (?:in \d+ suites? )?(passed|failed)")
 
 
@@ -47,28 +55,45 @@ def suites_of(listed):
     return suites
 
 
+def units_of(suites):
+    """What one test process runs: (name, filter, tests expected, group), a whole suite, or
+    one test of a SPLIT suite (its group is the suite, whose cap SPLIT gives)."""
+    units = []
+    for suite, tests in suites.items():
+        if suite in SPLIT:
+            for test in tests:
+                function = test.partition("/")[2].partition("(")[0]
+                units.append((suite + "/" + function, "^" + re.escape(suite + "/" + function) + r"\(", 1, suite))
+        else:
+            units.append((suite, "^" + re.escape(suite) + "/", len(tests), None))
+    return units
+
+
 def read_durations():
+    """The seed's durations, then this checkout's last run's over them."""
     durations = {}
-    try:
-        with open(DURATIONS) as recorded:
-            for line in recorded:
-                name, _, seconds = line.rstrip("\n").partition("\t")
-                try:
-                    durations[name] = float(seconds)
-                except ValueError:
-                    pass
-    except FileNotFoundError:
-        pass
+    for path in (SEED_DURATIONS, DURATIONS):
+        try:
+            with open(path) as recorded:
+                for line in recorded:
+                    name, _, seconds = line.rstrip("\n").partition("\t")
+                    try:
+                        durations[name] = float(seconds)
+                    except ValueError:
+                        pass
+        except FileNotFoundError:
+            pass
     return durations
 
 
-def ordered(suites, durations):
-    def weight(suite):
-        if suite in durations:
-            return durations[suite]
-        short = suite.split(".", 1)[-1]
+def ordered(units, durations):
+    def weight(unit):
+        name = unit[0]
+        if name in durations:
+            return durations[name]
+        short = name.split(".", 1)[-1].split("/")[0]
         return 10_000 - SLOW_FIRST.index(short) if short in SLOW_FIRST else 0
-    return sorted(suites, key=weight, reverse=True)
+    return sorted(units, key=weight, reverse=True)
 
 
 def main():
@@ -77,6 +102,7 @@ def main():
     parser.add_argument("--tier", choices=["all", "fast"], default="all")
     parser.add_argument("--swift", default=os.environ.get("SWIFT", "swift"))
     parser.add_argument("--log-dir")
+    parser.add_argument("only", nargs="*", metavar="SUITE")
     options = parser.parse_args()
     if options.jobs < 1:
         sys.exit("run-tests.py: --jobs must be at least 1")
@@ -93,6 +119,10 @@ def main():
     test_binary = os.path.join(bin_path, "devtrustPackageTests.xctest")
     if not os.access(test_binary, os.X_OK):
         sys.exit("run-tests.py: " + test_binary + " is missing: build the tests first (swift build --build-tests)")
+    if options.only:
+        suites = {name: tests for name, tests in suites.items() if any(re.search(pattern, name) for pattern in options.only)}
+        if not suites:
+            sys.exit("run-tests.py: no suite matches " + " ".join(options.only))
     environment = dict(os.environ)
     if options.tier == "fast":
         with open(FAST_TIER) as listed:
@@ -110,31 +140,51 @@ def main():
     log_dir = options.log_dir or tempfile.mkdtemp(prefix="devtrust-tests.")
     os.makedirs(log_dir, exist_ok=True)
     durations = read_durations()
-    queue = ordered(suites, durations)
+    queue = ordered(units_of(suites), durations)
+    unit_count = len(queue)
+    running = {}
     lock = threading.Lock()
     results = {}
     started = time.monotonic()
     total = sum(len(tests) for tests in suites.values())
     print(f"== {total} tests in {len(suites)} suites, {options.jobs} test processes; logs in {log_dir}", flush=True)
 
+    ready = threading.Condition(lock)
+
+    def take():
+        """The next unit whose group is under its cap, waiting while only capped ones are left."""
+        with ready:
+            while queue:
+                for index, unit in enumerate(queue):
+                    group = unit[3]
+                    if group is None or running.get(group, 0) < SPLIT[group]:
+                        if group is not None:
+                            running[group] = running.get(group, 0) + 1
+                        return queue.pop(index)
+                ready.wait()
+            return None
+
     def worker():
         while True:
-            with lock:
-                if not queue:
-                    return
-                suite = queue.pop(0)
-            log_path = os.path.join(log_dir, suite + ".log")
+            unit = take()
+            if unit is None:
+                return
+            suite, test_filter, expected, group = unit
+            log_path = os.path.join(log_dir, suite.replace("/", "-") + ".log")
             begun = time.monotonic()
             with open(log_path, "w") as log:
-                run = subprocess.run([test_binary, "--testing-library", "swift-testing", "--filter", "^" + re.escape(suite) + "/"],
+                run = subprocess.run([test_binary, "--testing-library", "swift-testing", "--filter", test_filter],
                                      cwd=REPOSITORY, env=environment, stdout=log, stderr=subprocess.STDOUT)
+            if group is not None:
+                with ready:
+                    running[group] -= 1
+                    ready.notify_all()
             seconds = time.monotonic() - begun
             with open(log_path, errors="replace") as log:
                 text = log.read()
             summary = RUN_LINE.findall(text)
             ran = int(summary[-1][0]) if summary else 0
             passed = run.returncode == 0 and bool(summary) and summary[-1][1] == "passed"
-            expected = len(suites[suite])
             if passed and ran != expected:
                 passed = False
                 text += f"\nrun-tests.py: ran {ran} tests of {suite}; `swift test list` has {expected}\n"
@@ -142,7 +192,7 @@ def main():
                 results[suite] = (passed, ran, seconds)
                 mark = "✔" if passed else "✘"
                 print(f"{mark} {suite}: {ran} tests in {seconds:.1f} s"
-                      f" ({len(results)}/{len(suites)} suites, {time.monotonic() - started:.0f} s)", flush=True)
+                      f" ({len(results)}/{unit_count}, {time.monotonic() - started:.0f} s)", flush=True)
                 if not passed:
                     print(text, flush=True)
 
@@ -163,9 +213,9 @@ def main():
     ran = sum(count for _, count, _ in results.values())
     elapsed = time.monotonic() - started
     slowest = sorted(results.items(), key=lambda item: item[1][2], reverse=True)[:8]
-    print("== slowest suites: " + ", ".join(f"{suite.split('.', 1)[-1]} {seconds:.0f} s" for suite, (_, _, seconds) in slowest))
+    print("== slowest: " + ", ".join(f"{suite.split('.', 1)[-1]} {seconds:.0f} s" for suite, (_, _, seconds) in slowest))
     if failed:
-        print(f"✘ {len(failed)} of {len(suites)} suites failed after {elapsed:.0f} s: " + ", ".join(failed))
+        print(f"✘ {len(failed)} of {unit_count} test runs failed after {elapsed:.0f} s: " + ", ".join(failed))
         sys.exit(1)
     if ran != total:
         print(f"✘ ran {ran} tests; `swift test list` has {total}")
