@@ -10,6 +10,8 @@ The start page, GET /test/start?..., served by the registered server:
                allows any origin); gives up after 150 s; repeatable, in order,
                each reported as "gate I: passed at N" or "gate I: no token"
   wait=MS      or first waits MS milliseconds (a browser without the host)
+  until=WHAT   then waits until WHAT was reported (the test's GET /test/report?what=WHAT:
+               ReferenceServer.report), so the test can have it go on once it is ready
   setcookies=1 first sets this origin's cookies (GET /test/set-cookies)
   open=URL     then opens each URL in a window of its own, in order (repeatable)
   attack=ID    then tries to reach extension ID as a web page can: runtime
@@ -20,7 +22,8 @@ The start page, GET /test/start?..., served by the registered server:
                server, with a state), waits for it to arrive, and reports
                where the window is as its opener sees it: "popup: at URL"
   tab=STEP     then takes one window through each STEP in turn (repeatable):
-               a URL (navigated to), "reload", "back", or "wait:MS"; after a
+               a URL (navigated to), "reload", "back", "wait:MS", or
+               "until:WHAT" (as until=WHAT, then on at once); after a
                URL of this origin's /oauth2/ or a reload, it waits (up to 40 s;
                after a back, 5 s) for one more authorization request on this origin
   post=URL     submits a form (method POST, one field client_id=web-app) to URL
@@ -145,6 +148,9 @@ async function popup(url) {
   try { where = w.location.href; } catch (error) { where = "another origin"; }
   await report("popup: at " + where);
 }
+async function untilReported(what) {
+  while (!(await fetch("/api/browser-reports").then((answer) => answer.json()).catch(() => [])).includes(what)) await sleep(100);
+}
 async function records() {
   return (await (await fetch("/api/authorize-records")).json()).length;
 }
@@ -154,20 +160,23 @@ async function tab(steps) {
     const before = await records();
     // Tenths of a second to wait for a request (Back may be answered from the cache: none comes).
     let tenths = 400;
+    // Then a moment for the page to settle: 1.5 s where no request is waited for, none after until:.
+    let settle = 500;
     try {
       if (step === "reload") w.location.reload();
       else if (step === "back") { w.history.back(); tenths = 50; }
-      else if (step.startsWith("wait:")) { await sleep(Number(step.slice(5))); tenths = 0; }
+      else if (step.startsWith("wait:")) { await sleep(Number(step.slice(5))); tenths = 0; settle = 1500; }
+      else if (step.startsWith("until:")) { await untilReported(step.slice(6)); tenths = 0; settle = 0; }
       else {
         w = window.open(step, "devtrust-tab");
-        if (!step.startsWith(location.origin + "/oauth2/")) tenths = 0;
+        if (!step.startsWith(location.origin + "/oauth2/")) { tenths = 0; settle = 1500; }
       }
     } catch (error) {
       await report("tab: " + step + " failed: " + error);
     }
     // By the clock (a background tab's timers may be slowed).
     for (const until = Date.now() + tenths * 100; Date.now() < until && (await records()) === before;) await sleep(100);
-    await sleep(tenths ? 500 : 1500);
+    await sleep(settle);
     await report("tab: " + step);
   }
 }
@@ -204,6 +213,7 @@ async function subresources() {
   }
   if (params.has("setcookies")) await fetch("/test/set-cookies");
   if (params.has("wait")) await sleep(Number(params.get("wait")));
+  if (params.has("until")) await untilReported(params.get("until"));
   for (const url of params.getAll("open")) {
     window.open(url, "_blank");
     await report("opened " + url);
