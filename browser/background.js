@@ -7,6 +7,10 @@
 const HOST_NAME = "dev.devtrust.host";
 const PARAMETER = "device_token";
 const CONTINUE_PAGE = "continue.html";
+
+// The timers, together: the browser tests run a copy of this directory with shorter ones,
+// each found by its one "const NAME = VALUE;" line (Tests/DevtrustTestSupport/ExtensionTimers.swift);
+// a renamed one fails those tests until they know the new name.
 // How long a redirect to the continue page stays claimable, and the longest a
 // fallback's pass (one URL in one tab, removed once that navigation went through) waits.
 const PENDING_MILLISECONDS = 30_000;
@@ -18,6 +22,8 @@ const BYPASS_MILLISECONDS = 10_000;
 // asks once or twice (WSO2 sends the tab back to the endpoint once after the login).
 const TOKENS_PER_TAB = 6;
 const TOKEN_WINDOW_MILLISECONDS = 20_000;
+// How long the native host has to answer a request.
+const HOST_TIMEOUT_MILLISECONDS = 10_000;
 const REFRESH_ALARM = "devtrust-refresh-config";
 // A new registration reaches the rules within this long (docs/browser.md).
 const REFRESH_MINUTES = 1;
@@ -97,8 +103,7 @@ function withToken(text, token) {
 
 // One connection to the host, kept while the browser runs: a token then costs a
 // message, not a process start (docs/performance.md). A host that ends or is
-// missing fails what is waiting; the next request connects again.
-const HOST_TIMEOUT_MILLISECONDS = 10_000;
+// missing fails what is waiting (or HOST_TIMEOUT_MILLISECONDS); the next request connects again.
 let hostPort = null;
 let nextRequestId = 1;
 const waitingReplies = new Map();

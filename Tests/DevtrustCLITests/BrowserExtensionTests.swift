@@ -49,14 +49,17 @@ import Testing
              home + "/.mozilla/native-messaging-hosts/dev.devtrust.host.json"]
         }
 
-        /// The browser, with the extension, opening the start page with these parameters
-        /// (`devTools`: Chromium's DevTools endpoint, for HeadlessBrowser.openAsTheBrowser).
-        func browser(_ kind: HeadlessBrowser.Kind, _ parameters: [(String, String)], devTools: Bool = false) throws -> HeadlessBrowser {
+        /// The browser, with the extension (the shipped browser/, or a copy with other timers),
+        /// opening the start page with these parameters (`devTools`: Chromium's DevTools
+        /// endpoint, for HeadlessBrowser.openAsTheBrowser).
+        func browser(_ kind: HeadlessBrowser.Kind, _ parameters: [(String, String)], extension: HeadlessBrowser.Extension = .shipped,
+                     devTools: Bool = false) throws -> HeadlessBrowser {
             var start = URLComponents(string: server.url + "/test/start")!
             start.queryItems = parameters.map { URLQueryItem(name: $0.0, value: $0.1) }
             // URLComponents leaves "+" and "&" of a value as they are in a query; the page reads them with URLSearchParams.
             start.percentEncodedQuery = start.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B")
-            return try HeadlessBrowser(kind, home: home, environment: cli.environment, devTools: devTools, url: start.string!)
+            return try HeadlessBrowser(kind, home: home, environment: cli.environment, withExtension: `extension`, devTools: devTools,
+                                       url: start.string!)
         }
 
         /// Waits until the start page reported "done" and `server` recorded every one of `states`.
@@ -139,12 +142,54 @@ import Testing
         return try JSONParser.parse(result.stdout).arrayValue?.compactMap(\.objectValue) ?? []
     }
 
+    // MARK: the extension's copy with the tests' timers
+
+    /// The copy that the tests waiting on a timer run differs from browser/ only in the five
+    /// timing constants' values, each replaced on its one declaration line; a constant renamed,
+    /// missing or declared twice makes the copy fail instead of keeping a shipped timer. No
+    /// browser is started.
+    @Test func theTestCopyChangesOnlyTheTimersAndFailsOnARenamedOne() throws {
+        let shipped = try ExtensionTimers.shipped()
+        let timers = ExtensionTimers.forTests
+        #expect(shipped != timers, "the tests' timers are the shipped ones")
+        let scratch = TemporaryDirectory("extension-copy")
+        let copy = try timers.extensionCopy(in: scratch.path)
+        let source = Repository.path("browser")
+        let files = try FileManager.default.contentsOfDirectory(atPath: source).sorted()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: copy).sorted() == files)
+        for file in files where file != "background.js" {
+            #expect(FileManager.default.contentsEqual(atPath: source + "/" + file, andPath: copy + "/" + file), "\(file) differs")
+        }
+        let original = try String(contentsOfFile: source + "/background.js", encoding: .utf8).components(separatedBy: "\n")
+        let copied = try String(contentsOfFile: copy + "/background.js", encoding: .utf8).components(separatedBy: "\n")
+        #expect(original.count == copied.count)
+        let changed = zip(original, copied).filter { $0 != $1 }.map(\.1)
+        #expect(changed == ["const PENDING_MILLISECONDS = \(timers.pendingMilliseconds);", "const BYPASS_MILLISECONDS = \(timers.bypassMilliseconds);",
+                            "const TOKEN_WINDOW_MILLISECONDS = \(timers.tokenWindowMilliseconds);",
+                            "const HOST_TIMEOUT_MILLISECONDS = \(timers.hostTimeoutMilliseconds);",
+                            "const REFRESH_MINUTES = \(timers.refreshMinutes);"].filter { !original.contains($0) },
+                "\(changed)")
+
+        let text = original.joined(separator: "\n")
+        let renamed = text.replacingOccurrences(of: "HOST_TIMEOUT_MILLISECONDS", with: "HOST_DEADLINE_MILLISECONDS")
+        #expect(throws: FixtureError.self, "a renamed constant") { try timers.applied(to: renamed) }
+        let twice = text.replacingOccurrences(of: "const REFRESH_MINUTES = 1;", with: "const REFRESH_MINUTES = 1;\nconst REFRESH_MINUTES = 1;")
+        #expect(twice != text)
+        #expect(throws: FixtureError.self, "a constant declared twice") { try timers.applied(to: twice) }
+        let assigned = text + "\nTOKEN_WINDOW_MILLISECONDS = 20_000;\n"
+        #expect(throws: FixtureError.self, "a constant assigned again") { try timers.applied(to: assigned) }
+        let computed = text.replacingOccurrences(of: "const BYPASS_MILLISECONDS = 10_000;", with: "const BYPASS_MILLISECONDS = 10 * 1000;")
+        #expect(computed != text)
+        #expect(throws: FixtureError.self, "a value that is not a number literal") { try timers.applied(to: computed) }
+    }
+
     // MARK: navigations
 
     /// A navigation to the registered server's authorization endpoint arrives with a fresh token of
     /// this device (appended, the rest of the query as it was); a second one with another jti; an
     /// unregistered origin's /oauth2/authorize, a URL that already has device_token, a frame and a
     /// fetch of the endpoint arrive as they were sent; a sign-in in a popup stays its opener's.
+    /// The repository's browser/ as it ships (no test copy), like every test that waits on no timer.
     @Test(arguments: kinds) func aRegisteredEndpointGetsAFreshTokenAndNothingElseDoes(kind: HeadlessBrowser.Kind) throws {
         let setup = try Setup()
         let endpoint = setup.endpoint, elsewhere = setup.other.url + "/oauth2/authorize"
@@ -224,14 +269,17 @@ import Testing
     /// While the browser runs: a new registration reaches the extension's rules (its periodic
     /// config check) and its endpoint starts getting tokens; after a reset the host gives no
     /// token, the navigation goes on without one, the extension says why, and drops the endpoints.
+    /// The extension's copy with the tests' timers: a check every 6 s (ExtensionTimers.forTests).
     @Test(arguments: kinds) func aNewRegistrationAndAResetReachTheRulesWhileTheBrowserRuns(kind: HeadlessBrowser.Kind) throws {
         let setup = try Setup()
         let second = setup.other.url + "/oauth2/authorize"
         let browser = try setup.browser(kind, [("gate", setup.endpoint + "?client_id=gate"), ("gate", second + "?client_id=gate"),
-                                               ("wait", "5000"),
+                                               // The navigations below go once the test has reset the device.
+                                               ("until", "reset"),
                                                ("open", setup.endpoint + "?" + Self.query("after-reset")),
                                                ("open", second + "?" + Self.query("after-reset-elsewhere")),
-                                               ("open", setup.endpoint + "?" + Self.query("after-refresh"))])
+                                               ("open", setup.endpoint + "?" + Self.query("after-refresh"))],
+                                        extension: .timers(.forTests))
         defer { browser.stop() }
         let first = try gateReport(setup, 1)
         #expect(first?.hasPrefix("gate 1: passed") == true, "\(String(describing: first))")
@@ -241,6 +289,7 @@ import Testing
         #expect(later?.hasPrefix("gate 2: passed") == true, "the new registration's endpoint got no token: \(String(describing: later))")
         let reset = try setup.cli.run("reset", "--yes")
         #expect(reset.status == 0, "\(reset)")
+        try setup.server.report("reset")
         try setup.waitFor(["after-reset", "after-refresh"], browser)
         try setup.waitFor(["after-reset-elsewhere"], at: setup.other, browser)
         for (state, server) in [("after-reset", setup.server), ("after-refresh", setup.server), ("after-reset-elsewhere", setup.other)] {
@@ -351,10 +400,11 @@ import Testing
     // MARK: one tab, and a host that fails
 
     /// In place of the host: a script that passes each message to the real host, and answers
-    /// a token request by the URL's state instead: "slow" 3 s late, "hang" never (it exits
-    /// when its input ends, or after 60 s), "crash" by exiting, "refuse" with not_registered,
-    /// after which it never answers the next config request. It logs each token request's state.
-    static let failingHost = #"""
+    /// a token request by the URL's state instead: "slow" `slow` seconds late, "hang" never (it
+    /// reads and drops what comes meanwhile, a periodic config request among it, and exits when
+    /// its input ends, or after 60 s), "crash" by exiting, "refuse" with not_registered, after
+    /// which it never answers the next config request. It logs each token request's state.
+    static func failingHost(slow: Double = 3) -> String { #"""
         import json, os, select, struct, subprocess, sys, time
         from urllib.parse import parse_qs, urlparse
         log = open(os.path.splitext(os.path.abspath(__file__))[0] + ".log", "a")
@@ -373,7 +423,9 @@ import Testing
             stream.write(struct.pack("=I", len(body)) + body)
             stream.flush()
         def hang():
-            select.select([sys.stdin.buffer], [], [], 60)
+            deadline = time.time() + 60
+            while select.select([0], [], [], max(0, deadline - time.time()))[0] and os.read(0, 65536):
+                pass
             sys.exit(0)
         hang_config = False
         while True:
@@ -384,7 +436,7 @@ import Testing
                 log.write(state + "\n")
                 log.flush()
                 if state == "slow":
-                    time.sleep(3)
+                    time.sleep(\#(slow))
                 elif state == "hang":
                     hang()
                 elif state == "crash":
@@ -397,14 +449,14 @@ import Testing
                 hang()
             send(real.stdin, body)
             send(sys.stdout.buffer, frame(real.stdout))
-        """#
+        """# }
 
     /// Navigations in one tab: the same URL twice gets two tokens (two jti), each once; a reload
     /// of the URL with the token, and Back to it, send that token again as the browser does (the
     /// extension adds none and asks the host for none: it was asked exactly twice).
     @Test(arguments: kinds) func oneTabsNavigationsReloadAndBackNeverGetASecondOrAReusedToken(kind: HeadlessBrowser.Kind) throws {
         let setup = try Setup()
-        try setup.replaceHost("host-proxy", Self.failingHost)
+        try setup.replaceHost("host-proxy", Self.failingHost())
         let url = setup.endpoint + "?" + Self.query("repeat")
         let browser = try setup.browser(kind, [
             ("gate", setup.endpoint + "?client_id=gate"),
@@ -431,14 +483,27 @@ import Testing
     /// (with its token when it came, else without one, the console saying why), and the next
     /// one in the same tab, straight after, asks the host again and gets a token. A config
     /// request that then never comes back keeps the endpoints the host gave before.
+    /// The extension's copy with the tests' timers: the host is waited for 5 s, "slow" is 1.5 s
+    /// late (ExtensionTimers.forTests says why).
     @Test(arguments: kinds) func aHostThatIsSlowHangsCrashesOrRefusesLetsTheSignInGoOn(kind: HeadlessBrowser.Kind) throws {
         let setup = try Setup()
-        try setup.replaceHost("host-proxy", Self.failingHost)
+        // But the periodic config check as shipped: this test waits for none, and one every 6 s
+        // would come during the hangs, where the host keeps it unanswered; every sign-in then
+        // waits for that check to time out too (up to 5 s more each), which is not what it tests.
+        var timers = ExtensionTimers.forTests
+        timers.refreshMinutes = try ExtensionTimers.shipped().refreshMinutes
+        try setup.replaceHost("host-proxy", Self.failingHost(slow: 1.5))
         let endpoint = setup.endpoint
+        // The config request after "refuse" hangs until the extension gives up on it (the host
+        // timeout) and says so; "after-config-hang" goes once the test has read that.
         let steps = ["slow", "hang", "after-hang", "crash", "after-crash", "refuse"].map { endpoint + "?" + Self.query($0) }
-            + ["wait:12000", endpoint + "?" + Self.query("after-config-hang")]
-        let browser = try setup.browser(kind, [("gate", endpoint + "?client_id=gate")] + steps.map { ("tab", $0) })
+            + ["until:config given up", endpoint + "?" + Self.query("after-config-hang")]
+        let browser = try setup.browser(kind, [("gate", endpoint + "?client_id=gate")] + steps.map { ("tab", $0) }, extension: .timers(timers))
         defer { browser.stop() }
+        // The config request that the refusal started (a periodic one says "(periodic check)").
+        let keeping = "(the host refused a token); keeping the 1 endpoint(s) it gave before"
+        #expect(browser.waitForOutput(seconds: 120) { $0.contains(keeping) }, "\(browser.output.suffix(3000))")
+        try setup.server.report("config given up")
         try setup.waitFor(["slow", "hang", "after-hang", "crash", "after-crash", "refuse", "after-config-hang"], browser, seconds: 240)
         for state in ["slow", "after-hang", "after-crash", "after-config-hang"] {
             let record = try #require(try setup.record(state))
@@ -450,11 +515,11 @@ import Testing
             #expect(record["query"]?.stringValue == Self.query(state), "\(state): \(record)")
         }
         let why = "devtrust: no device token for \(setup.server.url); the sign-in goes on without one"
-        #expect(browser.waitForOutput(seconds: 30) { $0.contains(why + ": the native host did not answer within 10 s") },
+        let timeout = ExtensionTimers.seconds(timers.hostTimeoutMilliseconds)
+        #expect(browser.waitForOutput(seconds: 30) { $0.contains(why + ": the native host did not answer within \(timeout) s") },
                 "\(browser.output.suffix(3000))")
         #expect(browser.waitForOutput(seconds: 30) { $0.components(separatedBy: why).count - 1 >= 3 }, "\(browser.output.suffix(3000))")
         #expect(browser.waitForOutput(seconds: 30) { $0.contains("not_registered (refused by the test)") }, "\(browser.output.suffix(3000))")
-        #expect(browser.waitForOutput(seconds: 30) { $0.contains("keeping the 1 endpoint(s) it gave before") }, "\(browser.output.suffix(3000))")
     }
 
     // MARK: what a web page can do
@@ -507,7 +572,7 @@ import Testing
     @Test(.enabled(if: HeadlessBrowser.Kind.chromium.tool.shouldRun))
     func aContinuePageNoRedirectOpenedGetsNoToken() throws {
         let setup = try Setup()
-        try setup.replaceHost("host-proxy", Self.failingHost)
+        try setup.replaceHost("host-proxy", Self.failingHost())
         let browser = try setup.browser(.chromium, [("gate", setup.endpoint + "?client_id=gate")], devTools: true)
         defer { browser.stop() }
         let gate = try gateReport(setup, 1)

@@ -2,7 +2,8 @@ import DevtrustEncoding
 import Foundation
 
 /// A headless Chromium or Firefox ESR in a private profile, with devtrust's
-/// extension (the repository's browser/) loaded or not, started on one URL.
+/// extension (the repository's browser/, or a copy with other timers) loaded or
+/// not, started on one URL.
 /// It leads a process group of its own: stopping it (or releasing it) kills the
 /// whole process group, and any process left that names its directory.
 public final class HeadlessBrowser: @unchecked Sendable {
@@ -11,6 +12,16 @@ public final class HeadlessBrowser: @unchecked Sendable {
 
         public var tool: ExternalTool { self == .chromium ? .chromium : .firefox }
         public var description: String { rawValue }
+    }
+
+    /// Which extension the browser loads.
+    public enum Extension: Sendable {
+        /// None.
+        case none
+        /// The repository's browser/ as it is.
+        case shipped
+        /// A copy of browser/ with these timers (ExtensionTimers.extensionCopy), in the browser's directory.
+        case timers(ExtensionTimers)
     }
 
     public let kind: Kind
@@ -28,11 +39,11 @@ public final class HeadlessBrowser: @unchecked Sendable {
     ///   - home: $HOME for the browser (Firefox reads ~/.mozilla/native-messaging-hosts there;
     ///     Chromium's user data directory is `chromiumDirectory(home:)`).
     ///   - environment: the browser's environment, which the native host inherits (the keystore).
-    ///   - withExtension: whether devtrust's extension is loaded.
+    ///   - withExtension: devtrust's extension as shipped, a copy with other timers, or none.
     ///   - url: the page to open once started.
     ///   - devTools: Chromium only: its DevTools HTTP endpoint on a free loopback port, so that
     ///     `openAsTheBrowser` can open a tab on a URL as the browser itself does (a typed URL).
-    public init(_ kind: Kind, home: String, environment: [String: String], withExtension: Bool = true, devTools: Bool = false,
+    public init(_ kind: Kind, home: String, environment: [String: String], withExtension: Extension = .shipped, devTools: Bool = false,
                 url: String) throws {
         self.kind = kind
         chromiumUserData = Self.chromiumDirectory(home: home)
@@ -41,6 +52,12 @@ public final class HeadlessBrowser: @unchecked Sendable {
         environment["HOME"] = home
         environment.removeValue(forKey: "DISPLAY")
         environment.removeValue(forKey: "WAYLAND_DISPLAY")
+        let extensionDirectory: String?
+        switch withExtension {
+        case .none: extensionDirectory = nil
+        case .shipped: extensionDirectory = Repository.path("browser")
+        case .timers(let timers): extensionDirectory = try timers.extensionCopy(in: directory.path)
+        }
         let arguments: [String]
         switch kind {
         case .chromium:
@@ -55,15 +72,19 @@ public final class HeadlessBrowser: @unchecked Sendable {
                          "--enable-logging=stderr", "--v=0",
                          // Nothing but loopback: no background traffic, and any other address through a proxy that is not there.
                          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-pings",
-                         "--proxy-server=http://127.0.0.1:9"]
+                         "--proxy-server=http://127.0.0.1:9",
+                         // The start page, in a tab behind the ones it opens, keeps its timers (a 100 ms
+                         // poll is otherwise run once a second: minutes over a suite).
+                         "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
+                         "--disable-backgrounding-occluded-windows"]
                 + (devTools ? ["--remote-debugging-port=0"] : [])
-                + (withExtension ? ["--load-extension=" + Repository.path("browser")] : [])
+                + (extensionDirectory.map { ["--load-extension=" + $0] } ?? [])
                 + ["file://" + boot]
         case .firefox:
             let profile = directory.file("profile")
             directory.write("profile/user.js", Self.firefoxPreferences)
-            if withExtension {
-                try Self.packFirefoxExtension(into: profile + "/extensions/" + Self.firefoxExtensionID + ".xpi")
+            if let extensionDirectory {
+                try Self.packFirefoxExtension(from: extensionDirectory, into: profile + "/extensions/" + Self.firefoxExtensionID + ".xpi")
             }
             environment["MOZ_CRASHREPORTER_DISABLE"] = "1"
             arguments = ["--headless", "--no-remote", "--profile", profile, url]
@@ -129,9 +150,8 @@ public final class HeadlessBrowser: @unchecked Sendable {
         }
     }
 
-    /// The extension as Firefox installs it from a profile: a zip of browser/'s files.
-    public static func packFirefoxExtension(into path: String) throws {
-        let source = Repository.path("browser")
+    /// The extension as Firefox installs it from a profile: a zip of browser/'s files (or a copy's).
+    public static func packFirefoxExtension(from source: String = Repository.path("browser"), into path: String) throws {
         let files = ((try? FileManager.default.contentsOfDirectory(atPath: source)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let packed = try ProcessRunner.run(ExternalTool.python.rawValue, ["-m", "zipfile", "-c", path] + files, currentDirectory: source)
@@ -145,11 +165,14 @@ public final class HeadlessBrowser: @unchecked Sendable {
 
     /// A quiet ESR: unsigned add-ons from the profile enabled without asking, the console on
     /// stdout, windows opened by script allowed, JSON shown as text (the JSON viewer's page
-    /// is not the server's origin), and nothing but loopback on the network.
+    /// is not the server's origin), timers of background tabs not slowed (the start page's,
+    /// behind the tabs it opens), and nothing but loopback on the network.
     static let firefoxPreferences = [
         ("xpinstall.signatures.required", "false"), ("extensions.autoDisableScopes", "0"), ("extensions.enabledScopes", "15"),
         ("devtools.console.stdout.chrome", "true"), ("devtools.console.stdout.content", "true"),
         ("browser.dom.window.dump.enabled", "true"), ("devtools.jsonview.enabled", "false"), ("dom.disable_open_during_load", "false"), ("dom.popup_maximum", "-1"),
+        ("dom.min_background_timeout_value", "4"), ("dom.min_background_timeout_value_without_budget_throttling", "4"),
+        ("dom.timeout.enable_budget_timer_throttling", "false"),
         ("browser.shell.checkDefaultBrowser", "false"), ("browser.aboutwelcome.enabled", "false"),
         ("datareporting.policy.dataSubmissionEnabled", "false"), ("toolkit.telemetry.reportingpolicy.firstRun", "false"),
         ("app.update.enabled", "false"), ("app.normandy.enabled", "false"), ("extensions.update.enabled", "false"),

@@ -43,6 +43,14 @@ public final class ReferenceServer: @unchecked Sendable {
         try get("/api/authorize-records").arrayValue?.compactMap(\.objectValue) ?? []
     }
 
+    /// Adds `what` to the start page's reports, as the page does (GET /test/report): a page
+    /// that waits for it (until=WHAT, Tests/ReferenceServer/browser_pages.py) goes on.
+    public func report(_ what: String) throws {
+        let result = try ProcessRunner.run("/usr/bin/curl", ["-s", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}",
+                                                              "-G", "--data-urlencode", "what=" + what, url + "/test/report"])
+        guard result.stdout == "204" else { throw FixtureError("GET /test/report?what=\(what): \(result)") }
+    }
+
     /// What the start page (/test/start) reported, in order.
     public func browserReports() throws -> [String] {
         try get("/api/browser-reports").arrayValue?.compactMap(\.stringValue) ?? []

@@ -3,12 +3,15 @@
 authorization navigation, and the start page that drives a headless browser.
 
 The start page, GET /test/start?..., served by the registered server:
-  gate=URL     first opens URL&state=gate-N in one window, again every second,
+  gate=URL     first opens URL&state=gate-N in one window, again a second after
+               gate-N arrived without a token (10 s when it did not arrive),
                until URL's server has recorded gate-N with a device_token (the
                extension has its configuration; its /api/authorize-records
                allows any origin); gives up after 150 s; repeatable, in order,
                each reported as "gate I: passed at N" or "gate I: no token"
   wait=MS      or first waits MS milliseconds (a browser without the host)
+  until=WHAT   then waits until WHAT was reported (the test's GET /test/report?what=WHAT:
+               ReferenceServer.report), so the test can have it go on once it is ready
   setcookies=1 first sets this origin's cookies (GET /test/set-cookies)
   open=URL     then opens each URL in a window of its own, in order (repeatable)
   attack=ID    then tries to reach extension ID as a web page can: runtime
@@ -19,7 +22,8 @@ The start page, GET /test/start?..., served by the registered server:
                server, with a state), waits for it to arrive, and reports
                where the window is as its opener sees it: "popup: at URL"
   tab=STEP     then takes one window through each STEP in turn (repeatable):
-               a URL (navigated to), "reload", "back", or "wait:MS"; after a
+               a URL (navigated to), "reload", "back", "wait:MS", or
+               "until:WHAT" (as until=WHAT, then on at once); after a
                URL of this origin's /oauth2/ or a reload, it waits (up to 40 s;
                after a back, 5 s) for one more authorization request on this origin
   post=URL     submits a form (method POST, one field client_id=web-app) to URL
@@ -90,10 +94,17 @@ async function gate(url, index) {
   for (let n = 1; Date.now() < deadline; n++) {
     const state = "gate" + index + "-" + n;
     window.open(withState(url, state), "devtrust-gate");
-    for (let i = 0; i < 10; i++) {
+    // Again a second after this request arrived without a token, or after 10 s when none
+    // came (a token late on a loaded machine: opening again would cancel the navigation
+    // that waits for it, and count against the tab's tokens). By the clock, not by sleeps:
+    // a browser may slow the timers of this page, in a tab behind the one it opened.
+    for (const opened = Date.now(); ;) {
       await sleep(100);
-      const record = await recorded(new URL(url).origin, state).catch(() => undefined);
-      if (record && record.deviceToken) return n;
+      const records = await fetch(new URL(url).origin + "/api/authorize-records").then((answer) => answer.json()).catch(() => []);
+      const mine = records.filter((record) => record.state === state);
+      if (mine.some((record) => record.deviceToken)) return n;
+      const waited = Date.now() - opened;
+      if (waited >= 10000 || (waited >= 1000 && mine.length > 0)) break;
     }
   }
   return 0;
@@ -137,6 +148,9 @@ async function popup(url) {
   try { where = w.location.href; } catch (error) { where = "another origin"; }
   await report("popup: at " + where);
 }
+async function untilReported(what) {
+  while (!(await fetch("/api/browser-reports").then((answer) => answer.json()).catch(() => [])).includes(what)) await sleep(100);
+}
 async function records() {
   return (await (await fetch("/api/authorize-records")).json()).length;
 }
@@ -146,19 +160,23 @@ async function tab(steps) {
     const before = await records();
     // Tenths of a second to wait for a request (Back may be answered from the cache: none comes).
     let tenths = 400;
+    // Then a moment for the page to settle: 1.5 s where no request is waited for, none after until:.
+    let settle = 500;
     try {
       if (step === "reload") w.location.reload();
       else if (step === "back") { w.history.back(); tenths = 50; }
-      else if (step.startsWith("wait:")) { await sleep(Number(step.slice(5))); tenths = 0; }
+      else if (step.startsWith("wait:")) { await sleep(Number(step.slice(5))); tenths = 0; settle = 1500; }
+      else if (step.startsWith("until:")) { await untilReported(step.slice(6)); tenths = 0; settle = 0; }
       else {
         w = window.open(step, "devtrust-tab");
-        if (!step.startsWith(location.origin + "/oauth2/")) tenths = 0;
+        if (!step.startsWith(location.origin + "/oauth2/")) { tenths = 0; settle = 1500; }
       }
     } catch (error) {
       await report("tab: " + step + " failed: " + error);
     }
-    for (let i = 0; i < tenths && (await records()) === before; i++) await sleep(100);
-    await sleep(tenths ? 500 : 1500);
+    // By the clock (a background tab's timers may be slowed).
+    for (const until = Date.now() + tenths * 100; Date.now() < until && (await records()) === before;) await sleep(100);
+    await sleep(settle);
     await report("tab: " + step);
   }
 }
@@ -195,6 +213,7 @@ async function subresources() {
   }
   if (params.has("setcookies")) await fetch("/test/set-cookies");
   if (params.has("wait")) await sleep(Number(params.get("wait")));
+  if (params.has("until")) await untilReported(params.get("until"));
   for (const url of params.getAll("open")) {
     window.open(url, "_blank");
     await report("opened " + url);
