@@ -2,7 +2,7 @@
 #   make demo   builds and shows a device key and a verified token (installs apt packages as root)
 #   make check  runs the fast tier: in-process tests, after every change (seconds once built)
 #   make test   runs the whole test suite (installs apt packages as root)
-#   make test-long  the crash-injection loop at full size, a release check
+#   make test-long  the crash-injection loop at full size (CI runs it too)
 
 PREFIX   ?= /usr/local
 DESTDIR  ?=
@@ -107,8 +107,9 @@ test: deps-check check-layers build
 	$(SWIFT) build --build-tests $(IMPORT_CHECK)
 	$(UNTOUCHED) --label "make test" -- scripts/run-tests.py --jobs $(TEST_JOBS) --swift $(SWIFT)
 
-# The crash-injection loop at full size (make test runs a quarter of it): a release check.
-test-long: deps-check build
+# The crash-injection loop at full size (make test runs a quarter of it), against
+# the debug build; .ci/run runs it after make test.
+test-long: deps-check
 	$(SWIFT) build --build-tests $(IMPORT_CHECK)
 	DEVTRUST_CRASH_LOOP=full $(UNTOUCHED) --label "make test-long" -- $(SWIFT) test --skip-build --filter CrashSafetyTests
 

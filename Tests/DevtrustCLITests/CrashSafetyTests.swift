@@ -11,7 +11,7 @@ import Testing
 /// temporary and orphaned files are allowed until the next writer, which must
 /// remove them. `DEVTRUST_CRASH_SEED=N` replays a run.
 /// `make test` runs a quarter of the loop (each run a new seed); `make test-long` sets
-/// `DEVTRUST_CRASH_LOOP=full` for the whole of it, a release check (README).
+/// `DEVTRUST_CRASH_LOOP=full` for the whole of it (after make test in CI; README).
 @Suite struct CrashSafetyTests {
     static let seed = UInt64(ProcessInfo.processInfo.environment["DEVTRUST_CRASH_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max)
     static let fullLoop = ProcessInfo.processInfo.environment["DEVTRUST_CRASH_LOOP"] == "full"
