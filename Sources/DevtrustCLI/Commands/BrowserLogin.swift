@@ -77,7 +77,8 @@ enum BrowserLogin {
                         + "it was told this sign-in is not theirs; still waiting for your browser"
                 case .unknownOwner:
                     text = "refused a connection to the listener on port \(listener.port) whose owner the system could not name "
-                        + "(it closed at once, or NETLINK_SOCK_DIAG and /proc/net/tcp are not readable here); still waiting for your browser"
+                        + "(it closed at once, or NETLINK_SOCK_DIAG and /proc/net/tcp are not readable here); still waiting for your browser "
+                        + "(if your own browser's answer is refused so, sign in with `devtrust login --device-code` instead)"
                 default:
                     context.detail("answered a stray request to the listener (\(reason)); still waiting")
                     return
