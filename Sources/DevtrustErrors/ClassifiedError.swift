@@ -101,7 +101,7 @@ public enum ErrorCategory: Sendable, Equatable {
     // MARK: network
     /// The network or TLS failed, an answer did not come in time or was not usable.
     case network
-    /// The server does not answer as an OAuth server should.
+    /// The server does not answer as its protocol says (OAuth, OpenID Connect, the Flow Execution API).
     case protocolViolation
 
     // MARK: TPM

@@ -88,9 +88,9 @@ extension FlowServerError: ClassifiedError {
 }
 
 extension FlowProtocolError: ClassifiedError {
-    /// A server that does not speak the protocol: the contract's network failure. Not `protocolViolation`:
-    /// the event stream of a sign-in never called a flow's failure `protocol_error`.
-    public var classification: ErrorClassification { ErrorClassification(.network, summary: description) }
+    /// A server that does not speak the protocol, as an OAuth answer that does not (`OAuthProtocolError`):
+    /// the contract's network failure.
+    public var classification: ErrorClassification { ErrorClassification(.protocolViolation, summary: description) }
 }
 
 extension FlowUnsupportedError: ClassifiedError {

@@ -73,12 +73,11 @@ public enum HTTPError: Error, Equatable, Sendable, CustomStringConvertible {
 
 extension HTTPError: ClassifiedError {
     /// A network failure, but for a URL the user gave that devtrust refuses (usage) and a request a
-    /// signal stopped: a plain failure, not `interrupted` (the sign-ins that end by the signal turn
-    /// it into their own `Interrupted`).
+    /// signal stopped (interrupted, as every wait a signal ends).
     public var classification: ErrorClassification {
         switch self {
         case .invalidURL, .insecureURL: return ErrorClassification(.usage, summary: description)
-        case .interrupted: return ErrorClassification(.failure, summary: description)
+        case let .interrupted(_, signal): return ErrorClassification(.interrupted(signal: signal), summary: description)
         case .libraryUnavailable, .libraryTooOld, .transport, .responseTooLarge, .redirected: return ErrorClassification(.network, summary: description)
         }
     }

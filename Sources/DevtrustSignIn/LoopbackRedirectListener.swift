@@ -36,12 +36,13 @@ public enum LoopbackListenerError: Error, Equatable, Sendable, CustomStringConve
 }
 
 extension LoopbackListenerError: ClassifiedError {
-    /// A network failure, but for a handoff page asked for twice (a failure). A signal is a network
-    /// failure here too, as it has always been: `login --browser` ends by the signal before any report.
+    /// A network failure, but for a handoff page asked for twice (a failure) and a signal
+    /// (interrupted, as every wait a signal ends; `login --browser` ends by it before any report).
     public var classification: ErrorClassification {
         switch self {
         case .handoffReused: return ErrorClassification(.failure, summary: description)
-        case .cannotListen, .timedOut, .interrupted: return ErrorClassification(.network, summary: description)
+        case let .interrupted(signal): return ErrorClassification(.interrupted(signal: signal), summary: description)
+        case .cannotListen, .timedOut: return ErrorClassification(.network, summary: description)
         }
     }
 }

@@ -74,6 +74,8 @@ import Testing
         Case("device code expired", DeviceCodeFailure.expired, 4),
         Case("device code denied", DeviceCodeFailure.denied, 4),
         Case("interrupted", Interrupted(signal: SIGINT), 1),
+        Case("request interrupted", HTTPError.interrupted(url: "https://s/token", signal: SIGTERM), 1),
+        Case("listener interrupted", LoopbackListenerError.interrupted(signal: SIGHUP), 1),
         Case("loopback listener", LoopbackListenerError.cannotListen(address: "127.0.0.1:8400", code: EADDRINUSE), 5),
         Case("loopback timeout", LoopbackListenerError.timedOut(redirectURI: "http://127.0.0.1:8400/callback", seconds: 300), 5),
         Case("TPM unreachable", TPMError.unreachable(tcti: "device:/dev/tpmrm0", reason: "no such device", hint: nil), 6),
@@ -96,6 +98,25 @@ import Testing
         #expect(report.exitCode.rawValue == errorCase.exitCode, "\(errorCase.name): exit \(report.exitCode.rawValue)")
         #expect(report.message == errorCase.message ?? "\(errorCase.error)", "\(errorCase.name): \(report.message)")
         #expect(!report.message.isEmpty)
+    }
+
+    /// A signal that ends a wait is one category wherever it ends it (polling, a request under way,
+    /// the browser's listener): each front end ends by the signal, and the event stream says `interrupted`.
+    @Test func everyInterruptionIsOneCategoryCarryingItsSignal() {
+        let interruptions: [(any Error, Int32)] = [(Interrupted(signal: SIGINT), SIGINT),
+                                                   (HTTPError.interrupted(url: "https://s/token", signal: SIGTERM), SIGTERM),
+                                                   (LoopbackListenerError.interrupted(signal: SIGHUP), SIGHUP)]
+        for (error, signal) in interruptions {
+            #expect(ErrorClassification(of: error).category == .interrupted(signal: signal), "\(error)")
+        }
+    }
+
+    /// A server that does not speak its protocol is one category, whichever protocol it breaks.
+    @Test func aServerBreakingAnyProtocolIsOneCategory() {
+        for error: any Error in [FlowProtocolError("not JSON"), OAuthProtocolError("no token_endpoint")] {
+            #expect(ErrorClassification(of: error).category == .protocolViolation, "\(error)")
+        }
+        #expect(ErrorClassification(of: HTTPError.transport(url: "https://s", failure: .connect, detail: "refused")).category == .network)
     }
 
     /// Only OpenSSL's own error queue is a detail (shown with --verbose); it never replaces the message.
