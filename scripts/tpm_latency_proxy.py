@@ -1,0 +1,174 @@
+#!/usr/bin/python3
+"""A hardware TPM's latency in front of swtpm: a loopback proxy for the swtpm TCTI.
+
+swtpm answers a command in well under a millisecond; a TPM chip takes 100-600 ms to
+sign, and a Load costs about as much again. `make bench` puts this proxy between
+devtrust and swtpm so that the cost of each TPM command a token needs shows, as it
+would on a laptop: the proxy reads each command, waits the time LATENCY_MS gives its
+command code, then passes it on; answers come back at once. The control channel
+(server port + 1, which the TCTI also uses) is relayed as it is.
+
+The table (milliseconds) and where its numbers come from (docs/performance.md):
+  Sign 200           Chrome's field study of ECDSA P-256 TPM signatures: 200 ms at the
+                     median, 600 ms at the 95th percentile, as reported in "TPM performance"
+                     (stiankri.substack.com/p/tpm-performance), whose own benchmark found
+                     single-digit signatures per second on most TPMs it measured
+  Load 200           at least a Sign: the chip decrypts and checks the key's private
+                     blob under its parent (issue 28: "a Load costs more again");
+                     Himmelblau issue 1717 measured reloading a key (with its parents)
+                     at about 1.6 s against reusing the loaded one
+  CreatePrimary 250  systemd-tpm2-setup's own log: "created primary key on TPM in
+                     251ms" (systemd issue 40485)
+  StartAuthSession 50, ReadPublic 5, FlushContext 5, GetCapability 5, others 5:
+                     small commands that do no private-key operation: the bus transfer
+                     (an SPI or LPC TPM moves a few hundred bytes in about 1-5 ms); an
+                     assumption, not a measurement
+
+Usage: tpm_latency_proxy.py SWTPM_PORT [--scale X]   (prints the TCTI to use, runs until killed)
+"""
+
+import contextlib
+import socket
+import struct
+import sys
+import threading
+import time
+
+LATENCY_MS = {"Sign": 200, "Load": 200, "CreatePrimary": 250, "StartAuthSession": 50,
+              "ReadPublic": 5, "FlushContext": 5, "GetCapability": 5}
+OTHER_MS = 5
+COMMAND_NAMES = {0x131: "CreatePrimary", 0x157: "Load", 0x15D: "Sign", 0x165: "FlushContext",
+                 0x173: "ReadPublic", 0x176: "StartAuthSession", 0x17A: "GetCapability",
+                 0x153: "Create", 0x120: "EvictControl", 0x161: "ContextLoad", 0x162: "ContextSave",
+                 0x144: "Startup", 0x17B: "GetRandom"}
+MAX_MESSAGE = 1 << 16
+
+
+def command_name(code):
+    return COMMAND_NAMES.get(code, "0x%08x" % code)
+
+
+def receive_exactly(connection, count):
+    data = bytearray()
+    while len(data) < count:
+        chunk = connection.recv(count - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
+
+
+def receive_message(connection):
+    """One TPM command or answer: tag (2), size (4), code (4), then size - 10 bytes."""
+    header = receive_exactly(connection, 10)
+    if header is None:
+        return None
+    size = struct.unpack(">I", header[2:6])[0]
+    if not 10 <= size <= MAX_MESSAGE:
+        raise ValueError("a TPM message of %d bytes" % size)
+    rest = receive_exactly(connection, size - 10)
+    return None if rest is None else header + rest
+
+
+class LatencyProxy:
+    """Listens on a free loopback port pair (P, P+1) in front of swtpm's (port, port+1)."""
+
+    def __init__(self, swtpm_port, scale=1.0, latency=None):
+        self.swtpm_port = swtpm_port
+        self.scale = scale
+        self.latency = dict(LATENCY_MS if latency is None else latency)
+        self.commands = []   # the names of the commands passed on, in order
+        self._lock = threading.Lock()
+        self.port, self._listeners = self._listen_pair()
+        for listener, upstream, delays in ((self._listeners[0], swtpm_port, True), (self._listeners[1], swtpm_port + 1, False)):
+            threading.Thread(target=self._accept, args=(listener, upstream, delays), daemon=True).start()
+
+    @property
+    def tcti(self):
+        return "swtpm:host=127.0.0.1,port=%d" % self.port
+
+    def delay_ms(self, name):
+        return self.latency.get(name, OTHER_MS) * self.scale
+
+    @staticmethod
+    def _listen_pair():
+        while True:
+            first = socket.socket()
+            first.bind(("127.0.0.1", 0))
+            port = first.getsockname()[1]
+            second = socket.socket()
+            try:
+                second.bind(("127.0.0.1", port + 1))
+            except OSError:
+                first.close()
+                second.close()
+                continue
+            first.listen(16)
+            second.listen(16)
+            return port, (first, second)
+
+    def _accept(self, listener, upstream_port, delays):
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            target = self._serve_commands if delays else self._relay
+            threading.Thread(target=target, args=(client, upstream_port), daemon=True).start()
+
+    def _serve_commands(self, client, upstream_port):
+        with contextlib.closing(client), contextlib.closing(socket.create_connection(("127.0.0.1", upstream_port))) as upstream:
+            try:
+                while True:
+                    command = receive_message(client)
+                    if command is None:
+                        return
+                    name = command_name(struct.unpack(">I", command[6:10])[0])
+                    with self._lock:
+                        self.commands.append(name)
+                    # The modelled chip's time: a sleep is the point here (this is the bench's TPM, not a test's wait).
+                    time.sleep(self.delay_ms(name) / 1000)
+                    upstream.sendall(command)
+                    answer = receive_message(upstream)
+                    if answer is None:
+                        return
+                    client.sendall(answer)
+            except (OSError, ValueError):
+                return
+
+    def _relay(self, client, upstream_port):
+        upstream = socket.create_connection(("127.0.0.1", upstream_port))
+
+        def pump(source, sink):
+            try:
+                while True:
+                    data = source.recv(4096)
+                    if not data:
+                        break
+                    sink.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for end in (source, sink):
+                    with contextlib.suppress(OSError):
+                        end.shutdown(socket.SHUT_RDWR)
+
+        threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
+        pump(client, upstream)
+
+    def close(self):
+        for listener in self._listeners:
+            listener.close()
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    scale = float(sys.argv[sys.argv.index("--scale") + 1]) if "--scale" in sys.argv else 1.0
+    proxy = LatencyProxy(int(sys.argv[1]), scale=scale)
+    print(proxy.tcti, flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
