@@ -174,7 +174,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DevtrustCoreTests",
-            dependencies: ["DevtrustCore", "DevtrustConfig", "DevtrustDevice", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore",
+            dependencies: ["CDeadline", "DevtrustCore", "DevtrustConfig", "DevtrustDevice", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore",
                            "DevtrustTestSupport"]
         ),
         .testTarget(

@@ -17,7 +17,9 @@ SPLIT: their tests are shared out too, at most so many at once.
 a network socket or sleeps fails there (see `make check`).
 
 Each suite's output goes to DIR/SUITE.log; a failed suite's is printed whole.
-Exits 1 when a suite fails, or when the tests run differ from `swift test list`.
+Exits 1 when a suite fails, or when the tests run differ from `swift test list`, or,
+with CI=true (where every tool a test needs is installed), when any test was skipped.
+Skipped tests are listed at the end either way.
 """
 
 import argparse
@@ -40,6 +42,8 @@ GUARD = os.path.join(REPOSITORY, ".build", "fast_tier_guard.so")
 # time within a process), would otherwise be the whole run's last 5 minutes alone.
 SPLIT = {"DevtrustCLITests.BrowserExtensionTests": 2}
 RUN_LINE = re.compile(r"Test run with (\d+) tests? (?:in \d+ suites? )?(passed|failed)")
+# Swift Testing counts a skipped test as run ("tests started or skipped"): its skip lines say which.
+SKIP_LINE = re.compile(r"^\S+ (?:Test|Suite) (.+?) skipped(?:[.:]|$)", re.MULTILINE)
 
 
 def guard_self_test():
@@ -153,6 +157,7 @@ def main():
     running = {}
     lock = threading.Lock()
     results = {}
+    skipped = []
     started = time.monotonic()
     total = sum(len(tests) for tests in suites.values())
     print(f"== {total} tests in {len(suites)} suites, {options.jobs} test processes; logs in {log_dir}", flush=True)
@@ -191,6 +196,7 @@ def main():
             with open(log_path, errors="replace") as log:
                 text = log.read()
             summary = RUN_LINE.findall(text)
+            skips = [suite.partition("/")[0] + "/" + name for name in SKIP_LINE.findall(text)]
             ran = int(summary[-1][0]) if summary else 0
             passed = run.returncode == 0 and bool(summary) and summary[-1][1] == "passed"
             if passed and ran != expected:
@@ -198,6 +204,7 @@ def main():
                 text += f"\nrun-tests.py: ran {ran} tests of {suite}; `swift test list` has {expected}\n"
             with lock:
                 results[suite] = (passed, ran, seconds)
+                skipped.extend(skips)
                 mark = "✔" if passed else "✘"
                 print(f"{mark} {suite}: {ran} tests in {seconds:.1f} s"
                       f" ({len(results)}/{unit_count}, {time.monotonic() - started:.0f} s)", flush=True)
@@ -228,7 +235,13 @@ def main():
     if ran != total:
         print(f"✘ ran {ran} tests; `swift test list` has {total}")
         sys.exit(1)
-    print(f"✔ {ran} tests in {len(suites)} suites passed after {elapsed:.0f} s")
+    if skipped:
+        print(f"== {len(skipped)} skipped: " + ", ".join(sorted(skipped)))
+        if os.environ.get("CI") == "true":
+            print("✘ tests were skipped on CI, where every tool the tests need is installed: each must run")
+            sys.exit(1)
+    print(f"✔ {ran - len(skipped)} tests in {len(suites)} suites passed after {elapsed:.0f} s"
+          + (f", {len(skipped)} skipped" if skipped else ""))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,9 @@ static unsigned char deadline_on_terminal[DEVTRUST_DEADLINE_WORDS_MAX];
 static volatile size_t deadline_on_terminal_length;
 static volatile int deadline_fd = -1;
 static volatile int deadline_status = 1;
+/* Whether this thread armed the deadline and has not disarmed it (for tests: the alarm is the
+   process's, and other threads may arm their own meanwhile). */
+static _Thread_local int armed_on_this_thread;
 
 static void write_all(int fd, const unsigned char *bytes, size_t length) {
     size_t written = 0;
@@ -57,9 +60,15 @@ int devtrust_deadline_arm(unsigned seconds, int fd, const unsigned char *words, 
     sigaddset(&alarm_only, SIGALRM);
     pthread_sigmask(SIG_UNBLOCK, &alarm_only, NULL);
     alarm(seconds);
+    armed_on_this_thread = 1;
     return 0;
 }
 
 void devtrust_deadline_disarm(void) {
     alarm(0);
+    armed_on_this_thread = 0;
+}
+
+int devtrust_deadline_armed_on_this_thread(void) {
+    return armed_on_this_thread;
 }

@@ -1,7 +1,7 @@
 import CDeadline
 import DevtrustKeys
 
-/// The one bound on the TPM's time: loading the device key and signing with it end within a
+/// The bounds on the TPM's time, with every constant of them here. This one: loading the device key and signing with it end within a
 /// deadline, or the process ends with prepared last words. A TPM (or a resource manager or
 /// simulator) that accepts a connection and never answers would otherwise hold a script's
 /// `$(devtrust token)`, or a browser's navigation, for ever. Arming costs a few system calls,
@@ -16,6 +16,13 @@ public struct SigningDeadline: Sendable {
     /// up on the host after 10 s too: HOST_TIMEOUT_MILLISECONDS in browser/background.js). The
     /// host then answers that it did not finish, on stdout where the browser reads, and ends.
     public static let nativeHostSeconds: UInt32 = 10
+    /// The TPM's time bounds in the checks that must outlive a TPM that never answers (`doctor`,
+    /// `status`): loading the key and signing with it (several TPM commands, perhaps a storage
+    /// root key to make again), and asking the TPM what it is (a few GetCapability commands).
+    /// They bound a child process that is killed at the deadline (DevtrustDoctor's `BoundedProbes`),
+    /// not this process: a hung TPM is then a failed check, and the report still comes out.
+    public static let probeKeySeconds = 10.0
+    public static let probeDescribeSeconds = 5.0
     /// Where each writes its last words: a command its error on stderr, the host its reply on stdout.
     static let commandOutput: Int32 = 2
     static let nativeHostOutput: Int32 = 1

@@ -18,10 +18,9 @@ import DevtrustTerminal
 /// within an overall budget. A check that throws is a failed check; the others still run.
 /// The front end renders the checks (`run`'s `record`, as each is made) and the report.
 package struct Doctor {
-    /// How long loading the key and signing with it may take (several TPM commands; a storage root key to make again).
-    package static let keySeconds = 10.0
-    /// How long asking the TPM what it is may take (a few GetCapability commands).
-    package static let describeSeconds = 5.0
+    /// How long loading the key and signing with it, and asking the TPM what it is, may take.
+    static let keySeconds = SigningDeadline.probeKeySeconds
+    static let describeSeconds = SigningDeadline.probeDescribeSeconds
     /// Each server's GET: curl's own timeout, and a margin before its process is killed.
     package static let clockSeconds = Double(ClockDiagnosis.timeoutMilliseconds) / 1000 + 3
     /// Servers asked at once, and the time after which no more are asked.

@@ -1,3 +1,4 @@
+import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
 import DevtrustErrors
@@ -71,8 +72,8 @@ package struct KeyHealth {
 
     /// How long checking a TPM key may take, and asking the TPM what it is: a TCTI that accepts
     /// and never answers would make the TSS wait for ever (`BoundedProbes`).
-    package static let keySeconds = 10.0
-    package static let describeSeconds = 5.0
+    static let keySeconds = SigningDeadline.probeKeySeconds
+    static let describeSeconds = SigningDeadline.probeDescribeSeconds
 
     /// Loads the key and has it sign (for a TPM key, in the TPM), as `status` reports it.
     package static func keyHealth(_ store: DeviceStore) -> KeyHealth {

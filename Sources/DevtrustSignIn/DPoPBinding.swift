@@ -2,6 +2,7 @@ import DevtrustEncoding
 import DevtrustHTTP
 import DevtrustJOSE
 import DevtrustKeystore
+import DevtrustURL
 import Synchronization
 
 /// Where the latest DPoP nonce of each server is kept (RFC 9449 section 8), keyed by the
@@ -12,10 +13,10 @@ public protocol DPoPNonceStore: Sendable {
 }
 
 extension DPoPNonceStore {
-    /// The key of a URL's nonce: the origin (`scheme://host[:port]`) of a URL devtrust sends to
-    /// (`ServerURL`'s rules); any other URL's `htu`, which no request goes to.
+    /// The key of a URL's nonce: the origin (`scheme://host[:port]`) of its `htu`, by the one
+    /// origin rule (`Origin`); text that has none is its own key.
     public static func origin(of url: String) -> String {
-        (try? ServerURL(DPoPProofMinter.targetURI(url)))?.origin.description ?? DPoPProofMinter.targetURI(url)
+        Origin.text(of: DPoPProofMinter.targetURI(url))
     }
 }
 

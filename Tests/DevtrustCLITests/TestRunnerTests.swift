@@ -45,16 +45,19 @@ import Testing
                     os.kill(os.getpid(), 9)
                 ran = int(outcome.partition(":")[2]) if outcome.startswith("pass:") else len(matched)
                 print("Test " + matched[0] + " started." if matched else "no test matched")
+                if outcome.startswith("skip:"):
+                    for test in matched[:int(outcome.partition(":")[2])]:
+                        print("➜ Test " + test.partition("/")[2] + " skipped.")
                 verdict = "failed" if outcome == "fail" else "passed"
                 print(f"Test run with {ran} tests in 1 suite {verdict} after 0.001 seconds.")
                 sys.exit(1 if outcome == "fail" else 0)
                 """, mode: 0o755)
         }
 
-        func run(_ arguments: [String] = []) throws -> ProcessResult {
+        func run(_ arguments: [String] = [], ci: Bool = false) throws -> ProcessResult {
             try ProcessRunner.run("/usr/bin/python3", [directory.file("scripts/run-tests.py"), "--swift", directory.file("swift"),
                                                        "--log-dir", directory.file("logs")] + arguments,
-                                  environment: ["PATH": "/usr/bin:/bin"])
+                                  environment: ["PATH": "/usr/bin:/bin"].merging(ci ? ["CI": "true"] : [:]) { $1 })
         }
 
         var asked: [String] {
@@ -91,12 +94,25 @@ import Testing
     }
 
     /// The tests a suite's process ran are counted against `swift test list`: a filter that misses
-    /// some (or a runner that skips them) fails the run, though every process passed.
+    /// some fails the run, though every process passed (skipped tests: see below).
     @Test func fewerTestsThanListedFailTheRun() throws {
         let runner = try Runner(listed: Self.listed, plan: ["B.Three": "pass:2"])
         let result = try runner.run()
         #expect(result.status == 1, "\(result)")
         #expect(result.stdout.contains("ran 2 tests of B.Three; `swift test list` has 3"), "\(result)")
+    }
+
+    /// Swift Testing counts a skipped test among those run: the runner lists the skipped ones, and
+    /// on CI (CI=true), where every tool is installed, a skip fails the run.
+    @Test func skippedTestsAreListedAndFailTheRunOnCI() throws {
+        let runner = try Runner(listed: Self.listed, plan: ["B.Three": "skip:2"])
+        let local = try runner.run()
+        #expect(local.status == 0, "\(local)")
+        #expect(local.stdout.contains("== 2 skipped: B.Three/x(), B.Three/y()") && local.stdout.contains("✔ 4 tests in 3 suites passed after"),
+                "\(local)")
+        #expect(local.stdout.contains(", 2 skipped"), "\(local)")
+        let onCI = try runner.run(ci: true)
+        #expect(onCI.status == 1 && onCI.stdout.contains("✘ tests were skipped on CI"), "\(onCI)")
     }
 
     /// A suite of SPLIT runs one process per test, each filter naming exactly one test.

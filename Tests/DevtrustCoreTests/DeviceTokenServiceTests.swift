@@ -1,3 +1,4 @@
+import CDeadline
 import DevtrustConfig
 import DevtrustCore
 import DevtrustDevice
@@ -6,6 +7,7 @@ import DevtrustJOSE
 import DevtrustKeys
 import DevtrustKeystore
 import DevtrustTestSupport
+import Synchronization
 import Testing
 
 /// The application core without a front end: everything it uses is given to it
@@ -120,8 +122,34 @@ import Testing
         #expect(SigningDeadline.nativeHost(reply: [1], exitStatus: 1).seconds == SigningDeadline.nativeHostSeconds)
         _ = try setup.service().deviceToken(for: .server(nil), deadline: deadline)
         #expect(throws: DeviceError.self) { try setup.service().deviceToken(for: .server("nowhere"), deadline: deadline) }
-        // Had an alarm been left, this process (the test runner) would end within 30 s of here.
-        let key = deadline.bounding(try setup.store.loadKey().key)
+        #expect(devtrust_deadline_armed_on_this_thread() == 0, "the deadline was left armed after the work")
+        // A signature is made under the deadline, which is gone after it, however the signature ends.
+        let recording = ArmedWhileSigning(key: try setup.store.loadKey().key)
+        let key = deadline.bounding(recording)
         #expect(try key.sign(message: [1, 2, 3]).der.count > 8 && key.fingerprint == setup.fingerprint)
+        #expect(devtrust_deadline_armed_on_this_thread() == 0, "the deadline was left armed after a signature")
+        let failing = deadline.bounding(ArmedWhileSigning(key: recording.key, fails: true))
+        #expect(throws: ArmedWhileSigning.Failure.self) { try failing.sign(message: [1]) }
+        #expect(devtrust_deadline_armed_on_this_thread() == 0, "the deadline was left armed after a failed signature")
+        #expect(recording.armed.withLock { $0 } == [true])
+    }
+
+    /// A key that notes whether the deadline was armed on its thread when it was asked to sign.
+    final class ArmedWhileSigning: DeviceKey {
+        struct Failure: Error {}
+        let key: any DeviceKey
+        let fails: Bool
+        let armed = Mutex<[Bool]>([])
+        init(key: any DeviceKey, fails: Bool = false) {
+            self.key = key
+            self.fails = fails
+        }
+        var backend: KeyBackend { key.backend }
+        var publicKey: P256PublicKey { key.publicKey }
+        func sign(digest: SHA256Digest) throws -> ECDSASignature {
+            armed.withLock { $0.append(devtrust_deadline_armed_on_this_thread() != 0) }
+            if fails { throw Failure() }
+            return try key.sign(digest: digest)
+        }
     }
 }

@@ -17,5 +17,7 @@
 int devtrust_deadline_arm(unsigned seconds, int fd, const unsigned char *words, size_t length,
                           const unsigned char *on_terminal, size_t on_terminal_length, int status);
 void devtrust_deadline_disarm(void);
+/* 1 while the calling thread's arming stands (armed, not yet disarmed): for tests. */
+int devtrust_deadline_armed_on_this_thread(void);
 
 #endif
