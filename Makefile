@@ -7,6 +7,7 @@
 PREFIX   ?= /usr/local
 DESTDIR  ?=
 SWIFT    ?= swift
+SWIFTC   ?= swiftc
 BINDIR    = $(DESTDIR)$(PREFIX)/bin
 MANDIR    = $(DESTDIR)$(PREFIX)/share/man/man1
 # The browser extension's files (browser/), where `devtrust browser install` finds them.
@@ -118,6 +119,7 @@ test-long: deps-check
 check: deps-build check-layers
 	$(SWIFT) build --build-tests $(IMPORT_CHECK)
 	@mkdir -p .build && clang -O1 -shared -fPIC -o $(FAST_TIER_GUARD) Tests/Interop/fast_tier_guard.c
+	@[ .build/fast_tier_probe -nt Tests/Interop/fast_tier_probe.swift ] || $(SWIFTC) -o .build/fast_tier_probe Tests/Interop/fast_tier_probe.swift
 	scripts/run-tests.py --tier fast --jobs 2 --swift $(SWIFT)
 
 # The modules of `devtrust token` below HTTP, and every target's dependencies

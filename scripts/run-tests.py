@@ -49,9 +49,24 @@ SKIP_LINE = re.compile(r"^\S+ (?:Test|Suite) (.+?) skipped(?:[.:]|$)", re.MULTIL
 def guard_self_test():
     """The guard refuses each kind of call, in programs we did not write: else the fast tier
     would pass whatever its tests do (a guard not loaded, or a libc that calls around it)."""
+    python = "/usr/bin/python3"
     probes = {"starting a process": ["/bin/sh", "-c", "/bin/true"],
-              "a socket": ["/usr/bin/python3", "-c", "import socket; socket.socket()"],
-              "a sleep": ["/usr/bin/python3", "-c", "import time; time.sleep(0.01)"]}
+              "system()": [python, "-c", "import os; os.system('true')"],
+              "a socket": [python, "-c", "import socket; socket.socket()"],
+              "a socket pair": [python, "-c", "import socket; socket.socketpair()"],
+              "a host name look-up": [python, "-c", "import socket; socket.getaddrinfo('localhost', 80)"],
+              "a sleep": [python, "-c", "import time; time.sleep(0.01)"],
+              "a wait in select": [python, "-c", "import select; select.select([], [], [], 0.01)"],
+              "a wait in poll": [python, "-c", "import select; select.poll().poll(10)"]}
+    # The Swift ways to wait (Tests/Interop/fast_tier_probe.swift, built by `make check`).
+    probe = os.path.join(REPOSITORY, ".build", "fast_tier_probe")
+    if not os.access(probe, os.X_OK):
+        sys.exit(f"run-tests.py: {probe} is missing: `make check` builds it")
+    for mode in ["task-sleep", "semaphore-timeout", "run-loop", "async-after", "thread-sleep"]:
+        probes["Swift's " + mode] = [probe, mode]
+    plain = subprocess.run([probe, "plain"], env=dict(os.environ, LD_PRELOAD=GUARD), capture_output=True, text=True)
+    if plain.returncode != 0:
+        sys.exit(f"run-tests.py: {GUARD} refused a task waited for without a timeout:\n{plain.stderr}")
     for what, command in probes.items():
         probe = subprocess.run(command, env=dict(os.environ, LD_PRELOAD=GUARD), capture_output=True, text=True)
         if probe.returncode == 0 or "fast tier:" not in probe.stderr:

@@ -119,12 +119,21 @@ public struct DeviceTokenService {
         DeviceTokenMinter(key: key, clock: serverClocks.clock(for: server, base: clock), random: random)
     }
 
-    private func gatherAttributes(backend: KeyBackend, addedClaims: [(String, String)], steps: ((Step) -> Void)?) -> DeviceAttributes {
+    /// The attributes a device token or a registration's deviceData carries for a key kept by
+    /// `backend`: the configuration's, the posture's, then `addedClaims`. `claimSources` hears
+    /// where each claim comes from, one line each (worked out only for a front end that says them).
+    public func gatheredAttributes(backend: KeyBackend, addedClaims: [(String, String)] = [],
+                                   claimSources: (([String]) -> Void)? = nil) -> DeviceAttributes {
         let sources = attributes(addedClaims: addedClaims)
         let report = posture(backend: backend)
-        // The sources are worked out only for a front end that says them: the default path does no more than mint.
-        if let steps { steps(.attributesGathered(claimSources: sources.sources(posture: report))) }
+        if let claimSources { claimSources(sources.sources(posture: report)) }
         return sources.attributes(posture: report)
+    }
+
+    private func gatherAttributes(backend: KeyBackend, addedClaims: [(String, String)], steps: ((Step) -> Void)?) -> DeviceAttributes {
+        // The default path does no more than mint.
+        gatheredAttributes(backend: backend, addedClaims: addedClaims,
+                           claimSources: steps.map { steps in { steps(.attributesGathered(claimSources: $0)) } })
     }
 
     private static func bounded<Result>(by deadline: SigningDeadline?, _ body: () throws -> Result) throws -> Result {

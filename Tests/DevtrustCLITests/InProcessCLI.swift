@@ -142,7 +142,7 @@ struct InProcessCLI: DevtrustRunner {
     /// of its own below `directory`, which the test keeps while the code runs.
     static func ownEnvironment(_ variables: [String: String] = [:], in directory: TemporaryDirectory, terminal: any Terminal,
                             clock: any Clock = SystemClock(), random: any RandomSource = SystemRandom()) -> CommandEnvironment {
-        let variables = OwnDirectories.variables(in: directory.path).merging(variables) { $1 }
+        let variables = OwnDirectories.withoutTheMachinesTPM(OwnDirectories.variables(in: directory.path).merging(variables) { $1 })
         requireOwnDirectories(variables)
         return CommandEnvironment(variables: variables, terminal: terminal, clock: clock, random: random)
     }

@@ -428,7 +428,7 @@ struct CheckedDeviceToken {
         // The TCTI recorded with the key, not one in the browser's environment.
         #expect(try setup.cli.run("init", "--backend", "tpm", "--tcti", setup.tpm.tcti, "-q").status == 0)
         var cli = setup.cli
-        cli.extraEnvironment["DEVTRUST_TCTI"] = nil
+        cli.extraEnvironment["DEVTRUST_TCTI"] = ""
         let registered = try cli.run(["register", "--server", server.url, "--non-interactive", "-q"] + ReferenceServer.registrationAnswers)
         #expect(registered.status == 0, "\(registered)")
         let run = try NativeHostRun(cli.path, [NativeMessaging.chromiumCaller], environment: cli.environment,

@@ -41,7 +41,7 @@ import Testing
     @Test func theTCTIGivenToInitIsRecordedWithTheKey() throws {
         let setup = try Setup()
         var plain = setup.cli
-        plain.extraEnvironment["DEVTRUST_TCTI"] = nil
+        plain.extraEnvironment["DEVTRUST_TCTI"] = ""
         let tcti = setup.tpm.tcti
         let created = try plain.run("init", "--backend", "tpm", "--tcti", tcti)
         #expect(created.status == 0 && created.stderr.contains("in the TPM at \(tcti) (key blob:"), "\(created)")
@@ -213,7 +213,7 @@ import Testing
     @Test func noTPMAtADeviceIsExitSixAndAutoFallsBack() throws {
         let setup = try Setup()
         var cli = setup.cli
-        cli.extraEnvironment["DEVTRUST_TCTI"] = nil
+        cli.extraEnvironment["DEVTRUST_TCTI"] = ""
         let missing = try cli.run("init", "--backend", "tpm", "--tcti", "device:/nonexistent/tpmrm0")
         #expect(missing.status == 6)
         #expect(missing.stderr == "devtrust: error: no TPM at device:/nonexistent/tpmrm0 (no such device): this machine has no TPM, or it is disabled in the firmware settings\n")
@@ -247,7 +247,7 @@ import Testing
     @Test func theTCTIComesFromOptionThenEnvironment() throws {
         let setup = try Setup()
         var cli = setup.cli
-        cli.extraEnvironment["DEVTRUST_TCTI"] = nil
+        cli.extraEnvironment["DEVTRUST_TCTI"] = ""
         cli.extraEnvironment["TSS2_TCTI"] = "device:/nonexistent/a"
         cli.extraEnvironment["TPM2TOOLS_TCTI"] = setup.tpm.tcti
         #expect(try cli.run("init", "--backend", "tpm").status == 0)

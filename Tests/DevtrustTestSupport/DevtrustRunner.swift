@@ -17,7 +17,7 @@ extension DevtrustRunner {
         var environment = ["PATH": "/usr/bin:/bin", "HOME": keystore + "/home", "DEVTRUST_KEYSTORE": keystore,
                            "XDG_CONFIG_HOME": keystore + "/no-config", "XDG_CACHE_HOME": keystore + "-cache"]
         environment.merge(extraEnvironment) { $1 }
-        return environment
+        return OwnDirectories.withoutTheMachinesTPM(environment)
     }
 
     /// The cache directory (`XDG_CACHE_HOME`/devtrust): beside the keystore, not in it.
@@ -55,6 +55,17 @@ public enum OwnDirectories {
             unnamed.append("configuration (XDG_CONFIG_HOME)")
         }
         return unnamed
+    }
+
+    /// A TPM that is not there, unless the test names one (a TCTI variable; an empty one, which
+    /// devtrust takes for none, lets a keystore's recorded TCTI, the test's own swtpm, be used):
+    /// without one devtrust would use the machine's /dev/tpmrm0 or tabrmd, and as root `init`
+    /// makes a storage root key persistent there, in the TPM's own storage.
+    public static let absentTPM = "device:/nonexistent/machine-tpm-is-not-for-tests"
+
+    public static func withoutTheMachinesTPM(_ variables: [String: String]) -> [String: String] {
+        guard ["DEVTRUST_TCTI", "TPM2TOOLS_TCTI", "TSS2_TCTI"].allSatisfy({ variables[$0] == nil }) else { return variables }
+        return variables.merging(["DEVTRUST_TCTI": absentTPM]) { $1 }
     }
 
     /// The homes of whoever runs the tests: their ~/.config/devtrust is not a test's.

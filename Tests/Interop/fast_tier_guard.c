@@ -6,7 +6,12 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +19,19 @@
 #include <time.h>
 #include <unistd.h>
 
-/* libdispatch's worker threads back off with usleep of their own: only the tests' sleeps count. */
-static int called_from_dispatch(void *caller) {
+static int called_from(void *caller, const char *library) {
     Dl_info info;
-    return dladdr(caller, &info) && info.dli_fname && strstr(info.dli_fname, "libdispatch.so");
+    return dladdr(caller, &info) && info.dli_fname && strstr(info.dli_fname, library);
 }
+
+/* libdispatch's worker threads back off with usleep of their own, and its event loop waits in
+   epoll_wait: only the tests' sleeps and waits count. */
+static int called_from_dispatch(void *caller) {
+    return called_from(caller, "libdispatch.so");
+}
+
+/* The next definition of `name` (libc's, libdispatch's), looked up once. */
+#define REAL(name) static __typeof__(&name) real_##name; if (!real_##name) real_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
 
 static void refuse(const char *what, const char *detail) {
     fprintf(stderr, "\nfast tier: a test %s (%s): it belongs in `make test`, not in Tests/fast-tier.txt\n",
@@ -95,4 +108,150 @@ int usleep(useconds_t microseconds) {
 unsigned int sleep(unsigned int seconds) {
     refuse("slept", "sleep");
     return 0;
+}
+
+
+/* The other ways to start a process: vfork, clone (pthread_create does not call the public
+   clone), the rest of the exec family, and the shell of system() and popen(). */
+pid_t vfork(void) {
+    refuse("started a process", "vfork");
+    return -1;
+}
+
+int clone(int (*function)(void *), void *stack, int flags, void *argument, ...) {
+    (void)function; (void)stack; (void)flags; (void)argument;
+    refuse("started a process", "clone");
+    return -1;
+}
+
+int execv(const char *path, char *const argv[]) {
+    (void)argv;
+    refuse("started a process", path);
+    return -1;
+}
+
+int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    (void)argv; (void)envp;
+    refuse("started a process", file);
+    return -1;
+}
+
+int execl(const char *path, const char *argument, ...) {
+    (void)argument;
+    refuse("started a process", path);
+    return -1;
+}
+
+int execlp(const char *file, const char *argument, ...) {
+    (void)argument;
+    refuse("started a process", file);
+    return -1;
+}
+
+int execle(const char *path, const char *argument, ...) {
+    (void)argument;
+    refuse("started a process", path);
+    return -1;
+}
+
+int fexecve(int fd, char *const argv[], char *const envp[]) {
+    (void)fd; (void)argv; (void)envp;
+    refuse("started a process", "fexecve");
+    return -1;
+}
+
+int execveat(int directory, const char *path, char *const argv[], char *const envp[], int flags) {
+    (void)directory; (void)argv; (void)envp; (void)flags;
+    refuse("started a process", path);
+    return -1;
+}
+
+int system(const char *command) {
+    refuse("started a process", command ? command : "system");
+    return -1;
+}
+
+FILE *popen(const char *command, const char *type) {
+    (void)type;
+    refuse("started a process", command);
+    return NULL;
+}
+
+/* A connected pair is a socket too, and a host name look-up is the network (or nscd's socket). */
+int socketpair(int domain, int type, int protocol, int pair[2]) {
+    /* libcurl's own wake-up pair for a transfer (a refused URL's, in TransportPolicyTests) reaches nothing. */
+    int curls = called_from(__builtin_return_address(0), "libcurl.so");
+    if ((domain == AF_INET || domain == AF_INET6 || domain == AF_UNIX) && !curls) refuse("opened a socket", "socketpair");
+    REAL(socketpair);
+    return real_socketpair(domain, type, protocol, pair);
+}
+
+int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **result) {
+    (void)service; (void)hints; (void)result;
+    refuse("looked up a host name", node ? node : "getaddrinfo");
+    return EAI_FAIL;
+}
+
+/* Waits with a timeout are sleeps too (poll(NULL, 0, 1000) is one); a zero timeout only looks. */
+int poll(struct pollfd *fds, nfds_t count, int timeout) {
+    if (timeout != 0 && !called_from_dispatch(__builtin_return_address(0))) refuse("waited", "poll with a timeout");
+    REAL(poll);
+    return real_poll(fds, count, timeout);
+}
+
+int ppoll(struct pollfd *fds, nfds_t count, const struct timespec *timeout, const sigset_t *mask) {
+    int waits = timeout == NULL || timeout->tv_sec != 0 || timeout->tv_nsec != 0;
+    if (waits && !called_from_dispatch(__builtin_return_address(0))) refuse("waited", "ppoll with a timeout");
+    REAL(ppoll);
+    return real_ppoll(fds, count, timeout, mask);
+}
+
+int select(int count, fd_set *read, fd_set *write, fd_set *error, struct timeval *timeout) {
+    int waits = timeout == NULL || timeout->tv_sec != 0 || timeout->tv_usec != 0;
+    if (waits && !called_from_dispatch(__builtin_return_address(0))) refuse("waited", "select with a timeout");
+    REAL(select);
+    return real_select(count, read, write, error, timeout);
+}
+
+int pselect(int count, fd_set *read, fd_set *write, fd_set *error, const struct timespec *timeout, const sigset_t *mask) {
+    int waits = timeout == NULL || timeout->tv_sec != 0 || timeout->tv_nsec != 0;
+    if (waits && !called_from_dispatch(__builtin_return_address(0))) refuse("waited", "pselect with a timeout");
+    REAL(pselect);
+    return real_pselect(count, read, write, error, timeout, mask);
+}
+
+int epoll_wait(int epoll, struct epoll_event *events, int count, int timeout) {
+    if (timeout != 0 && !called_from_dispatch(__builtin_return_address(0))) refuse("waited", "epoll_wait with a timeout");
+    REAL(epoll_wait);
+    return real_epoll_wait(epoll, events, count, timeout);
+}
+
+int epoll_pwait(int epoll, struct epoll_event *events, int count, int timeout, const sigset_t *mask) {
+    if (timeout != 0 && !called_from_dispatch(__builtin_return_address(0))) refuse("waited", "epoll_pwait with a timeout");
+    REAL(epoll_pwait);
+    return real_epoll_pwait(epoll, events, count, timeout, mask);
+}
+
+/* Task.sleep: Swift's concurrency runtime hands the job to libdispatch to run later; and
+   DispatchQueue.asyncAfter, through Swift's Dispatch overlay. */
+typedef void *dispatch_opaque;
+void dispatch_after_f(unsigned long long when, dispatch_opaque queue, void *context, void (*work)(void *)) {
+    if (called_from(__builtin_return_address(0), "libswift_Concurrency")) refuse("slept", "Task.sleep");
+    REAL(dispatch_after_f);
+    real_dispatch_after_f(when, queue, context, work);
+}
+
+void dispatch_after(unsigned long long when, dispatch_opaque queue, void *block) {
+    if (called_from(__builtin_return_address(0), "libswiftDispatch")) refuse("slept", "DispatchQueue.asyncAfter");
+    REAL(dispatch_after);
+    real_dispatch_after(when, queue, block);
+}
+
+/* A semaphore wait that ran out its timeout slept for it (one that was signalled in time did not). */
+long dispatch_semaphore_wait(dispatch_opaque semaphore, unsigned long long timeout) {
+    REAL(dispatch_semaphore_wait);
+    long timedOut = real_dispatch_semaphore_wait(semaphore, timeout);
+    if (timedOut && timeout != 0 && timeout != ~0ull && !called_from_dispatch(__builtin_return_address(0)))
+        refuse("slept", "a semaphore wait that ran out its timeout");
+    return timedOut;
 }

@@ -90,11 +90,12 @@ enum BrowserLogin {
         } catch {
             // Ended by a signal: said, then ended by that signal, as the shell expects.
             if let signal = Self.interruptingSignal(error) {
-                PollingSignIn.emit(context, ["event": .string("failure"), "error": .string("interrupted"), "description": .string(error.description)])
+                PollingSignIn.emit(context, PollingSignIn.failureEvent(error))
                 listener.close()
                 PollingSignIn.endBySignal(context, signal, error.description)
             }
             if case .handoffReused = error {
+                // A failure whose own code scripts can tell apart (docs/sign-in.md): the sign-in may have been taken over.
                 PollingSignIn.emit(context, ["event": .string("failure"), "error": .string("handoff_reused"), "description": .string(error.description)])
                 throw error
             }
@@ -124,12 +125,7 @@ enum BrowserLogin {
                                                  "scope": tokens.scope.map { .string($0) } ?? .null])
             } catch {
                 listener.finish(callback, page: .notSignedIn)
-                let report = ErrorReport.from(error)
-                if case let .oauthError(code, description) = report.category {
-                    PollingSignIn.emit(context, ["event": .string("failure"), "error": .string(code), "description": description.map { .string($0) } ?? .null])
-                } else {
-                    PollingSignIn.emit(context, ["event": .string("failure"), "error": .null, "description": .string(report.message)])
-                }
+                PollingSignIn.emit(context, PollingSignIn.failureEvent(error))
                 throw error
             }
         }

@@ -91,12 +91,8 @@ enum RegisterCommand: DevtrustCommand {
         // the device step, after the server created the account and sent an OTP.
         try device.key.checkCanSign(random: context.environment.random)
         let deviceTokens = context.deviceTokens(configuration, store: store)
-        let attributesForKey = deviceTokens.attributes(addedClaims: claims)
-        let posture = deviceTokens.posture(backend: device.record.backend)
-        if context.verbose {
-            for line in attributesForKey.sources(posture: posture) { context.detail(line) }
-        }
-        let attributes = attributesForKey.attributes(posture: posture)
+        let attributes = deviceTokens.gatheredAttributes(backend: device.record.backend, addedClaims: claims,
+                                                         claimSources: context.verbose ? { for line in $0 { context.detail(line) } } : nil)
         let http = HTTPClientSettings(context, configuration: configuration).client(context)
         // deviceData in the server's time, once its answers have told it.
         let responder = DeviceRegistrationResponder(
