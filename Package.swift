@@ -150,8 +150,10 @@ let package = Package(
 
         // Shared test environment: temporary keystores and the devices set up in
         // them, the built binary, fixed clocks and randomness, independent
-        // verifiers (openssl CLI, python3-cryptography, jose).
-        .target(name: "DevtrustTestSupport", dependencies: ["DevtrustEncoding", "DevtrustKeys"], path: "Tests/DevtrustTestSupport"),
+        // verifiers (openssl CLI, python3-cryptography, jose); for the fast tier,
+        // virtual time and an in-process identity server (FakeIdentityServer).
+        .target(name: "DevtrustTestSupport", dependencies: ["DevtrustEncoding", "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustSignIn"],
+                path: "Tests/DevtrustTestSupport"),
 
         .testTarget(name: "DevtrustEncodingTests", dependencies: ["DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(name: "DevtrustURLTests", dependencies: ["DevtrustURL", "DevtrustEncoding", "DevtrustTestSupport"]),

@@ -87,14 +87,16 @@ struct CommandContext {
     }
 
     func deviceStore() throws -> DeviceStore {
-        DeviceStore(keystore: try keystore(), clock: environment.clock, tpm: tpmSelection, random: environment.random, tpmNotices: tpmNotices)
+        var store = DeviceStore(keystore: try keystore(), clock: environment.clock, tpm: tpmSelection, random: environment.random, tpmNotices: tpmNotices)
+        store.keyInUse = environment.keyInUse
+        return store
     }
 
     /// Where this run's posture is read: the machine's files, as the effective user, caching in the cache directory.
     var postureSources: PostureSources {
         let variables = environment.variables
-        return PostureSources(effectiveUserID: environment.effectiveUserID, home: variables["HOME"], xdgConfigHome: variables["XDG_CONFIG_HOME"],
-                              cache: cacheDirectory)
+        return PostureSources(root: environment.postureRoot, effectiveUserID: environment.effectiveUserID, home: variables["HOME"],
+                              xdgConfigHome: variables["XDG_CONFIG_HOME"], cache: cacheDirectory)
     }
 
     /// The device-token service over this run's keystore, clocks, randomness and posture, with

@@ -1,5 +1,7 @@
 import DevtrustDevice
+import DevtrustHTTP
 import DevtrustKeys
+import DevtrustSignIn
 import DevtrustTerminal
 import Glibc
 
@@ -19,6 +21,19 @@ public struct CommandEnvironment {
     /// child processes killed at a deadline (`BoundedProbes`): the real, single-threaded process does;
     /// in-process tests, in a multi-threaded test runner where a fork could deadlock, run them inline.
     public var isolatesProbes = false
+    /// The HTTP client every request of a command goes through, made from the options
+    /// `HTTPClientSettings` computes (CA, timeouts, proxy, the wait observer, the interruption):
+    /// curl. The fast tier's tests give an in-process server instead.
+    public var httpTransport: @Sendable (HTTPOptions) -> any HTTPClient = { CurlHTTPClient(options: $0) }
+    /// The clock and the waits between polls (`login --device-code`, `--ciba`), stopped by the
+    /// signal `interruption` reports: real time. The fast tier's tests give virtual time.
+    public var waiting: @Sendable (_ interruption: @escaping @Sendable () -> Int32) -> any Waiting = { SystemWaiting(interruption: $0) }
+    /// The prefix of every path the posture collectors read: "" for this machine's files. Below any
+    /// other root (a test's tree) nothing is run, and the firewall is not read (`FirewallCollector`).
+    public var postureRoot = ""
+    /// The device key as commands use it once loaded (`DeviceStore.keyInUse`): the key itself.
+    /// The fast tier's tests give a key that answers as a TPM in trouble does.
+    public var keyInUse: @Sendable (any DeviceKey) -> any DeviceKey = { $0 }
 
     public init(variables: [String: String], terminal: any Terminal, clock: any Clock = SystemClock(),
                 random: any RandomSource = SystemRandom(), effectiveUserID: UInt32 = geteuid()) {

@@ -37,18 +37,19 @@ struct HTTPClientSettings {
     func client(_ context: CommandContext, stoppedBySignals: Bool = false) -> any HTTPClient {
         var options = options
         if stoppedBySignals { options.interruption = { devtrust_interrupt_signal() } }
-        let client = context.clocks.watch(curlClient(context, options: options))
+        let client = context.clocks.watch(transport(context, options: options))
         guard context.verbose && !context.quiet else { return client }
         return VerboseHTTPClient(inner: client, say: { context.detail($0) })
     }
 
-    /// curl with `options` (these settings' own, or changed: shorter timeouts, say) and the
-    /// network-wait indicator that every command's requests have. Not the clock measurements
-    /// of `client(_:)`. One request at a time: the indicator draws on the command's one status line.
-    func curlClient(_ context: CommandContext, options: HTTPOptions) -> CurlHTTPClient {
+    /// The environment's transport (curl; a test's in-process server) with `options` (these
+    /// settings' own, or changed: shorter timeouts, say) and the network-wait indicator that every
+    /// command's requests have. Not the clock measurements of `client(_:)`. One request at a time:
+    /// the indicator draws on the command's one status line.
+    func transport(_ context: CommandContext, options: HTTPOptions) -> any HTTPClient {
         var options = options
         options.waitObserver = NetworkWaitObserver(indicator: waitIndicator(context))
-        return CurlHTTPClient(options: options)
+        return context.environment.httpTransport(options)
     }
 
     /// The network-wait indicator of `context`'s status line, for waits that are not one

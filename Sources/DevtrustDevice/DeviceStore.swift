@@ -37,6 +37,9 @@ public struct DeviceStore: Sendable {
     public let random: any RandomSource
     /// What a TPM key did on its own while this store's keys were used.
     public let tpmNotices: TPMNotices
+    /// The key as it is used once loaded: the key itself. A test in the fast tier puts a key that
+    /// answers as a TPM in trouble does (lockout, busy, gone) here, in place of a TPM.
+    public var keyInUse: @Sendable (any DeviceKey) -> any DeviceKey = { $0 }
 
     public init(keystore: Keystore, clock: any Clock = SystemClock(), tpm: TPMSelection = TPMSelection(explicit: nil, environment: [:]),
                 random: any RandomSource = SystemRandom(), tpmNotices: TPMNotices = TPMNotices()) {
@@ -60,7 +63,7 @@ public struct DeviceStore: Sendable {
         snapshot.keyFile = nil
         let key = try DeviceKeyFactory.load(record, file: &file, path: keystore.path + "/" + record.file, tpm: tpm(for: record),
                                             random: random, notices: tpmNotices)
-        return LoadedDevice(state: snapshot.state, record: record, key: key)
+        return LoadedDevice(state: snapshot.state, record: record, key: keyInUse(key))
     }
 
     /// The TPM a key is used in: `--tcti` or a TCTI variable, else the TCTI recorded with it, else the default.

@@ -1,6 +1,9 @@
 @testable import DevtrustCLI
+import DevtrustDevice
+import DevtrustHTTP
 import DevtrustJOSE
 import DevtrustKeys
+import DevtrustSignIn
 @testable import DevtrustTerminal
 import DevtrustTestSupport
 import Foundation
@@ -88,6 +91,14 @@ struct InProcessCLI: DevtrustRunner {
     var errorIsTerminal = false
     /// The window of stderr when it is a terminal (nil: a size the terminal does not say).
     var errorSize: TerminalSize?
+    /// What the fast tier puts in place of the network, time and the TPM (`FakeServerSetup`); nil
+    /// for each: the real one (curl, the system's clocks and waits, the key as loaded).
+    var httpTransport: (@Sendable (HTTPOptions) -> any HTTPClient)?
+    var waiting: (any Waiting)?
+    var bootClock: (@Sendable () -> BootClockReading)?
+    var keyInUse: (@Sendable (any DeviceKey) -> any DeviceKey)?
+    /// The root the posture collectors read below ("": this machine's files).
+    var postureRoot = ""
 
     init(keystore: String) {
         self.keystore = keystore
@@ -121,7 +132,13 @@ struct InProcessCLI: DevtrustRunner {
         let variables = environment.filter { CommandEnvironment.knownVariables.contains($0.key) }
         Self.requireOwnDirectories(variables)
         let terminal = CapturingTerminal(stdin: stdin ?? [], inputIsTerminal: inputIsTerminal, errorIsTerminal: errorIsTerminal, errorSize: errorSize)
-        let status = DevtrustCommandLine.run(arguments, environment: CommandEnvironment(variables: variables, terminal: terminal, clock: clock, random: random))
+        var environment = CommandEnvironment(variables: variables, terminal: terminal, clock: clock, random: random)
+        if let httpTransport { environment.httpTransport = httpTransport }
+        if let waiting { environment.waiting = { _ in waiting } }
+        if let bootClock { environment.bootClock = bootClock }
+        if let keyInUse { environment.keyInUse = keyInUse }
+        environment.postureRoot = postureRoot
+        let status = DevtrustCommandLine.run(arguments, environment: environment)
         return Run(result: ProcessResult(status: status, stdout: terminal.output, stderr: terminal.errors), prompts: terminal.prompts)
     }
 

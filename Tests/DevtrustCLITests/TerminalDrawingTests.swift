@@ -207,7 +207,7 @@ import Testing
         #expect(Set(drawings.map(\.left)).count >= 2 && drawings.map(\.left) == drawings.map(\.left).sorted(by: >), "\(drawings)")
     }
 
-    /// The client doctor can use for its requests (`curlClient`): with the indicator on the command's status line.
+    /// The client for other options (`transport`, the environment's: curl here): with the indicator on the command's status line.
     @Test(.enabled(if: ReferenceServer.shouldRun)) func theCurlClientForOtherOptionsShowsTheIndicator() throws {
         let server = try ReferenceServer(["--delay-seconds", "1.8"])
         let terminal = CapturingTerminal(errorIsTerminal: true)
@@ -217,7 +217,7 @@ import Testing
         let settings = HTTPClientSettings(caFile: nil, http: .init(), environment: [:])
         var options = settings.options
         options.totalTimeoutMilliseconds = 10_000
-        let client = settings.curlClient(context, options: options)
+        let client = settings.transport(context, options: options)
         _ = try? client.send(HTTPRequest(method: "POST", url: server.url + "/oauth2/token", body: Array("grant_type=none".utf8)))
         #expect(terminal.errors.hasPrefix(Self.clearLine + "⠋ waiting for 127.0.0.1… 1 s") && terminal.errors.hasSuffix(Self.clearLine),
                 "\(terminal.errors.debugDescription)")

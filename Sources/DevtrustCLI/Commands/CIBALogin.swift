@@ -71,7 +71,7 @@ enum CIBALogin {
         let store = try context.deviceStore()
         let http = settings.http.client(context)
         let server = try settings.authorizationServer(http: http, context: context)
-        let waiting = SystemWaiting(interruption: { devtrust_interrupt_signal() })
+        let waiting = context.environment.waiting({ devtrust_interrupt_signal() })
         let signIn = CIBASignIn(
             polling: PolledSignIn(oauth: try settings.oauthClient(context, server: server, stoppedBySignals: true), clientID: settings.clientID, server: server,
                                   waiting: waiting),

@@ -21,7 +21,7 @@ enum DeviceCodeLogin {
         let store = try context.deviceStore()
         let http = settings.http.client(context)
         let server = try settings.authorizationServer(http: http, context: context)
-        let waiting = SystemWaiting(interruption: { devtrust_interrupt_signal() })
+        let waiting = context.environment.waiting({ devtrust_interrupt_signal() })
         let signIn = DeviceCodeSignIn(oauth: try settings.oauthClient(context, server: server, stoppedBySignals: true), clientID: settings.clientID, scope: settings.scope,
                                       server: server, waiting: waiting)
         devtrust_watch_interrupts()

@@ -26,8 +26,8 @@ enum DoctorCommand: DevtrustCommand {
             httpOptions: { HTTPClientSettings(context, configuration: $0).options },
             caFileSource: context.global.caFile != nil ? "--ca-file" : "DEVTRUST_CA_FILE",
             httpClient: { options in
-                let curl = CurlHTTPClient(options: options)
-                return context.verbose && !context.quiet ? VerboseHTTPClient(inner: curl, say: { context.detail($0) }) : curl
+                let http = environment.httpTransport(options)
+                return context.verbose && !context.quiet ? VerboseHTTPClient(inner: http, say: { context.detail($0) }) : http
             },
             clocks: context.clocks, bootClock: environment.bootClock, probes: BoundedProbes(isolated: environment.isolatesProbes))
         let report = doctor.run { made in
