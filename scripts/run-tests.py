@@ -145,10 +145,6 @@ def main():
     test_binary = os.path.join(bin_path, "devtrustPackageTests.xctest")
     if not os.access(test_binary, os.X_OK):
         sys.exit("run-tests.py: " + test_binary + " is missing: build the tests first (swift build --build-tests)")
-    if options.only:
-        suites = {name: tests for name, tests in suites.items() if any(re.search(pattern, name) for pattern in options.only)}
-        if not suites:
-            sys.exit("run-tests.py: no suite matches " + " ".join(options.only))
     environment = dict(os.environ)
     if options.tier == "fast":
         with open(FAST_TIER) as listed:
@@ -164,6 +160,11 @@ def main():
         # A refused call aborts the test process; Swift's backtracer would start a process of its own.
         environment["SWIFT_BACKTRACE"] = "enable=no"
 
+    # SUITE patterns choose among the tier's suites.
+    if options.only:
+        suites = {name: tests for name, tests in suites.items() if any(re.search(pattern, name) for pattern in options.only)}
+        if not suites:
+            sys.exit("run-tests.py: no suite matches " + " ".join(options.only))
     log_dir = options.log_dir or tempfile.mkdtemp(prefix="devtrust-tests.")
     os.makedirs(log_dir, exist_ok=True)
     durations = read_durations()
