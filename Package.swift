@@ -36,7 +36,7 @@ let package = Package(
         .target(name: "CQRCode", linkerSettings: [.linkedLibrary("dl")]),
 
         // Base64, base64url, hex, DER and PEM, and a small strict JSON value type.
-        .target(name: "DevtrustEncoding"),
+        .target(name: "DevtrustEncoding", dependencies: ["DevtrustErrors"]),
 
         // URLs as RFC 3986 splits and resolves them (URLReference), and the one rule for a URL's
         // origin (Origin): what every module compares servers by. On the token path: no HTTP here.
@@ -49,7 +49,7 @@ let package = Package(
         .target(name: "DevtrustErrors"),
 
         // Operating-system helpers shared by the modules: bounded file reads.
-        .target(name: "DevtrustSystem", dependencies: ["DevtrustEncoding"]),
+        .target(name: "DevtrustSystem", dependencies: ["DevtrustEncoding", "DevtrustErrors"]),
 
         // The device key: one DeviceKey protocol, backends in parallel files,
         // P-256 public keys, ECDSA signature encodings, SHA-256, randomness, the clock.
@@ -196,7 +196,7 @@ let package = Package(
             name: "DevtrustCLITests",
             dependencies: ["DevtrustBrowser", "DevtrustCLI", "DevtrustDoctor", "DevtrustTestSupport", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustConfig",
                            "DevtrustCore", "DevtrustDevice", "DevtrustErrors", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeystore", "DevtrustSignIn",
-                           "DevtrustSignInService", "DevtrustTerminal", "DevtrustURL"]
+                           "DevtrustSignInService", "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]
         ),
     ]
 )

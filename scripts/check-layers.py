@@ -37,6 +37,9 @@ TOKEN_PATH = ["DevtrustCore", "DevtrustDevice", "DevtrustJOSE", "DevtrustKeystor
 # else below it (a new C shim that links or loads libcurl, a package product)
 # is a breach until it is listed here.
 TOKEN_PATH_C_MODULES = ["COpenSSL", "CTPM2", "CDeadline"]
+# The toolchain's modules the token path may import: libc and Synchronization. Foundation
+# costs a token its start-up time, and FoundationNetworking is libcurl below the wall.
+TOKEN_PATH_TOOLCHAIN_MODULES = ["Glibc", "Synchronization"]
 
 # The command line: the executable and the tests stand on it, no module does (the
 # native host and the system agent take the application's logic from below it).
@@ -153,6 +156,29 @@ def imported_modules(target, root):
     return set(output.split())
 
 
+def conditional_imports(path):
+    """The `import` lines of a Swift source inside an `#if` block: `-emit-imported-modules`
+    reads the source without the build's -D flags, so such an import would escape the
+    checks (`#if DEBUG` / `import DevtrustHTTP` / `#endif`). Every import is unconditional."""
+    found, depth, in_comment = [], 0, False
+    with open(path, encoding="utf-8") as source:
+        for number, line in enumerate(source, 1):
+            text = line.strip()
+            if in_comment:
+                in_comment = "*/" not in text
+                continue
+            if text.startswith("/*"):
+                in_comment = "*/" not in text
+                continue
+            if text.startswith("#if"):
+                depth += 1
+            elif text.startswith("#endif"):
+                depth = max(0, depth - 1)
+            elif depth and (text.startswith("import ") or (text.startswith("@") and " import " in text)):
+                found.append(f"{path}:{number}: an import inside #if ({text}): import unconditionally")
+    return found
+
+
 def dependency_breaches(package, root):
     module_of = {target["name"]: target.get("c99name", target["name"]) for target in package["targets"]}
     target_of = {module: name for name, module in module_of.items()}
@@ -160,8 +186,16 @@ def dependency_breaches(package, root):
     for target in sorted(package["targets"], key=lambda target: target["name"]):
         if target.get("module_type") != "SwiftTarget":
             continue
+        for source in target.get("sources", []):
+            if source.endswith(".swift"):
+                breaches.extend(conditional_imports(os.path.join(root, target["path"], source)))
         declared = {module_of.get(name, name) for name in target.get("target_dependencies", [])}
-        imported = {module for module in imported_modules(target, root) if module in target_of}
+        every_import = imported_modules(target, root)
+        if target["name"] in TOKEN_PATH:
+            for module in sorted(every_import - set(target_of) - set(TOKEN_PATH_TOOLCHAIN_MODULES)):
+                breaches.append(f"{target['name']} is on the token path and imports the toolchain's {module}; "
+                                f"it may import only {', '.join(TOKEN_PATH_TOOLCHAIN_MODULES)}")
+        imported = {module for module in every_import if module in target_of}
         for module in sorted(imported - declared):
             breaches.append(f"{target['name']} imports {module} but does not declare it")
         for module in sorted(declared - imported):
@@ -196,6 +230,17 @@ def self_test():
         breaches = breaches_of(dependencies)
         if len(breaches) != expected:
             print(f"check-layers: self-test failed: {dependencies} gave {len(breaches)} breaches, not {expected}: {breaches}", file=sys.stderr)
+            return 1
+    # An import under #if, and one the token path may not make, in sources of a package of one target.
+    import tempfile
+    with tempfile.TemporaryDirectory() as root:
+        os.makedirs(os.path.join(root, "Core"))
+        with open(os.path.join(root, "Core", "A.swift"), "w") as source:
+            source.write("import Glibc\nimport FoundationNetworking\n#if DEBUG\n@testable import DevtrustHTTP\n#endif\n")
+        package = {"targets": [{"name": TOKEN_PATH[0], "module_type": "SwiftTarget", "path": "Core", "sources": ["A.swift"], "target_dependencies": []}]}
+        breaches = dependency_breaches(package, root)
+        if len(breaches) != 2 or not any("#if" in breach for breach in breaches) or not any("FoundationNetworking" in breach for breach in breaches):
+            print(f"check-layers: self-test failed: an import under #if and FoundationNetworking on the token path gave {breaches}", file=sys.stderr)
             return 1
     return 0
 

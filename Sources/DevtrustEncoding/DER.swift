@@ -1,3 +1,5 @@
+import DevtrustErrors
+
 /// DER (X.690) that does not decode: wrong tag, bad length, non-minimal form, truncation.
 public struct DERError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
@@ -273,4 +275,9 @@ public struct PEMError: Error, Equatable, Sendable, CustomStringConvertible {
         case .noEndLine: return "the -----BEGIN \(label)----- block has no -----END \(label)----- line"
         }
     }
+}
+
+extension DERError: ClassifiedError {
+    /// DER that does not parse. A failure (exit 1), in its own words.
+    public var classification: ErrorClassification { ErrorClassification(.failure, summary: description) }
 }

@@ -1,3 +1,5 @@
+import DevtrustErrors
+
 public struct JSONParseError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
     /// Byte offset into the input where the problem was found.
@@ -267,4 +269,9 @@ public struct JSONParser {
         }
         position += length
     }
+}
+
+extension JSONParseError: ClassifiedError {
+    /// JSON that does not parse. A failure (exit 1), in its own words.
+    public var classification: ErrorClassification { ErrorClassification(.failure, summary: description) }
 }

@@ -1,5 +1,6 @@
 import COpenSSL
 import DevtrustEncoding
+import DevtrustErrors
 
 public struct PublicKeyError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
@@ -111,4 +112,9 @@ public struct P256PublicKey: Equatable, Hashable, Sendable {
         OpenSSLLibrary.clearErrors()
         return result
     }
+}
+
+extension PublicKeyError: ClassifiedError {
+    /// A public key that is not a P-256 point in the form expected. A failure (exit 1), in its own words.
+    public var classification: ErrorClassification { ErrorClassification(.failure, summary: description) }
 }

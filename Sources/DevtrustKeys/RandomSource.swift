@@ -1,4 +1,5 @@
 import COpenSSL
+import DevtrustErrors
 import Glibc
 
 /// Where random bytes come from; tests inject a deterministic source.
@@ -32,4 +33,9 @@ public struct RandomSourceError: Error, Equatable, Sendable, CustomStringConvert
     public let errno: Int32
 
     public var description: String { "the kernel's random number generator failed: \(String(cString: strerror(errno)))" }
+}
+
+extension RandomSourceError: ClassifiedError {
+    /// The system's randomness failed. A failure (exit 1), in its own words.
+    public var classification: ErrorClassification { ErrorClassification(.failure, summary: description) }
 }

@@ -1,4 +1,5 @@
 import DevtrustEncoding
+import DevtrustErrors
 import DevtrustHTTP
 import DevtrustJOSE
 import DevtrustKeys
@@ -150,4 +151,9 @@ extension TokenSet {
         guard issuer != nil, let idToken else { return nil }
         return IDTokenValidator.identity(ofKept: idToken)
     }
+}
+
+extension IDTokenRejection: ClassifiedError {
+    /// An ID token that fails its checks: an invalid token, the contract's failure. A failure (exit 1), in its own words.
+    public var classification: ErrorClassification { ErrorClassification(.failure, summary: description) }
 }

@@ -1,4 +1,5 @@
 import DevtrustEncoding
+import DevtrustErrors
 import Glibc
 
 public struct FileReadError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -96,4 +97,9 @@ public enum FileReader {
     public static func exists(_ path: String) -> Bool {
         access(path, F_OK) == 0
     }
+}
+
+extension FileReadError: ClassifiedError {
+    /// A file devtrust reads cannot be read. A failure (exit 1), in its own words.
+    public var classification: ErrorClassification { ErrorClassification(.failure, summary: description) }
 }

@@ -1,3 +1,4 @@
+import DevtrustErrors
 import Glibc
 
 public struct FileWriteError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -196,4 +197,9 @@ public enum FileWriter {
 
 public enum FileKind: Sendable, Equatable {
     case regularFile, directory, symbolicLink, other
+}
+
+extension FileWriteError: ClassifiedError {
+    /// A file devtrust writes (a cache, a record) cannot be written. A failure (exit 1), in its own words.
+    public var classification: ErrorClassification { ErrorClassification(.failure, summary: description) }
 }

@@ -1,3 +1,4 @@
+import DevtrustErrors
 import Glibc
 
 public struct SubprocessResult: Sendable {
@@ -73,4 +74,9 @@ public enum Subprocess {
         let exitCode = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
         return SubprocessResult(status: exitCode, output: output)
     }
+}
+
+extension SubprocessError: ClassifiedError {
+    /// A program devtrust starts (a collector, nft) could not be run or did not finish. A failure (exit 1), in its own words.
+    public var classification: ErrorClassification { ErrorClassification(.failure, summary: description) }
 }

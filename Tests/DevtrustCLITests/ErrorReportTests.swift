@@ -3,6 +3,7 @@
 @testable import DevtrustDoctor
 import DevtrustConfig
 import DevtrustDevice
+import DevtrustEncoding
 import DevtrustErrors
 import DevtrustFlow
 import DevtrustHTTP
@@ -10,6 +11,7 @@ import DevtrustJOSE
 @testable import DevtrustKeys
 import DevtrustKeystore
 import DevtrustSignIn
+import DevtrustSystem
 @testable import DevtrustTerminal
 import Glibc
 import Testing
@@ -89,6 +91,12 @@ import Testing
         Case("verification failure", VerificationFailure.badSignature, 1, message: "invalid: the signature does not verify with this public key"),
         Case("OpenSSL", OpenSSLError(operation: "EVP_DigestSign", detail: "error:1C800066:Provider routines::cipher operation failed"), 1,
              message: "a cryptographic operation failed (EVP_DigestSign); this is a bug or a broken OpenSSL installation, please report it"),
+        Case("file not written", FileWriteError(path: "/c/clock.json", operation: "rename", code: EACCES), 1),
+        Case("program not run", SubprocessError.timedOut("/usr/sbin/nft", milliseconds: 2000), 1),
+        Case("ID token rejected", IDTokenRejection("the ID token's nonce is not this sign-in's"), 1),
+        Case("public key", PublicKeyError(message: "not a point on P-256"), 1),
+        Case("JSON", JSONParseError(message: "unexpected end", offset: 3), 1),
+        Case("DER", DERError("a length in non-minimal form"), 1),
         Case("anything else", SomethingElse(), 1, message: "unexpected error: SomethingElse()"),
     ]
 
