@@ -143,10 +143,17 @@ function askHost(message) {
       return;
     }
     const timer = setTimeout(() => {
-      waitingReplies.delete(id);
       if (hostPort === port) hostPort = null;
       port.disconnect();
-      reject(new Error("the native host did not answer within " + HOST_TIMEOUT_MILLISECONDS / 1000 + " s"));
+      // A port's own disconnect() does not fire its onDisconnect: what else waits on this port
+      // fails now too (it can no longer be answered), not when its own timer runs out.
+      const error = new Error("the native host did not answer within " + HOST_TIMEOUT_MILLISECONDS / 1000 + " s");
+      for (const [other, waiting] of waitingReplies) {
+        if (waiting.port === port) {
+          waitingReplies.delete(other);
+          waiting.settle(null, error);
+        }
+      }
     }, HOST_TIMEOUT_MILLISECONDS);
     waitingReplies.set(id, {
       port,
