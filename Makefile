@@ -49,10 +49,12 @@ RELEASE_BINARY = .build/release/devtrust
 # Package.swift); no symbol of devtrust's own exported (the static Swift
 # runtime's link arguments ask for -export-dynamic: 4,800 symbols, 440 KB of
 # symbol tables that the loader and the runtime's start read, for nothing:
-# no library devtrust loads calls back into it).
+# no library devtrust loads calls back into it); no $$ORIGIN run path (SwiftPM's
+# default: the loader looked for libc, libm and each TSS library in the
+# binary's own directory and a dozen below it first, 26 failed calls a run).
 LINK_OPENSSL ?= static
 STATIC_LIBS   = $(CURDIR)/.build/static-libs
-RELEASE_FLAGS = -c release --static-swift-stdlib \
+RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath \
 	-Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic \
 	-Xswiftc -Xclang-linker -Xswiftc -static-libgcc -Xlinker -L$(STATIC_LIBS) \
 	-Xlinker --symbol-ordering-file=$(CURDIR)/scripts/link-order.txt -Xlinker --no-warn-symbol-ordering
