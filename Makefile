@@ -45,11 +45,17 @@ RELEASE_BINARY = .build/release/devtrust
 # libcrypto linked statically too (LINK_OPENSSL=dynamic links the system's
 # shared one instead, for packagers who want OpenSSL security updates to apply
 # without a rebuild); lld with packed relative relocations; hot functions
-# first (scripts/link-order.txt).
+# first (scripts/link-order.txt; each Swift function in a section of its own,
+# Package.swift); no symbol of devtrust's own exported (the static Swift
+# runtime's link arguments ask for -export-dynamic: 4,800 symbols, 440 KB of
+# symbol tables that the loader and the runtime's start read, for nothing:
+# no library devtrust loads calls back into it); no $$ORIGIN run path (SwiftPM's
+# default: the loader looked for libc, libm and each TSS library in the
+# binary's own directory and a dozen below it first, 26 failed calls a run).
 LINK_OPENSSL ?= static
 STATIC_LIBS   = $(CURDIR)/.build/static-libs
-RELEASE_FLAGS = -c release --static-swift-stdlib \
-	-Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
+RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath \
+	-Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic \
 	-Xswiftc -Xclang-linker -Xswiftc -static-libgcc -Xlinker -L$(STATIC_LIBS) \
 	-Xlinker --symbol-ordering-file=$(CURDIR)/scripts/link-order.txt -Xlinker --no-warn-symbol-ordering
 

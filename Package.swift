@@ -205,12 +205,17 @@ let package = Package(
 // - no implicit import of Swift's regex library or of Concurrency: devtrust uses
 //   neither, and not linking them keeps ~1.2 MB of code out of the binary;
 // - whole-program specialisation across modules in release builds (generic
-//   collection code from DevtrustEncoding runs specialised in DevtrustJOSE).
+//   collection code from DevtrustEncoding runs specialised in DevtrustJOSE);
+// - each function in a section of its own in release builds, so that the
+//   linker's ordering file (scripts/link-order.txt) places the functions a
+//   token runs together, not the whole files they are in. (The compiler does
+//   not generate code again for a module whose IR has not changed: objects
+//   built before this flag keep one section until they are removed.)
 for target in package.targets where target.path == nil && target.type != .test && target.type != .system
     && !target.name.hasPrefix("C") && target.name != "devtrust-bench" {
     target.swiftSettings = (target.swiftSettings ?? []) + [
         .unsafeFlags(["-Xfrontend", "-disable-implicit-string-processing-module-import",
                       "-Xfrontend", "-disable-implicit-concurrency-module-import"]),
-        .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
+        .unsafeFlags(["-cross-module-optimization", "-Xfrontend", "-function-sections"], .when(configuration: .release)),
     ]
 }

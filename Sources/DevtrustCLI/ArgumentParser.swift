@@ -210,7 +210,24 @@ struct OptionValues<Owner: OptionOwner> {
 /// options also accepted after the command, `--opt=value`, and `--` ending options.
 struct ArgumentParser {
     let globalOptions: [OptionSpec]
-    let commands: [CommandSpec]
+    /// Every command's name, in help's order.
+    let commandNames: [String]
+    /// A command's spec by its name, nil for no command: made when asked for,
+    /// so that a command line builds its own command's spec and no other.
+    let specNamed: (String) -> CommandSpec?
+
+    init(globalOptions: [OptionSpec], commandNames: [String], specNamed: @escaping (String) -> CommandSpec?) {
+        self.globalOptions = globalOptions
+        self.commandNames = commandNames
+        self.specNamed = specNamed
+    }
+
+    init(globalOptions: [OptionSpec], commands: [CommandSpec]) {
+        self.init(globalOptions: globalOptions, commandNames: commands.map(\.name)) { name in commands.first { $0.name == name } }
+    }
+
+    /// Every command's spec: for a message about a command line refused.
+    private var commands: [CommandSpec] { commandNames.compactMap(specNamed) }
 
     func parse(_ arguments: [String]) throws(UsageError) -> ParsedArguments {
         var parsed = ParsedArguments()
@@ -253,8 +270,8 @@ struct ArgumentParser {
                 continue
             }
             if commandSpec == nil {
-                guard let spec = commands.first(where: { $0.name == argument }) else {
-                    let suggestions = NameSuggestions.closest(to: argument, among: commands.map(\.name))
+                guard commandNames.contains(argument), let spec = specNamed(argument) else {
+                    let suggestions = NameSuggestions.closest(to: argument, among: commandNames)
                     throw UsageError("unknown command \"\(argument)\""
                                      + (suggestions.isEmpty ? "; run `devtrust --help` for the list" : NameSuggestions.phrase(suggestions, quoted: true)))
                 }
@@ -285,8 +302,8 @@ struct ArgumentParser {
                 let name = argument.hasPrefix("--") ? String(argument.dropFirst(2)) : nil
                 let spec = (globalOptions + (command?.options ?? [])).first { name != nil ? $0.long == name : "-" + String($0.short ?? " ") == argument }
                 if spec?.value != nil { index += 1 }
-            } else if command == nil {
-                command = commands.first { $0.name == argument }
+            } else if command == nil, commandNames.contains(argument) {
+                command = specNamed(argument)
             }
         }
         return false

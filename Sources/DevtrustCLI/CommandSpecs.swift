@@ -61,21 +61,34 @@ extension DevtrustCommand {
 enum CommandSpecs {
     static let version = "0.1.0"
 
-    /// Every command, in the order help lists them.
-    static let all: [any DevtrustCommand.Type] = [
-        InitCommand.self, PubkeyCommand.self, SignChallengeCommand.self, DeviceDataCommand.self, TokenCommand.self,
-        AttributesCommand.self, VerifyCommand.self, RegisterCommand.self, LoginCommand.self, AccessTokenCommand.self, DPoPProofCommand.self,
-        AuthorizeURLCommand.self, LogoutCommand.self, StatusCommand.self, DoctorCommand.self, ResetCommand.self, BrowserCommand.self,
-        NativeHostCommand.self, CompletionCommand.self, HelpCommand.self,
+    /// Every command by its name, in the order help lists them. A command line
+    /// finds its command by the name and builds that command's spec alone:
+    /// every command's spec (the options' types made at run time, command by
+    /// command) was a quarter of a token's instructions. Each name is its
+    /// spec's (CommandSpecTests).
+    static let named: [(name: String, command: any DevtrustCommand.Type)] = [
+        ("init", InitCommand.self), ("pubkey", PubkeyCommand.self), ("sign-challenge", SignChallengeCommand.self),
+        ("device-data", DeviceDataCommand.self), ("token", TokenCommand.self), ("attributes", AttributesCommand.self),
+        ("verify", VerifyCommand.self), ("register", RegisterCommand.self), ("login", LoginCommand.self),
+        ("access-token", AccessTokenCommand.self), ("dpop-proof", DPoPProofCommand.self), ("authorize-url", AuthorizeURLCommand.self),
+        ("logout", LogoutCommand.self), ("status", StatusCommand.self), ("doctor", DoctorCommand.self), ("reset", ResetCommand.self),
+        ("browser", BrowserCommand.self), ("native-host", NativeHostCommand.self), ("completion", CompletionCommand.self),
+        ("help", HelpCommand.self),
     ]
 
+    /// Every command, in the order help lists them.
+    static var all: [any DevtrustCommand.Type] { named.map(\.command) }
+
     static let global = GlobalOptions.declaredOptions
+    /// Every command's spec (help, completion): the parser does not need them all.
     static let commands = all.map { $0.spec }
 
-    static var parser: ArgumentParser { ArgumentParser(globalOptions: global, commands: commands) }
+    static var parser: ArgumentParser {
+        ArgumentParser(globalOptions: global, commandNames: named.map(\.name)) { name in command(named: name)?.spec }
+    }
 
     static func command(named name: String) -> (any DevtrustCommand.Type)? {
-        all.first { $0.spec.name == name }
+        named.first { $0.name == name }?.command
     }
 
     /// Help fits an 80-column terminal.

@@ -177,6 +177,12 @@ public struct JSONParser {
             let byte = bytes[position]
             switch byte {
             case UInt8(ascii: "\""):
+                // No escape (most strings): the bytes are the string, already checked as UTF-8.
+                if scalars.isEmpty {
+                    let text = String(decoding: bytes[runStart..<position], as: UTF8.self)
+                    position += 1
+                    return text
+                }
                 flushRun(position, into: &scalars)
                 position += 1
                 return String(scalars)

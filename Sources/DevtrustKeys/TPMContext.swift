@@ -55,7 +55,13 @@ final class TPMContext {
                 continue
             }
             var tcti: OpaquePointer?
-            let loaded = tss.Tss2_TctiLdr_Initialize(candidate, &tcti)
+            let direct = TPMSelection.moduleFileConfiguration(candidate)
+            var loaded = tss.Tss2_TctiLdr_Initialize(direct ?? candidate, &tcti)
+            // No module by that file name: the name as tctildr looks for it.
+            if direct != nil && Self.isModuleMissing(TPMResponseCode(loaded)) {
+                tcti = nil
+                loaded = tss.Tss2_TctiLdr_Initialize(candidate, &tcti)
+            }
             guard loaded == 0, let tcti else {
                 failures.append(unreachable(candidate, TPMResponseCode(loaded)))
                 continue
@@ -73,6 +79,11 @@ final class TPMContext {
         // The first candidate's failure is the one that matters (the device);
         // the default's fallback to tabrmd only adds that it is not there either.
         throw failures.first ?? .unreachable(tcti: "(none)", reason: "no TCTI configured", hint: nil)
+    }
+
+    /// NOT_IMPLEMENTED, NOT_SUPPORTED: tctildr found no such TCTI module.
+    private static func isModuleMissing(_ code: TPMResponseCode) -> Bool {
+        code.tssBaseCode == 2 || code.tssBaseCode == 21
     }
 
     private static func unreachable(_ configuration: String, _ code: TPMResponseCode) -> TPMError {

@@ -101,6 +101,18 @@ public struct TPMSelection: Equatable, Sendable {
                     + ", e.g. --tcti device:/dev/tpmrm0 or --tcti swtpm:host=localhost,port=2321")
     }
 
+    /// `configuration` with a known TCTI's name put as its module's file name
+    /// (`swtpm:host=h` -> `libtss2-tcti-swtpm.so.0:host=h`), nil for another.
+    /// tctildr first gives the dynamic loader the bare name, which it looks for
+    /// in every library directory (two dozen failed opens on Debian), then
+    /// this file name, found in the loader's cache at once: the same module,
+    /// given the same configuration.
+    static func moduleFileConfiguration(_ configuration: String) -> String? {
+        let parts = configuration.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+        guard knownTCTINames.contains(String(parts[0])) else { return nil }
+        return "libtss2-tcti-\(parts[0]).so.0" + (parts.count > 1 ? ":" + parts[1] : "")
+    }
+
     /// Whether `name` (a configuration's TCTI name) is a library path or file name rather than a TCTI's name.
     public static func namesLibrary(_ name: String) -> Bool {
         name.contains("/") || name.split(separator: ".").contains("so")

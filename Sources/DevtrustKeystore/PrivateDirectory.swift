@@ -60,9 +60,11 @@ final class PrivateDirectory {
         return created
     }
 
-    static func checkPrivate(_ info: stat, path: String, ownerID: UInt32, fix: String) throws(KeystoreError) {
+    /// `fix` is made only for a refusal: quoting the path for a shell looks up
+    /// Unicode properties, which every token would pay for.
+    static func checkPrivate(_ info: stat, path: String, ownerID: UInt32, fix: @autoclosure () -> String) throws(KeystoreError) {
         guard info.st_uid == ownerID else { throw .wrongOwner(path: path, owner: info.st_uid, expected: ownerID) }
-        guard info.st_mode & 0o077 == 0 else { throw .unsafePermissions(path: path, mode: info.st_mode, fix: fix) }
+        guard info.st_mode & 0o077 == 0 else { throw .unsafePermissions(path: path, mode: info.st_mode, fix: fix()) }
     }
 
     func pathOf(_ name: String) -> String {

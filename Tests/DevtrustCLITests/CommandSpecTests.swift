@@ -16,6 +16,10 @@ import Testing
         }
         let names = CommandSpecs.commands.map(\.name)
         #expect(Set(names).count == names.count, "\(names)")
+        // The parser finds a command by the name it is listed under, then builds its spec.
+        for (name, command) in CommandSpecs.named {
+            #expect(command.spec.name == name, "\(command) is listed as \(name), its spec says \(command.spec.name)")
+        }
         for command in CommandSpecs.commands {
             #expect(overview.contains("  \(command.name)  "), "overview lacks \(command.name)")
             #expect(!command.summary.isEmpty && !command.summary.contains("\n"), "\(command.name)")
