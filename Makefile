@@ -7,7 +7,8 @@
 PREFIX   ?= /usr/local
 DESTDIR  ?=
 SWIFT    ?= swift
-SWIFTC   ?= swiftc
+# swiftc beside the swift used (SWIFT=/opt/x/bin/swift: /opt/x/bin/swiftc).
+SWIFTC   ?= $(patsubst %swift,%swiftc,$(SWIFT))
 BINDIR    = $(DESTDIR)$(PREFIX)/bin
 MANDIR    = $(DESTDIR)$(PREFIX)/share/man/man1
 # The browser extension's files (browser/), where `devtrust browser install` finds them.
@@ -125,7 +126,9 @@ test-long: deps-check
 check: deps-build check-layers
 	$(SWIFT) build --build-tests $(IMPORT_CHECK)
 	@mkdir -p .build && clang -O1 -shared -fPIC -o $(FAST_TIER_GUARD) Tests/Interop/fast_tier_guard.c
-	@[ .build/fast_tier_probe -nt Tests/Interop/fast_tier_probe.swift ] || $(SWIFTC) -o .build/fast_tier_probe Tests/Interop/fast_tier_probe.swift
+	@$(SWIFTC) --version 2>&1 | cmp -s - .build/fast_tier_probe.toolchain && [ .build/fast_tier_probe -nt Tests/Interop/fast_tier_probe.swift ] \
+		|| { $(SWIFTC) -o .build/fast_tier_probe Tests/Interop/fast_tier_probe.swift && $(SWIFTC) --version > .build/fast_tier_probe.toolchain 2>&1; }
+	@cc -O1 -o .build/fast_tier_probe_c Tests/Interop/fast_tier_probe_c.c -lpthread
 	scripts/run-tests.py --tier fast --jobs 2 --swift $(SWIFT)
 
 # The modules of `devtrust token` below HTTP, and every target's dependencies

@@ -21,6 +21,7 @@ when a check fails.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -156,6 +157,11 @@ def imported_modules(target, root):
     return set(output.split())
 
 
+# An import declaration: attributes (`@testable`, `@_implementationOnly`, `@preconcurrency`), an
+# access level (`public import`, Swift 6), a kind (`import struct X.Y`).
+IMPORT_LINE = re.compile(r"^(?:@\w+(?:\(.*?\))?\s+)*(?:(?:public|package|internal|fileprivate|private)\s+)?import\s")
+
+
 def conditional_imports(path):
     """The `import` lines of a Swift source inside an `#if` block: `-emit-imported-modules`
     reads the source without the build's -D flags, so such an import would escape the
@@ -174,7 +180,7 @@ def conditional_imports(path):
                 depth += 1
             elif text.startswith("#endif"):
                 depth = max(0, depth - 1)
-            elif depth and (text.startswith("import ") or (text.startswith("@") and " import " in text)):
+            elif depth and IMPORT_LINE.match(text):
                 found.append(f"{path}:{number}: an import inside #if ({text}): import unconditionally")
     return found
 
@@ -236,10 +242,11 @@ def self_test():
     with tempfile.TemporaryDirectory() as root:
         os.makedirs(os.path.join(root, "Core"))
         with open(os.path.join(root, "Core", "A.swift"), "w") as source:
-            source.write("import Glibc\nimport FoundationNetworking\n#if DEBUG\n@testable import DevtrustHTTP\n#endif\n")
+            source.write("import Glibc\nimport FoundationNetworking\n#if DEBUG\n@testable import DevtrustHTTP\n#endif\n"
+                         "#if SOME_FLAG\npublic import DevtrustFlow\n#endif\n")
         package = {"targets": [{"name": TOKEN_PATH[0], "module_type": "SwiftTarget", "path": "Core", "sources": ["A.swift"], "target_dependencies": []}]}
         breaches = dependency_breaches(package, root)
-        if len(breaches) != 2 or not any("#if" in breach for breach in breaches) or not any("FoundationNetworking" in breach for breach in breaches):
+        if len(breaches) != 3 or sum("#if" in breach for breach in breaches) != 2 or not any("FoundationNetworking" in breach for breach in breaches):
             print(f"check-layers: self-test failed: an import under #if and FoundationNetworking on the token path gave {breaches}", file=sys.stderr)
             return 1
     return 0

@@ -58,15 +58,29 @@ def guard_self_test():
               "a sleep": [python, "-c", "import time; time.sleep(0.01)"],
               "a wait in select": [python, "-c", "import select; select.select([], [], [], 0.01)"],
               "a wait in poll": [python, "-c", "import select; select.poll().poll(10)"]}
-    # The Swift ways to wait (Tests/Interop/fast_tier_probe.swift, built by `make check`).
-    probe = os.path.join(REPOSITORY, ".build", "fast_tier_probe")
-    if not os.access(probe, os.X_OK):
-        sys.exit(f"run-tests.py: {probe} is missing: `make check` builds it")
-    for mode in ["task-sleep", "semaphore-timeout", "run-loop", "async-after", "thread-sleep"]:
-        probes["Swift's " + mode] = [probe, mode]
-    plain = subprocess.run([probe, "plain"], env=dict(os.environ, LD_PRELOAD=GUARD), capture_output=True, text=True)
-    if plain.returncode != 0:
-        sys.exit(f"run-tests.py: {GUARD} refused a task waited for without a timeout:\n{plain.stderr}")
+    # Every C call the guard refuses (Tests/Interop/fast_tier_probe_c.c), and the Swift ways to
+    # wait (Tests/Interop/fast_tier_probe.swift), both built by `make check`; each probe's "plain"
+    # does what the tier allows, which must run through.
+    swift_probe = os.path.join(REPOSITORY, ".build", "fast_tier_probe")
+    c_probe = os.path.join(REPOSITORY, ".build", "fast_tier_probe_c")
+    for probe in (swift_probe, c_probe):
+        if not os.access(probe, os.X_OK):
+            sys.exit(f"run-tests.py: {probe} is missing: `make check` builds it")
+        plain = subprocess.run([probe, "plain"], capture_output=True, text=True)
+        if plain.returncode != 0:
+            sys.exit(f"run-tests.py: {probe} does not run (rebuild it: `make check`):\n{plain.stderr}")
+        guarded = subprocess.run([probe, "plain"], env=dict(os.environ, LD_PRELOAD=GUARD), capture_output=True, text=True)
+        if guarded.returncode != 0:
+            sys.exit(f"run-tests.py: {GUARD} refused what the fast tier allows ({probe} plain):\n{guarded.stderr}")
+    for mode in ["task-sleep", "task-sleep-tolerance", "semaphore-timeout", "group-timeout", "work-item-timeout", "timer-source",
+                 "condition-timeout", "run-loop", "async-after", "thread-sleep"]:
+        probes["Swift's " + mode] = [swift_probe, mode]
+    for mode in ["sleep", "usleep", "nanosleep", "clock_nanosleep", "poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait",
+                 "epoll_pwait2", "pthread_cond_timedwait", "pthread_cond_clockwait", "sem_timedwait", "sem_clockwait", "sigtimedwait",
+                 "fork", "_Fork", "vfork", "clone", "posix_spawn", "posix_spawnp", "execve", "execv", "execvp", "execvpe", "execl",
+                 "execlp", "execle", "fexecve", "execveat", "system", "popen", "socket", "socket-unix", "socketpair", "getaddrinfo",
+                 "gethostbyname", "gethostbyname2", "gethostbyname_r", "gethostbyname2_r", "gethostbyaddr", "getnameinfo"]:
+        probes["C's " + mode] = [c_probe, mode]
     for what, command in probes.items():
         probe = subprocess.run(command, env=dict(os.environ, LD_PRELOAD=GUARD), capture_output=True, text=True)
         if probe.returncode == 0 or "fast tier:" not in probe.stderr:
@@ -245,6 +259,8 @@ def main():
     elapsed = time.monotonic() - started
     slowest = sorted(results.items(), key=lambda item: item[1][2], reverse=True)[:8]
     print("== slowest: " + ", ".join(f"{suite.split('.', 1)[-1]} {seconds:.0f} s" for suite, (_, _, seconds) in slowest))
+    if skipped:
+        print(f"== {len(skipped)} skipped: " + ", ".join(sorted(skipped)))
     if failed:
         print(f"✘ {len(failed)} of {unit_count} test runs failed after {elapsed:.0f} s: " + ", ".join(failed))
         sys.exit(1)
@@ -252,7 +268,6 @@ def main():
         print(f"✘ ran {ran} tests; `swift test list` has {total}")
         sys.exit(1)
     if skipped:
-        print(f"== {len(skipped)} skipped: " + ", ".join(sorted(skipped)))
         if os.environ.get("CI") == "true":
             print("✘ tests were skipped on CI, where every tool the tests need is installed: each must run")
             sys.exit(1)

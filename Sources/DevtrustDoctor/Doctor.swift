@@ -166,7 +166,8 @@ package struct Doctor {
         }
         let primary = probe(store, through: through)
         guard let override, backend == .tpm, primary.check.verdict == .fail, let store else { return (primary.check, primary.timedOut) }
-        let own = DeviceStore(keystore: store.keystore, clock: store.clock, tpm: override.withoutOverride, random: store.random, tpmNotices: TPMNotices())
+        var own = DeviceStore(keystore: store.keystore, clock: store.clock, tpm: override.withoutOverride, random: store.random, tpmNotices: TPMNotices())
+        own.keyInUse = store.keyInUse
         let ownTCTI = override.withoutOverride.candidates.joined(separator: " or ")
         let alternative = probe(own, through: ownTCTI)
         let overridden = "\(override.described). Through \(override.tcti): \(primary.check.detail)"

@@ -69,6 +69,8 @@ public final class FakeIdentityServer: Sendable {
         public let deviceModel: String?
         /// The deviceData's claims, when the step required it.
         public let claims: JSONObject?
+        /// The deviceData as sent, whether the step asked for it or not.
+        public let deviceData: String?
     }
 
     /// What the server made of a device token (never a reason to fail a request at sign-in).
@@ -337,7 +339,7 @@ public final class FakeIdentityServer: Sendable {
         state.withLock { state in
             state.flows.removeValue(forKey: flowId)
             state.devices.append(Device(registrationId: flow.registrationId!, user: flow.user!, publicKey: inputs["publicKey"]!,
-                                        deviceModel: inputs["deviceModel"], claims: claims))
+                                        deviceModel: inputs["deviceModel"], claims: claims, deviceData: inputs["deviceData"]))
         }
         return json(200, ["flowId": .string(flowId), "flowType": .string("REGISTRATION"), "flowStatus": .string("COMPLETE"), "type": .string("VIEW"),
                           "data": .object([:])])
@@ -375,7 +377,9 @@ public final class FakeIdentityServer: Sendable {
         if !nested.isEmpty {
             return .failure(TokenRefusal(code: "DR-60004", description: "claims must be flat; nested: " + nested.joined(separator: ", ")))
         }
-        let jti = claims["jti"]!.stringValue!
+        guard let jti = claims["jti"]?.stringValue, !jti.isEmpty else {
+            return .failure(TokenRefusal(code: "DR-60002", description: "jti is missing or not a string"))
+        }
         guard state.withLock({ $0.usedJTIs.insert(jti).inserted }) else {
             return .failure(TokenRefusal(code: "DR-60002", description: "jti \(jti) was already used"))
         }

@@ -7,7 +7,10 @@
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <netdb.h>
+#include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/epoll.h>
@@ -196,42 +199,43 @@ int getaddrinfo(const char *node, const char *service, const struct addrinfo *hi
     return EAI_FAIL;
 }
 
-/* Waits with a timeout are sleeps too (poll(NULL, 0, 1000) is one); a zero timeout only looks. */
+/* Waits with a timeout are sleeps too (poll(NULL, 0, 1000) is one); a zero timeout only looks,
+   and none (-1, NULL) blocks until the descriptors are ready, which is no timed wait. */
 int poll(struct pollfd *fds, nfds_t count, int timeout) {
-    if (timeout != 0 && !called_from_dispatch(__builtin_return_address(0))) refuse("waited", "poll with a timeout");
+    if (timeout > 0 && !called_from_dispatch(__builtin_return_address(0))) refuse("waited", "poll with a timeout");
     REAL(poll);
     return real_poll(fds, count, timeout);
 }
 
 int ppoll(struct pollfd *fds, nfds_t count, const struct timespec *timeout, const sigset_t *mask) {
-    int waits = timeout == NULL || timeout->tv_sec != 0 || timeout->tv_nsec != 0;
+    int waits = timeout != NULL && (timeout->tv_sec != 0 || timeout->tv_nsec != 0);
     if (waits && !called_from_dispatch(__builtin_return_address(0))) refuse("waited", "ppoll with a timeout");
     REAL(ppoll);
     return real_ppoll(fds, count, timeout, mask);
 }
 
 int select(int count, fd_set *read, fd_set *write, fd_set *error, struct timeval *timeout) {
-    int waits = timeout == NULL || timeout->tv_sec != 0 || timeout->tv_usec != 0;
+    int waits = timeout != NULL && (timeout->tv_sec != 0 || timeout->tv_usec != 0);
     if (waits && !called_from_dispatch(__builtin_return_address(0))) refuse("waited", "select with a timeout");
     REAL(select);
     return real_select(count, read, write, error, timeout);
 }
 
 int pselect(int count, fd_set *read, fd_set *write, fd_set *error, const struct timespec *timeout, const sigset_t *mask) {
-    int waits = timeout == NULL || timeout->tv_sec != 0 || timeout->tv_nsec != 0;
+    int waits = timeout != NULL && (timeout->tv_sec != 0 || timeout->tv_nsec != 0);
     if (waits && !called_from_dispatch(__builtin_return_address(0))) refuse("waited", "pselect with a timeout");
     REAL(pselect);
     return real_pselect(count, read, write, error, timeout, mask);
 }
 
 int epoll_wait(int epoll, struct epoll_event *events, int count, int timeout) {
-    if (timeout != 0 && !called_from_dispatch(__builtin_return_address(0))) refuse("waited", "epoll_wait with a timeout");
+    if (timeout > 0 && !called_from_dispatch(__builtin_return_address(0))) refuse("waited", "epoll_wait with a timeout");
     REAL(epoll_wait);
     return real_epoll_wait(epoll, events, count, timeout);
 }
 
 int epoll_pwait(int epoll, struct epoll_event *events, int count, int timeout, const sigset_t *mask) {
-    if (timeout != 0 && !called_from_dispatch(__builtin_return_address(0))) refuse("waited", "epoll_pwait with a timeout");
+    if (timeout > 0 && !called_from_dispatch(__builtin_return_address(0))) refuse("waited", "epoll_pwait with a timeout");
     REAL(epoll_pwait);
     return real_epoll_pwait(epoll, events, count, timeout, mask);
 }
@@ -258,4 +262,114 @@ long dispatch_semaphore_wait(dispatch_opaque semaphore, unsigned long long timeo
     if (timedOut && timeout != 0 && timeout != ~0ull && !called_from_dispatch(__builtin_return_address(0)))
         refuse("slept", "a semaphore wait that ran out its timeout");
     return timedOut;
+}
+
+int epoll_pwait2(int epoll, struct epoll_event *events, int count, const struct timespec *timeout, const sigset_t *mask) {
+    int waits = timeout != NULL && (timeout->tv_sec != 0 || timeout->tv_nsec != 0);
+    if (waits && !called_from_dispatch(__builtin_return_address(0))) refuse("waited", "epoll_pwait2 with a timeout");
+    REAL(epoll_pwait2);
+    return real_epoll_pwait2(epoll, events, count, timeout, mask);
+}
+
+/* Timed waits on a condition or a semaphore: a wait that ran out its time slept for it (one that
+   was woken in time did not). */
+int pthread_cond_timedwait(pthread_cond_t *condition, pthread_mutex_t *mutex, const struct timespec *deadline) {
+    REAL(pthread_cond_timedwait);
+    int result = real_pthread_cond_timedwait(condition, mutex, deadline);
+    if (result == ETIMEDOUT && !called_from_dispatch(__builtin_return_address(0))) refuse("slept", "a condition wait that ran out its time");
+    return result;
+}
+
+int pthread_cond_clockwait(pthread_cond_t *condition, pthread_mutex_t *mutex, clockid_t clock, const struct timespec *deadline) {
+    REAL(pthread_cond_clockwait);
+    int result = real_pthread_cond_clockwait(condition, mutex, clock, deadline);
+    if (result == ETIMEDOUT && !called_from_dispatch(__builtin_return_address(0))) refuse("slept", "a condition wait that ran out its time");
+    return result;
+}
+
+int sem_timedwait(sem_t *semaphore, const struct timespec *deadline) {
+    REAL(sem_timedwait);
+    int result = real_sem_timedwait(semaphore, deadline);
+    if (result != 0 && errno == ETIMEDOUT && !called_from_dispatch(__builtin_return_address(0))) refuse("slept", "sem_timedwait that ran out its time");
+    return result;
+}
+
+int sem_clockwait(sem_t *semaphore, clockid_t clock, const struct timespec *deadline) {
+    REAL(sem_clockwait);
+    int result = real_sem_clockwait(semaphore, clock, deadline);
+    if (result != 0 && errno == ETIMEDOUT && !called_from_dispatch(__builtin_return_address(0))) refuse("slept", "sem_clockwait that ran out its time");
+    return result;
+}
+
+int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout) {
+    REAL(sigtimedwait);
+    int result = real_sigtimedwait(set, info, timeout);
+    if (result < 0 && errno == EAGAIN && !called_from_dispatch(__builtin_return_address(0))) refuse("slept", "sigtimedwait that ran out its time");
+    return result;
+}
+
+/* glibc's public fork without the atfork handlers. */
+pid_t _Fork(void) {
+    refuse("forked", "_Fork");
+    return -1;
+}
+
+/* The older host name look-ups: glibc reaches the resolver's socket inside itself. */
+struct hostent *gethostbyname(const char *name) {
+    refuse("looked up a host name", name);
+    return NULL;
+}
+
+struct hostent *gethostbyname2(const char *name, int family) {
+    (void)family;
+    refuse("looked up a host name", name);
+    return NULL;
+}
+
+int gethostbyname_r(const char *name, struct hostent *entry, char *buffer, size_t length, struct hostent **result, int *error) {
+    (void)entry; (void)buffer; (void)length; (void)result; (void)error;
+    refuse("looked up a host name", name);
+    return -1;
+}
+
+int gethostbyname2_r(const char *name, int family, struct hostent *entry, char *buffer, size_t length, struct hostent **result, int *error) {
+    (void)family; (void)entry; (void)buffer; (void)length; (void)result; (void)error;
+    refuse("looked up a host name", name);
+    return -1;
+}
+
+struct hostent *gethostbyaddr(const void *address, socklen_t length, int family) {
+    (void)address; (void)length; (void)family;
+    refuse("looked up a host name", "gethostbyaddr");
+    return NULL;
+}
+
+int getnameinfo(const struct sockaddr *address, socklen_t length, char *host, socklen_t hostLength, char *service, socklen_t serviceLength, int flags) {
+    (void)address; (void)length; (void)host; (void)hostLength; (void)service; (void)serviceLength; (void)flags;
+    refuse("looked up a host name", "getnameinfo");
+    return EAI_FAIL;
+}
+
+/* The other ways libdispatch waits for a caller: a group or a work item whose wait ran out its
+   time, and a timer source (Task.sleep with a tolerance, DispatchSource timers). */
+long dispatch_group_wait(dispatch_opaque group, unsigned long long timeout) {
+    REAL(dispatch_group_wait);
+    long timedOut = real_dispatch_group_wait(group, timeout);
+    if (timedOut && timeout != 0 && timeout != ~0ull && !called_from_dispatch(__builtin_return_address(0)))
+        refuse("slept", "a group wait that ran out its timeout");
+    return timedOut;
+}
+
+long dispatch_block_wait(void *block, unsigned long long timeout) {
+    REAL(dispatch_block_wait);
+    long timedOut = real_dispatch_block_wait(block, timeout);
+    if (timedOut && timeout != 0 && timeout != ~0ull && !called_from_dispatch(__builtin_return_address(0)))
+        refuse("slept", "a work item wait that ran out its timeout");
+    return timedOut;
+}
+
+void dispatch_source_set_timer(dispatch_opaque source, unsigned long long start, unsigned long long interval, unsigned long long leeway) {
+    if (!called_from_dispatch(__builtin_return_address(0))) refuse("slept", "a timer source");
+    REAL(dispatch_source_set_timer);
+    real_dispatch_source_set_timer(source, start, interval, leeway);
 }

@@ -18,6 +18,27 @@ case "async-after":
     done.wait()
 case "thread-sleep":
     Thread.sleep(forTimeInterval: 0.01)
+case "task-sleep-tolerance":
+    // With a tolerance the runtime arms a dispatch timer source rather than dispatch_after.
+    Task { try? await Task.sleep(until: .now + .milliseconds(10), tolerance: .milliseconds(1), clock: .continuous); done.signal() }
+    done.wait()
+case "group-timeout":
+    let group = DispatchGroup()
+    group.enter()
+    _ = group.wait(timeout: .now() + 0.01)
+case "work-item-timeout":
+    let item = DispatchWorkItem {}
+    _ = item.wait(timeout: .now() + 0.01)
+case "timer-source":
+    let timer = DispatchSource.makeTimerSource()
+    timer.setEventHandler { done.signal() }
+    timer.schedule(deadline: .now() + 0.01)
+    timer.resume()
+    done.wait()
+case "condition-timeout":
+    let condition = NSCondition()
+    condition.lock()
+    _ = condition.wait(until: Date().addingTimeInterval(0.01))
 default:
     // What the fast tier's tests do: work handed to a task, waited for without a timeout.
     Task { done.signal() }
