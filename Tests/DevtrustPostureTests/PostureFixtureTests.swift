@@ -195,6 +195,19 @@ struct FixtureMachine: Sendable, CustomTestStringConvertible {
         #expect(disk.source == "/ is ext4 on /dev/mapper/vg-root (253:1); dm-1 is device-mapper LVM; dm-1 sits on dm-0; dm-0 is dm-crypt (CRYPT-LUKS2)", "\(disk.source)")
     }
 
+    /// The user's dconf database is theirs to replace: a FIFO there is not opened (it would hold the
+    /// reader for ever: the system agent reads it for every user), a link to a regular file is followed.
+    @Test func aDconfDatabaseThatIsNoRegularFileIsNotOpened() throws {
+        var machine = FixtureMachine("dconf database replaced by a FIFO")
+        machine.file("/usr/bin/gnome-shell", "")
+        let tree = machine.materialize()
+        try FileManager.default.createDirectory(atPath: tree.path + "/home/alice/.config/dconf", withIntermediateDirectories: true)
+        #expect(mkfifo(tree.path + "/home/alice/.config/dconf/user", 0o600) == 0)
+        let report = PostureCollector.collect(PostureInput(root: tree.path, effectiveUserID: 1000, home: "/home/alice", keyProtection: nil))
+        // Not read: GNOME's defaults apply, as without a database of the user's.
+        #expect(report.attributes.first { $0.name == "lockScreen" }?.source.contains("dconf/user") == false, "\(report.attributes)")
+    }
+
     @Test func aLoopDeviceWithoutAKnownBackingIsUnknown() {
         var machine = FixtureMachine("loop without backing file")
         machine.root("7:1", "ext4", "/dev/loop1")
