@@ -87,7 +87,7 @@ let package = Package(
         // The application core every front end shares (below HTTP, on the token path): device tokens
         // and device data for a chosen registration (DeviceTokenService), the servers' clocks
         // (ServerClocks), the device's attributes, and the one signing deadline (SigningDeadline).
-        .target(name: "DevtrustCore", dependencies: ["CDeadline", "DevtrustConfig", "DevtrustDevice", "DevtrustJOSE", "DevtrustKeys",
+        .target(name: "DevtrustCore", dependencies: ["CDeadline", "DevtrustConfig", "DevtrustDevice", "DevtrustErrors", "DevtrustJOSE", "DevtrustKeys",
                                                      "DevtrustKeystore", "DevtrustPosture", "DevtrustURL"]),
 
         // The device's sign-ins as every front end runs them (above HTTP, beside the protocol's library
@@ -175,7 +175,7 @@ let package = Package(
         .testTarget(
             name: "DevtrustCoreTests",
             dependencies: ["DevtrustCore", "DevtrustConfig", "DevtrustDevice", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore",
-                           "DevtrustTestSupport"]
+                           "DevtrustPosture", "DevtrustTestSupport"]
         ),
         .testTarget(
             name: "DevtrustFlowTests",

@@ -55,7 +55,7 @@ public struct DeviceTokenService {
             let device = try store.loadKey()
             let selected = try RegistrationSelector.select(from: device.state, choice)
             steps?(.registrationChosen(device, selected))
-            let attributes = gatherAttributes(backend: device.record.backend, addedClaims: addedClaims, steps: steps)
+            let attributes = try gatherAttributes(backend: device.record.backend, addedClaims: addedClaims, steps: steps)
             // In the server's time when its clock was measured to differ (ClockSkew says when that still holds).
             let clock = selected.registration.map { serverClocks.clock(for: $0.server, base: self.clock) } ?? self.clock
             steps?(.signing)
@@ -68,7 +68,7 @@ public struct DeviceTokenService {
     public func deviceData(addedClaims: [(String, String)] = [], deadline: SigningDeadline? = nil) throws -> String {
         try Self.bounded(by: deadline) {
             let device = try store.loadKey()
-            let attributes = gatherAttributes(backend: device.record.backend, addedClaims: addedClaims, steps: nil)
+            let attributes = try gatherAttributes(backend: device.record.backend, addedClaims: addedClaims, steps: nil)
             return try DeviceTokenMinter(key: device.key, clock: clock, random: random).deviceData(attributes: attributes)
         }
     }
@@ -119,12 +119,12 @@ public struct DeviceTokenService {
         DeviceTokenMinter(key: key, clock: serverClocks.clock(for: server, base: clock), random: random)
     }
 
-    private func gatherAttributes(backend: KeyBackend, addedClaims: [(String, String)], steps: ((Step) -> Void)?) -> DeviceAttributes {
+    private func gatherAttributes(backend: KeyBackend, addedClaims: [(String, String)], steps: ((Step) -> Void)?) throws -> DeviceAttributes {
         let sources = attributes(addedClaims: addedClaims)
         let report = posture(backend: backend)
         // The sources are worked out only for a front end that says them: the default path does no more than mint.
         if let steps { steps(.attributesGathered(claimSources: sources.sources(posture: report))) }
-        return sources.attributes(posture: report)
+        return try sources.attributes(posture: report)
     }
 
     private static func bounded<Result>(by deadline: SigningDeadline?, _ body: () throws -> Result) throws -> Result {

@@ -227,6 +227,20 @@ struct FixtureMachine: Sendable, CustomTestStringConvertible {
         #expect(!with.claims.contains { $0.value.contains("SERIAL") })
     }
 
+    /// `ClaimName.collectedByDevtrust` is every name devtrust's collectors produce, found or not: a
+    /// given claim (`--claim`, the configuration's, an agent's client's) is refused for each of them,
+    /// so a collector that produces a name not on the list would let a given value replace a measurement.
+    @Test func everyNameTheCollectorsProduceIsListedAsMeasured() {
+        var machine = FixtureMachine.plainExt4
+        machine.file("/sys/class/dmi/id/product_name", "Latitude 7440\n")
+        let tree = machine.materialize()
+        for root in [tree.path, "/nonexistent-root"] {
+            let report = PostureCollector.collect(PostureInput(root: root, effectiveUserID: 0, home: "/home/alice", keyProtection: "software", inventory: true))
+            let names = Set(report.attributes.map(\.name))
+            #expect(names == ClaimName.collectedByDevtrust, "\(root): \(names.symmetricDifference(ClaimName.collectedByDevtrust))")
+        }
+    }
+
     @Test func osReleaseQuoting() {
         let fields = OSReleaseCollector.parse(Array("A=plain\nB=\"double \\\"quoted\\\"\"\nC='single'\nD=\"unterminated\nE=has space\n# comment\nlower=x\n".utf8))
         #expect(fields == ["A": "plain", "B": "double \"quoted\"", "C": "single"])

@@ -96,7 +96,7 @@ enum RegisterCommand: DevtrustCommand {
         if context.verbose {
             for line in attributesForKey.sources(posture: posture) { context.detail(line) }
         }
-        let attributes = attributesForKey.attributes(posture: posture)
+        let attributes = try attributesForKey.attributes(posture: posture)
         let http = HTTPClientSettings(context, configuration: configuration).client(context)
         // deviceData in the server's time, once its answers have told it.
         let responder = DeviceRegistrationResponder(
