@@ -19,7 +19,8 @@ enum StatusCommand: DevtrustCommand {
     static func run(_ context: CommandContext, _ options: Options) throws {
         let store = try context.deviceStore()
         let keystore = store.keystore
-        let state = try store.state()
+        // Every registration, the system agent's users' too (`uid`): the keystore's owner reads them all anyway.
+        let state = try store.wholeState()
         let probes = BoundedProbes(isolated: context.environment.isolatesProbes)
         // The TPM is described when the key is in it, or when one answers: the key's, when it has a recorded TCTI.
         let tpmSelection = store.tpm(for: state.key)
@@ -70,7 +71,8 @@ enum StatusCommand: DevtrustCommand {
         } else {
             lines.append("registrations:")
             for record in state.registrations {
-                lines.append("  \(record.server): device id \(record.registrationId), \(record.flowType), registered \(record.registeredAt)")
+                let owner = record.uid.flatMap { $0 == keystore.ownerID ? nil : " (uid \($0)'s, made through the agent)" } ?? ""
+                lines.append("  \(record.server): device id \(record.registrationId), \(record.flowType), registered \(record.registeredAt)\(owner)")
             }
         }
         if state.signIns.isEmpty {
