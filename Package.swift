@@ -136,7 +136,7 @@ let package = Package(
         // The command line: argument parsing, commands, errors rendered (message, --json, exit code).
         .target(
             name: "DevtrustCLI",
-            dependencies: ["CProcessHardening", "DevtrustBrowser", "DevtrustCore", "DevtrustDoctor", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustErrors", "DevtrustSignInService", "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]
+            dependencies: ["CProcessHardening", "DevtrustAgent", "DevtrustBrowser", "DevtrustCore", "DevtrustDoctor", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustErrors", "DevtrustSignInService", "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]
         ),
         // Every symbol bound at start (-z now): the first call of a lazily bound
         // function runs the dynamic linker's resolver, which saves the vector

@@ -1,3 +1,4 @@
+import DevtrustAgent
 import DevtrustDevice
 import DevtrustKeys
 import DevtrustTerminal
@@ -19,22 +20,29 @@ public struct CommandEnvironment {
     /// child processes killed at a deadline (`BoundedProbes`): the real, single-threaded process does;
     /// in-process tests, in a multi-threaded test runner where a fork could deadlock, run them inline.
     public var isolatesProbes = false
+    /// The system agent's socket that commands use when it exists and nothing names a keystore or
+    /// an agent (`/run/devtrust/agent.sock` for the real process); nil: none (a test names its own,
+    /// so that no test depends on what is in the machine's /run).
+    public var defaultAgentSocket: String?
 
     public init(variables: [String: String], terminal: any Terminal, clock: any Clock = SystemClock(),
-                random: any RandomSource = SystemRandom(), effectiveUserID: UInt32 = geteuid()) {
+                random: any RandomSource = SystemRandom(), effectiveUserID: UInt32 = geteuid(), defaultAgentSocket: String? = nil) {
         self.variables = variables
         self.terminal = terminal
         self.clock = clock
         self.random = random
         self.effectiveUserID = effectiveUserID
+        self.defaultAgentSocket = defaultAgentSocket
     }
 
     /// The environment variables devtrust reads; `process()` looks up only these.
     public static let knownVariables = [
-        "DEVTRUST_KEYSTORE", "DEVTRUST_CONFIG", "DEVTRUST_TCTI", "TPM2TOOLS_TCTI", "TSS2_TCTI", "DEVTRUST_CA_FILE", "DEVTRUST_HTTP_DEBUG",
+        "DEVTRUST_KEYSTORE", "DEVTRUST_AGENT", "DEVTRUST_CONFIG", "DEVTRUST_TCTI", "TPM2TOOLS_TCTI", "TSS2_TCTI", "DEVTRUST_CA_FILE", "DEVTRUST_HTTP_DEBUG",
         "no_proxy", "NO_PROXY",
         "HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "NO_COLOR", "TERM", "LC_ALL", "LC_CTYPE", "LANG", "DISPLAY", "WAYLAND_DISPLAY",
         "COLUMNS", "LINES",
+        // Socket activation (systemd), for `devtrust agent`.
+        "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES",
     ]
 
     /// Where /proc/self/exe leads, or nil.
@@ -51,7 +59,7 @@ public struct CommandEnvironment {
         for name in knownVariables {
             if let value = getenv(name) { variables[name] = String(cString: value) }
         }
-        var environment = CommandEnvironment(variables: variables, terminal: ProcessTerminal())
+        var environment = CommandEnvironment(variables: variables, terminal: ProcessTerminal(), defaultAgentSocket: AgentSocketLocation.defaultPath)
         environment.isolatesProbes = true
         return environment
     }
