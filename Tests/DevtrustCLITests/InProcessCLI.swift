@@ -121,7 +121,9 @@ struct InProcessCLI: DevtrustRunner {
         let variables = environment.filter { CommandEnvironment.knownVariables.contains($0.key) }
         Self.requireOwnDirectories(variables)
         let terminal = CapturingTerminal(stdin: stdin ?? [], inputIsTerminal: inputIsTerminal, errorIsTerminal: errorIsTerminal, errorSize: errorSize)
-        let status = DevtrustCommandLine.run(arguments, environment: CommandEnvironment(variables: variables, terminal: terminal, clock: clock, random: random))
+        // The system agent's default socket is the test's own (never there): no test depends on the machine's /run.
+        let status = DevtrustCommandLine.run(arguments, environment: CommandEnvironment(variables: variables, terminal: terminal, clock: clock, random: random,
+                                                                                        defaultAgentSocket: keystore + "-no-agent.sock"))
         return Run(result: ProcessResult(status: status, stdout: terminal.output, stderr: terminal.errors), prompts: terminal.prompts)
     }
 
@@ -144,7 +146,7 @@ struct InProcessCLI: DevtrustRunner {
                             clock: any Clock = SystemClock(), random: any RandomSource = SystemRandom()) -> CommandEnvironment {
         let variables = OwnDirectories.variables(in: directory.path).merging(variables) { $1 }
         requireOwnDirectories(variables)
-        return CommandEnvironment(variables: variables, terminal: terminal, clock: clock, random: random)
+        return CommandEnvironment(variables: variables, terminal: terminal, clock: clock, random: random, defaultAgentSocket: directory.file("no-agent.sock"))
     }
 
     /// Fails the test when devtrust would choose a directory by itself: run as root (as here
