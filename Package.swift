@@ -24,6 +24,12 @@ let package = Package(
         // ioctl (variadic): the terminal's window size.
         .target(name: "CProcessHardening"),
 
+        // Unix stream sockets for the system agent and its clients (fcntl is variadic, struct ucred needs
+        // _GNU_SOURCE, sockaddr_un a fixed array): listen, connect with a timeout, accept, the peer's
+        // credentials (SO_PEERCRED), socket activation's descriptor, and the termination pipe (a signal
+        // handler). On the token path: libc only.
+        .target(name: "CAgentSocket"),
+
         // The signing deadline's alarm: a SIGALRM handler that writes words made beforehand and exits
         // (async-signal-safe C; Swift cannot write a signal handler). On the token path.
         .target(name: "CDeadline"),
@@ -87,8 +93,16 @@ let package = Package(
         // The application core every front end shares (below HTTP, on the token path): device tokens
         // and device data for a chosen registration (DeviceTokenService), the servers' clocks
         // (ServerClocks), the device's attributes, and the one signing deadline (SigningDeadline).
-        .target(name: "DevtrustCore", dependencies: ["CDeadline", "DevtrustConfig", "DevtrustDevice", "DevtrustJOSE", "DevtrustKeys",
+        .target(name: "DevtrustCore", dependencies: ["CDeadline", "DevtrustConfig", "DevtrustDevice", "DevtrustErrors", "DevtrustJOSE", "DevtrustKeys",
                                                      "DevtrustKeystore", "DevtrustPosture", "DevtrustURL"]),
+
+        // The system agent (`devtrust agent`) and its client, below HTTP and on the token path (`token` goes
+        // through it): the bounded wire protocol over a Unix stream socket (AgentWire, AgentRequest, AgentReply),
+        // the server's loop (AgentServer: clients known by SO_PEERCRED only, every connection bounded in size and
+        // time), the operations over the machine keystore with the one device-token service (AgentService), the
+        // socket it listens on (AgentListener: its own, or systemd's), and the client (AgentClient).
+        .target(name: "DevtrustAgent", dependencies: ["CAgentSocket", "DevtrustConfig", "DevtrustCore", "DevtrustDevice", "DevtrustEncoding",
+                                                      "DevtrustErrors", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore"]),
 
         // The device's sign-ins as every front end runs them (above HTTP, beside the protocol's library
         // DevtrustSignIn): where and as whom a sign-in goes, from options, a sign-in profile and discovery
@@ -122,7 +136,7 @@ let package = Package(
         // The command line: argument parsing, commands, errors rendered (message, --json, exit code).
         .target(
             name: "DevtrustCLI",
-            dependencies: ["CProcessHardening", "DevtrustBrowser", "DevtrustCore", "DevtrustDoctor", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustErrors", "DevtrustSignInService", "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]
+            dependencies: ["CProcessHardening", "DevtrustAgent", "DevtrustBrowser", "DevtrustCore", "DevtrustDoctor", "DevtrustDevice", "DevtrustFlow", "DevtrustHTTP", "DevtrustPosture", "DevtrustSignIn", "DevtrustKeys", "DevtrustJOSE", "DevtrustKeystore", "DevtrustConfig", "DevtrustEncoding", "DevtrustErrors", "DevtrustSignInService", "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]
         ),
         // Every symbol bound at start (-z now): the first call of a lazily bound
         // function runs the dynamic linker's resolver, which saves the vector
@@ -177,7 +191,7 @@ let package = Package(
         .testTarget(
             name: "DevtrustCoreTests",
             dependencies: ["CDeadline", "DevtrustCore", "DevtrustConfig", "DevtrustDevice", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore",
-                           "DevtrustTestSupport"]
+                           "DevtrustPosture", "DevtrustTestSupport"]
         ),
         .testTarget(
             name: "DevtrustFlowTests",
@@ -190,6 +204,7 @@ let package = Package(
         ),
         .testTarget(name: "DevtrustHTTPTests", dependencies: ["CCurl", "DevtrustHTTP", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(name: "DevtrustSignInTests", dependencies: ["DevtrustSignIn", "DevtrustHTTP", "DevtrustKeystore", "DevtrustEncoding"]),
+        .testTarget(name: "DevtrustAgentTests", dependencies: ["DevtrustAgent", "DevtrustEncoding", "DevtrustErrors"]),
         .testTarget(name: "DevtrustSystemTests", dependencies: ["DevtrustSystem", "DevtrustTestSupport"]),
         .testTarget(name: "DevtrustConfigTests", dependencies: ["DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(

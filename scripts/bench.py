@@ -13,6 +13,8 @@ thresholds in scripts/bench-thresholds.json):
   4. peak RSS of `devtrust token`    <= 8 MiB (/usr/bin/time)
   5. `devtrust dpop-proof`, software key <= 0.75 x jose jws sig (the same
      header and claims), for a DPoP sign-in made at the reference server
+  6. `devtrust token` through the system agent (`devtrust agent`, issue 28),
+     software key, the socket round trip included <= jose jws sig
 
 Exits 1 when a goal is missed. Usage:
   bench.py --binary RELEASE_DEVTRUST --bench RELEASE_DEVTRUST_BENCH --thresholds FILE
@@ -118,6 +120,55 @@ def software_token(args, directory, environment, thresholds, report):
                 % (devtrust_ms, jose_ms, ratio, limit, len(b64url_decode(payload))),
                 ratio <= limit, devtrust_ms=round(devtrust_ms, 3), reference_ms=round(jose_ms, 3), ratio=round(ratio, 3))
     return keystore
+
+
+def software_token_through_agent(args, directory, environment, thresholds, report):
+    """`devtrust --agent SOCKET token` against jose signing the same claims: the client's process,
+    the socket round trip and the agent's posture, claims and signature (issue 28). The machine
+    keystore gets a registration for this user written into its manifest (as the agent would
+    record one); the policy's rate is raised, as a loop this fast is what the default refuses."""
+    keystore = os.path.join(directory, "agent-keystore")
+    output_of([args.binary, "--keystore", keystore, "init", "--backend", "software"], environment)
+    manifest = os.path.join(keystore, "keystore.json")
+    with open(manifest) as file:
+        state = json.load(file)
+    state["registrations"] = [{"registrationId": DEVICE_ID, "server": "https://bench.invalid", "flowType": "REGISTRATION",
+                               "keyFingerprint": state["key"]["fingerprint"], "registeredAt": "2026-01-01T00:00:00Z", "uid": os.getuid()}]
+    with open(manifest + ".new", "w") as file:
+        json.dump(state, file, indent=2)
+    os.chmod(manifest + ".new", 0o600)
+    os.rename(manifest + ".new", manifest)
+    policy = os.path.join(directory, "agent.json")
+    with open(policy, "w") as file:
+        file.write('{"rateLimit": {"burst": 100000, "perSecond": 100000}}\n')
+    os.chmod(policy, 0o644)
+    socket_path = os.path.join(directory, "run", "agent.sock")
+    log = open(os.path.join(directory, "agent.log"), "w")
+    agent = subprocess.Popen([args.binary, "--keystore", keystore, "agent", "--socket", socket_path, "--policy", policy], env=environment,
+                             stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(socket_path) and agent.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        ours = [args.binary, "--agent", socket_path, "token"]
+        token, _ = output_of(ours, environment)
+        header, payload, _ = token.strip().split(".")
+        with open(os.path.join(directory, "agent-payload.json"), "wb") as file:
+            file.write(b64url_decode(payload))
+        jwk = os.path.join(directory, "agent-key.jwk")
+        output_of(["jose", "jwk", "gen", "-i", '{"alg":"ES256"}', "-o", jwk], environment)
+        template = json.dumps({"protected": json.loads(b64url_decode(header))})
+        jose = ["jose", "jws", "sig", "-I", os.path.join(directory, "agent-payload.json"), "-k", jwk, "-s", template, "-c", "-o", "/dev/null"]
+        devtrust_ms, jose_ms = alternate([ours, jose], environment, args.runs)
+    finally:
+        agent.terminate()
+        agent.wait()
+        log.close()
+    ratio = devtrust_ms / jose_ms
+    limit = thresholds["software_token_via_agent_vs_jose_max_ratio"]
+    report.goal("software_token_via_agent", "software token through the agent %.2f ms vs jose jws sig %.2f ms: ratio %.2f (goal <= %.2f; the socket round trip included)"
+                % (devtrust_ms, jose_ms, ratio, limit),
+                ratio <= limit, devtrust_ms=round(devtrust_ms, 3), reference_ms=round(jose_ms, 3), ratio=round(ratio, 3))
 
 
 def dpop_proof(args, directory, environment, thresholds, report):
@@ -281,6 +332,7 @@ def main(argv):
                                                               " ".join(open("/proc/loadavg").read().split()[:3]), os.uname().release)
         print(header, flush=True)
         keystore = software_token(args, directory, environment, thresholds, report)
+        software_token_through_agent(args, directory, environment, thresholds, report)
         dpop_proof(args, directory, environment, thresholds, report)
         tpm_token(args, directory, environment, thresholds, report)
         mint_rate(args, environment, thresholds, report)

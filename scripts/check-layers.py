@@ -27,17 +27,18 @@ import sys
 
 USAGE = "usage: check-layers.py [--describe-json FILE | --self-test]"
 
-# The modules of `devtrust token` (and `device-data`): the application core (the
+# The modules of `devtrust token` (and `device-data`): the system agent and its
+# client (`token` through the agent), the application core (the
 # device-token service, the signing deadline), keys, JOSE, keystore, the device's
 # identity, configuration, posture, URLs and origins, the errors' classification,
 # and what they stand on.
-TOKEN_PATH = ["DevtrustCore", "DevtrustDevice", "DevtrustJOSE", "DevtrustKeystore", "DevtrustKeys",
+TOKEN_PATH = ["DevtrustAgent", "DevtrustCore", "DevtrustDevice", "DevtrustJOSE", "DevtrustKeystore", "DevtrustKeys",
               "DevtrustConfig", "DevtrustPosture", "DevtrustSystem", "DevtrustURL", "DevtrustErrors", "DevtrustEncoding"]
 # The C modules the token path may stand on: OpenSSL's libcrypto, tpm2-tss
-# (loaded with dlopen) and the signing deadline's alarm (libc only). Anything
+# (loaded with dlopen), the signing deadline's alarm and the agent's sockets (libc only). Anything
 # else below it (a new C shim that links or loads libcurl, a package product)
 # is a breach until it is listed here.
-TOKEN_PATH_C_MODULES = ["COpenSSL", "CTPM2", "CDeadline"]
+TOKEN_PATH_C_MODULES = ["COpenSSL", "CTPM2", "CDeadline", "CAgentSocket"]
 # The toolchain's modules the token path may import: libc and Synchronization. Foundation
 # costs a token its start-up time, and FoundationNetworking is libcurl below the wall.
 TOKEN_PATH_TOOLCHAIN_MODULES = ["Glibc", "Synchronization"]

@@ -108,6 +108,7 @@ package struct NativeHost {
             switch category {
             case .noDeviceKey: self = .noKey
             case .notRegistered: self = .notRegistered
+            case .notPermitted: self = .notAllowed
             case .tpm: self = .tpm
             case .keystore: self = .keystore
             case .configuration: self = .config

@@ -16,7 +16,7 @@ enum ClaimOption {
                 throw UsageError("--claim takes NAME=VALUE, got \"\(option)\"", command: command)
             }
             let name = String(option[..<equals])
-            if let problem = ClaimName.problem(with: name) {
+            if let problem = ClaimName.givenClaimProblem(with: name) {
                 throw UsageError("--claim \(name): \(problem)", command: command)
             }
             claims.append((name, String(option[option.index(after: equals)...])))

@@ -1,3 +1,4 @@
+import DevtrustAgent
 import DevtrustDevice
 import DevtrustHTTP
 import DevtrustKeys
@@ -34,22 +35,29 @@ public struct CommandEnvironment {
     /// The device key as commands use it once loaded (`DeviceStore.keyInUse`): the key itself.
     /// The fast tier's tests give a key that answers as a TPM in trouble does.
     public var keyInUse: @Sendable (any DeviceKey) -> any DeviceKey = { $0 }
+    /// The system agent's socket that commands use when it exists and nothing names a keystore or
+    /// an agent (`/run/devtrust/agent.sock` for the real process); nil: none (a test names its own,
+    /// so that no test depends on what is in the machine's /run).
+    public var defaultAgentSocket: String?
 
     public init(variables: [String: String], terminal: any Terminal, clock: any Clock = SystemClock(),
-                random: any RandomSource = SystemRandom(), effectiveUserID: UInt32 = geteuid()) {
+                random: any RandomSource = SystemRandom(), effectiveUserID: UInt32 = geteuid(), defaultAgentSocket: String? = nil) {
         self.variables = variables
         self.terminal = terminal
         self.clock = clock
         self.random = random
         self.effectiveUserID = effectiveUserID
+        self.defaultAgentSocket = defaultAgentSocket
     }
 
     /// The environment variables devtrust reads; `process()` looks up only these.
     public static let knownVariables = [
-        "DEVTRUST_KEYSTORE", "DEVTRUST_CONFIG", "DEVTRUST_TCTI", "TPM2TOOLS_TCTI", "TSS2_TCTI", "DEVTRUST_CA_FILE", "DEVTRUST_HTTP_DEBUG",
+        "DEVTRUST_KEYSTORE", "DEVTRUST_AGENT", "DEVTRUST_CONFIG", "DEVTRUST_TCTI", "TPM2TOOLS_TCTI", "TSS2_TCTI", "DEVTRUST_CA_FILE", "DEVTRUST_HTTP_DEBUG",
         "no_proxy", "NO_PROXY",
         "HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "NO_COLOR", "TERM", "LC_ALL", "LC_CTYPE", "LANG", "DISPLAY", "WAYLAND_DISPLAY",
         "COLUMNS", "LINES",
+        // Socket activation (systemd), for `devtrust agent`.
+        "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES",
     ]
 
     /// Where /proc/self/exe leads, or nil.
@@ -66,7 +74,7 @@ public struct CommandEnvironment {
         for name in knownVariables {
             if let value = getenv(name) { variables[name] = String(cString: value) }
         }
-        var environment = CommandEnvironment(variables: variables, terminal: ProcessTerminal())
+        var environment = CommandEnvironment(variables: variables, terminal: ProcessTerminal(), defaultAgentSocket: AgentSocketLocation.defaultPath)
         environment.isolatesProbes = true
         return environment
     }

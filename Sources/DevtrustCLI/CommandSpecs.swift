@@ -4,6 +4,8 @@ import DevtrustErrors
 struct GlobalOptions: OptionOwner {
     static let keystore = ValueOption<Self>("keystore", "DIR", .directory,
                                             "keystore directory (env DEVTRUST_KEYSTORE; default ~/.local/share/devtrust, /var/lib/devtrust for root)")
+    static let agent = ValueOption<Self>("agent", "PATH", .file,
+                                         "the system agent's socket (env DEVTRUST_AGENT; default /run/devtrust/agent.sock when it exists and no keystore is named)")
     static let config = ValueOption<Self>("config", "FILE", .file,
                                           "configuration file (env DEVTRUST_CONFIG; default ~/.config/devtrust/config.json, then /etc/devtrust/config.json)")
     static let tcti = ValueOption<Self>("tcti", "CONF", .text,
@@ -16,11 +18,12 @@ struct GlobalOptions: OptionOwner {
     static let version = FlagOption<Self>("version", "show the version")
 
     static let declaredOptions: [OptionSpec] = {
-        let options: [any DeclaredOption] = [keystore, config, tcti, caFile, json, verbose, quiet, help, version]
+        let options: [any DeclaredOption] = [keystore, agent, config, tcti, caFile, json, verbose, quiet, help, version]
         return options.map(\.spec)
     }()
 
     var keystore: String?
+    var agent: String?
     var config: String?
     var tcti: String?
     var caFile: String?
@@ -32,6 +35,7 @@ struct GlobalOptions: OptionOwner {
 
     init(_ values: OptionValues<Self>) {
         keystore = values[Self.keystore]
+        agent = values[Self.agent]
         config = values[Self.config]
         tcti = values[Self.tcti]
         caFile = values[Self.caFile]
@@ -72,7 +76,7 @@ enum CommandSpecs {
         ("verify", VerifyCommand.self), ("register", RegisterCommand.self), ("login", LoginCommand.self),
         ("access-token", AccessTokenCommand.self), ("dpop-proof", DPoPProofCommand.self), ("authorize-url", AuthorizeURLCommand.self),
         ("logout", LogoutCommand.self), ("status", StatusCommand.self), ("doctor", DoctorCommand.self), ("reset", ResetCommand.self),
-        ("browser", BrowserCommand.self), ("native-host", NativeHostCommand.self), ("completion", CompletionCommand.self),
+        ("browser", BrowserCommand.self), ("native-host", NativeHostCommand.self), ("agent", AgentCommand.self), ("completion", CompletionCommand.self),
         ("help", HelpCommand.self),
     ]
 

@@ -40,7 +40,7 @@ extension ExitCode {
     init(_ category: ErrorCategory) {
         switch category {
         case .usage, .configuration: self = .usage
-        case .noDeviceKey, .notRegistered: self = .noKeyOrNotRegistered
+        case .noDeviceKey, .notRegistered, .notPermitted: self = .noKeyOrNotRegistered
         case .serverRefused, .oauthError, .approvalExpired, .approvalDenied, .unsupported: self = .serverRefused
         case .network, .protocolViolation: self = .network
         case .tpm: self = .tpm

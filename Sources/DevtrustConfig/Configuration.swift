@@ -66,7 +66,7 @@ public struct Configuration: Equatable, Sendable {
                 configuration.platform = platform
             }
             for (name, value) in try reader.optionalStringMap("claims") {
-                if let problem = ClaimName.problem(with: name) {
+                if let problem = ClaimName.givenClaimProblem(with: name) {
                     throw JSONFieldError(path: "claims.\(name)", kind: .invalidValue(problem))
                 }
                 configuration.claims.append((name, value))

@@ -1,4 +1,5 @@
 import DevtrustConfig
+import DevtrustErrors
 import DevtrustJOSE
 import DevtrustKeys
 import DevtrustKeystore
@@ -6,12 +7,16 @@ import DevtrustPosture
 
 /// The attributes a device token or deviceData carries for a key: `platform`,
 /// the device's posture (the key's backend among it, and the admin's
-/// collector), the configuration's claims, then `--claim`s; a later value wins.
+/// collector), then the claims given by hand: the configuration's claims, then
+/// `--claim`s (or a client's claims, in the agent), a later one winning over an
+/// earlier given one. A given claim only adds a name: it never replaces a
+/// measured or reserved one (`ClaimName.givenClaimProblem`, checked where the
+/// claims are read, and here against the names the collectors produced).
 /// `device-data`, `token`, `register`, `login` (its device token), the native
-/// host and `attributes` all take them from here (through `DeviceTokenService`).
+/// host, the agent and `attributes` all take them from here (through `DeviceTokenService`).
 public struct DeviceAttributesForKey: Sendable {
     let configuration: Configuration
-    /// `--claim NAME=VALUE`s, checked (`ClaimName`).
+    /// `--claim NAME=VALUE`s (through the agent too), checked (`ClaimName.givenClaimProblem`).
     let addedClaims: [(String, String)]
 
     public init(configuration: Configuration, addedClaims: [(String, String)] = []) {
@@ -19,11 +24,19 @@ public struct DeviceAttributesForKey: Sendable {
         self.addedClaims = addedClaims
     }
 
-    public func attributes(posture report: PostureReport) -> DeviceAttributes {
+    public func attributes(posture report: PostureReport) throws(GivenClaimRefusal) -> DeviceAttributes {
         var attributes = DeviceAttributes(platform: configuration.platform)
         for (name, value) in report.claims { attributes.set(name, value) }
-        for (name, value) in configuration.claims { attributes.set(name, value) }
-        for (name, value) in addedClaims { attributes.set(name, value) }
+        // A collector's name, whether or not it found a value this time (an absent value is not one to fill in).
+        let produced = Set(report.attributes.map(\.name))
+        for (name, value) in configuration.claims {
+            if produced.contains(name) { throw GivenClaimRefusal(name: name, source: "the configuration's claims (\(configuration.source ?? "built in"))", report: report) }
+            attributes.set(name, value)
+        }
+        for (name, value) in addedClaims {
+            if produced.contains(name) { throw GivenClaimRefusal(name: name, source: "--claim", report: report) }
+            attributes.set(name, value)
+        }
         return attributes
     }
 
@@ -37,6 +50,33 @@ public struct DeviceAttributesForKey: Sendable {
         for (name, _) in configuration.claims { lines.append("claim \(name): the configuration's claims") }
         for (name, _) in addedClaims { lines.append("claim \(name): --claim") }
         return lines
+    }
+}
+
+/// A claim given by hand (the configuration's `claims`, `--claim`, a client of the agent) for a
+/// name that a collector produced: the administrator's collector, whose names are known only once
+/// it ran (devtrust's own and the reserved names are refused where the claims are read). A usage
+/// error: what was asked cannot be done.
+public struct GivenClaimRefusal: Error, Equatable, Sendable, CustomStringConvertible {
+    public let name: String
+    /// Where the claim was given.
+    public let source: String
+    /// Where the collector's claim came from.
+    public let producedBy: String
+
+    init(name: String, source: String, report: PostureReport) {
+        self.name = name
+        self.source = source
+        producedBy = report.attributes.first { $0.name == name }?.source ?? "a collector"
+    }
+
+    public var description: String { classification.message }
+}
+
+extension GivenClaimRefusal: ClassifiedError {
+    public var classification: ErrorClassification {
+        ErrorClassification(.usage, summary: "the claim \(name) given in \(source) is one a collector measures (\(producedBy))",
+                            hint: ErrorHint("a given claim cannot replace a measured one: leave it out, or give it another name", joinedBy: "; "))
     }
 }
 

@@ -55,7 +55,7 @@ public struct DeviceTokenService {
             let device = try store.loadKey()
             let selected = try RegistrationSelector.select(from: device.state, choice)
             steps?(.registrationChosen(device, selected))
-            let attributes = gatherAttributes(backend: device.record.backend, addedClaims: addedClaims, steps: steps)
+            let attributes = try gatherAttributes(backend: device.record.backend, addedClaims: addedClaims, steps: steps)
             // In the server's time when its clock was measured to differ (ClockSkew says when that still holds).
             let clock = selected.registration.map { serverClocks.clock(for: $0.server, base: self.clock) } ?? self.clock
             steps?(.signing)
@@ -68,7 +68,7 @@ public struct DeviceTokenService {
     public func deviceData(addedClaims: [(String, String)] = [], deadline: SigningDeadline? = nil) throws -> String {
         try Self.bounded(by: deadline) {
             let device = try store.loadKey()
-            let attributes = gatherAttributes(backend: device.record.backend, addedClaims: addedClaims, steps: nil)
+            let attributes = try gatherAttributes(backend: device.record.backend, addedClaims: addedClaims, steps: nil)
             return try DeviceTokenMinter(key: device.key, clock: clock, random: random).deviceData(attributes: attributes)
         }
     }
@@ -120,19 +120,20 @@ public struct DeviceTokenService {
     }
 
     /// The attributes a device token or a registration's deviceData carries for a key kept by
-    /// `backend`: the configuration's, the posture's, then `addedClaims`. `claimSources` hears
-    /// where each claim comes from, one line each (worked out only for a front end that says them).
+    /// `backend`: the configuration's, the posture's, then `addedClaims`, which only add names (a
+    /// measured or reserved one is refused). `claimSources` hears where each claim comes from, one
+    /// line each (worked out only for a front end that says them).
     public func gatheredAttributes(backend: KeyBackend, addedClaims: [(String, String)] = [],
-                                   claimSources: (([String]) -> Void)? = nil) -> DeviceAttributes {
+                                   claimSources: (([String]) -> Void)? = nil) throws -> DeviceAttributes {
         let sources = attributes(addedClaims: addedClaims)
         let report = posture(backend: backend)
         if let claimSources { claimSources(sources.sources(posture: report)) }
-        return sources.attributes(posture: report)
+        return try sources.attributes(posture: report)
     }
 
-    private func gatherAttributes(backend: KeyBackend, addedClaims: [(String, String)], steps: ((Step) -> Void)?) -> DeviceAttributes {
+    private func gatherAttributes(backend: KeyBackend, addedClaims: [(String, String)], steps: ((Step) -> Void)?) throws -> DeviceAttributes {
         // The default path does no more than mint.
-        gatheredAttributes(backend: backend, addedClaims: addedClaims,
+        try gatheredAttributes(backend: backend, addedClaims: addedClaims,
                            claimSources: steps.map { steps in { steps(.attributesGathered(claimSources: $0)) } })
     }
 

@@ -23,6 +23,8 @@ public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
     case refreshFailed(place: String, reason: String, mayPass: Bool)
     /// The key was replaced (init --force) while a registration flow ran.
     case keyChangedDuringRegistration
+    /// The user has as many registrations as a keystore keeps for one user.
+    case tooManyRegistrations(limit: Int)
     /// The sign-in's tokens are DPoP-bound to a key (its thumbprint) that is no longer the device key.
     case dpopKeyChanged(boundTo: String, deviceKey: String)
     /// The sign-in's tokens are bearer tokens: no proof goes with them.
@@ -66,6 +68,9 @@ extension DeviceError: ClassifiedError {
         case .keyChangedDuringRegistration:
             return classified(.failure, "the device key was replaced while the registration ran, so the server registered the old key",
                               "nothing was recorded: run `devtrust register` again")
+        case let .tooManyRegistrations(limit):
+            return classified(.failure, "this device keeps at most \(limit) registrations for one user, and you have that many",
+                              "nothing was recorded: `devtrust status` lists them; `devtrust reset` forgets them")
         case let .dpopKeyChanged(boundTo, deviceKey):
             return classified(.notRegistered, "the sign-in's tokens are DPoP-bound to the key \(boundTo), but the device key is now \(deviceKey)",
                               "run `devtrust login` again")

@@ -27,9 +27,23 @@ public struct ResetOutcome: Sendable {
     public let previous: KeystoreState
 }
 
+/// A device key kept loaded between uses, for a process that signs many times (the system
+/// agent): used again while the keystore names the same key record, loaded again once it names
+/// another. One process's, used from one thread at a time (the agent serves requests one by one).
+public final class LoadedKeyCache: @unchecked Sendable {
+    fileprivate var record: KeyRecord?
+    fileprivate var key: (any DeviceKey)?
+
+    public init() {}
+}
+
 /// The device's identity in one keystore: its key, whichever backend holds it,
 /// and its registrations.
 public struct DeviceStore: Sendable {
+    /// The most registrations one user may have in a keystore (each is one server; the system
+    /// agent's machine keystore holds every user's, and one user must not fill it for all).
+    public static let maximumRegistrationsPerUser = 32
+
     public let keystore: Keystore
     public let clock: any Clock
     public let tpm: TPMSelection
@@ -40,30 +54,57 @@ public struct DeviceStore: Sendable {
     /// The key as it is used once loaded: the key itself. A test in the fast tier puts a key that
     /// answers as a TPM in trouble does (lockout, busy, gone) here, in place of a TPM.
     public var keyInUse: @Sendable (any DeviceKey) -> any DeviceKey = { $0 }
+    /// Whose registrations `state()` and `loadKey()` show: the keystore owner's in a keystore of
+    /// one's own (all of them, but those the agent made for other users), a client's in the agent's.
+    public let viewer: UInt32
+    /// Where the loaded key is kept between uses (the agent), if anywhere.
+    public let keyCache: LoadedKeyCache?
 
     public init(keystore: Keystore, clock: any Clock = SystemClock(), tpm: TPMSelection = TPMSelection(explicit: nil, environment: [:]),
-                random: any RandomSource = SystemRandom(), tpmNotices: TPMNotices = TPMNotices()) {
+                random: any RandomSource = SystemRandom(), tpmNotices: TPMNotices = TPMNotices(), viewer: UInt32? = nil,
+                keyCache: LoadedKeyCache? = nil) {
         self.keystore = keystore
         self.clock = clock
         self.tpm = tpm
         self.random = random
         self.tpmNotices = tpmNotices
+        self.viewer = viewer ?? keystore.ownerID
+        self.keyCache = keyCache
     }
 
-    /// The committed state; empty when there is no keystore yet.
+    /// The committed state, with the viewer's registrations only; empty when there is no keystore yet.
     public func state() throws -> KeystoreState {
+        try ownView(keystore.load() ?? .empty)
+    }
+
+    /// The committed state with every user's registrations (`status` in a keystore of one's own).
+    public func wholeState() throws -> KeystoreState {
         try keystore.load() ?? .empty
     }
 
-    /// The device key, ready to sign (a TPM key is not touched until it signs).
+    private func ownView(_ state: KeystoreState) -> KeystoreState {
+        // A keystore of one's own holds only its owner's registrations: nothing to filter.
+        guard state.registrations.contains(where: { $0.uid != nil }) || viewer != keystore.ownerID else { return state }
+        return state.belonging(to: viewer, keystoreOwner: keystore.ownerID)
+    }
+
+    /// The device key, ready to sign (a TPM key is not touched until it signs), with the
+    /// viewer's registrations.
     public func loadKey() throws -> LoadedDevice {
+        if let keyCache, let state = try keystore.load(), let record = state.key, record == keyCache.record, let key = keyCache.key {
+            return LoadedDevice(state: ownView(state), record: record, key: keyInUse(key))
+        }
         guard var snapshot = try keystore.loadWithKey(), let record = snapshot.state.key, var file = snapshot.keyFile else {
             throw DeviceError.noDeviceKey(keystore: keystore.path)
         }
         snapshot.keyFile = nil
         let key = try DeviceKeyFactory.load(record, file: &file, path: keystore.path + "/" + record.file, tpm: tpm(for: record),
                                             random: random, notices: tpmNotices)
-        return LoadedDevice(state: snapshot.state, record: record, key: keyInUse(key))
+        if let keyCache {
+            keyCache.record = record
+            keyCache.key = key
+        }
+        return LoadedDevice(state: ownView(snapshot.state), record: record, key: keyInUse(key))
     }
 
     /// The TPM a key is used in: `--tcti` or a TCTI variable, else the TCTI recorded with it, else the default.
@@ -155,14 +196,20 @@ public struct DeviceStore: Sendable {
     }
 
     /// Records a completed registration in one commit. It replaces an earlier
-    /// registration with the same server, and is refused when the device key
-    /// was replaced while the flow ran (the server registered the old key).
+    /// registration of the same user with the same server, and is refused when the
+    /// device key was replaced while the flow ran (the server registered the old key),
+    /// or when the user has `maximumRegistrationsPerUser` with other servers.
     public func recordRegistration(_ record: RegistrationRecord) throws {
+        let owner = keystore.ownerID
+        let user = record.owner(keystoreOwner: owner)
         try keystore.update { state, _ in
             guard let key = state.key, key.fingerprint == record.keyFingerprint else {
                 throw DeviceError.keyChangedDuringRegistration
             }
-            state.registrations.removeAll { RegistrationSelector.sameServer($0.server, record.server) }
+            state.registrations.removeAll { $0.owner(keystoreOwner: owner) == user && RegistrationSelector.sameServer($0.server, record.server) }
+            guard state.registrations.filter({ $0.owner(keystoreOwner: owner) == user }).count < Self.maximumRegistrationsPerUser else {
+                throw DeviceError.tooManyRegistrations(limit: Self.maximumRegistrationsPerUser)
+            }
             state.registrations.append(record)
         }
     }

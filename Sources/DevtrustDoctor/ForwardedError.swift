@@ -58,31 +58,8 @@ extension ErrorCategory {
             guard let signal = object["signal"]?.int64Value.flatMap({ Int32(exactly: $0) }) else { return nil }
             self = .interrupted(signal: signal)
         default:
-            guard let category = Self.withoutValues.first(where: { $0.name == name }) else { return nil }
+            guard let category = ErrorCategory(name: name) else { return nil }
             self = category
-        }
-    }
-
-    package static let withoutValues: [ErrorCategory] = [.usage, .configuration, .noDeviceKey, .notRegistered, .serverRefused, .approvalExpired, .approvalDenied,
-                                                 .unsupported, .network, .protocolViolation, .tpm, .keystore, .failure]
-
-    private var name: String {
-        switch self {
-        case .usage: "usage"
-        case .configuration: "configuration"
-        case .noDeviceKey: "noDeviceKey"
-        case .notRegistered: "notRegistered"
-        case .serverRefused: "serverRefused"
-        case .oauthError: "oauthError"
-        case .approvalExpired: "approvalExpired"
-        case .approvalDenied: "approvalDenied"
-        case .unsupported: "unsupported"
-        case .network: "network"
-        case .protocolViolation: "protocolViolation"
-        case .tpm: "tpm"
-        case .keystore: "keystore"
-        case .interrupted: "interrupted"
-        case .failure: "failure"
         }
     }
 }

@@ -84,6 +84,8 @@ public enum ErrorCategory: Sendable, Equatable {
     case noDeviceKey
     /// The device is not registered, or not signed in, where the request needs it (or was with another key).
     case notRegistered
+    /// Who asks is not allowed to: the system agent's policy does not let this user use the device key.
+    case notPermitted
 
     // MARK: server refused
     /// The server refused: a flow error, a refused refresh, a step devtrust cannot take.
@@ -117,4 +119,40 @@ public enum ErrorCategory: Sendable, Equatable {
     case interrupted(signal: Int32)
     /// Anything else: an invalid signature or token, a command's own failure, a bug.
     case failure
+}
+
+extension ErrorCategory {
+    /// The category's name, as a process that hands an error to another writes it (the agent's
+    /// replies, a bounded probe's report): the case's name, without the values it carries.
+    public var name: String {
+        switch self {
+        case .usage: "usage"
+        case .configuration: "configuration"
+        case .noDeviceKey: "noDeviceKey"
+        case .notRegistered: "notRegistered"
+        case .notPermitted: "notPermitted"
+        case .serverRefused: "serverRefused"
+        case .oauthError: "oauthError"
+        case .approvalExpired: "approvalExpired"
+        case .approvalDenied: "approvalDenied"
+        case .unsupported: "unsupported"
+        case .network: "network"
+        case .protocolViolation: "protocolViolation"
+        case .tpm: "tpm"
+        case .keystore: "keystore"
+        case .interrupted: "interrupted"
+        case .failure: "failure"
+        }
+    }
+
+    /// The categories that carry no values, each known by its `name` alone.
+    public static let withoutValues: [ErrorCategory] = [.usage, .configuration, .noDeviceKey, .notRegistered, .notPermitted, .serverRefused,
+                                                        .approvalExpired, .approvalDenied, .unsupported, .network, .protocolViolation, .tpm,
+                                                        .keystore, .failure]
+
+    /// The category without values that `name` names.
+    public init?(name: String) {
+        guard let category = Self.withoutValues.first(where: { $0.name == name }) else { return nil }
+        self = category
+    }
 }

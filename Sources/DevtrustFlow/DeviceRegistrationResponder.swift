@@ -2,11 +2,18 @@ import DevtrustEncoding
 import DevtrustJOSE
 import DevtrustKeys
 
+/// What answers the Device Registration step: the key in a keystore of one's own
+/// (`DeviceRegistrationResponder`), or the system agent for a client.
+public protocol DeviceRegistrationAnswering {
+    /// The registrationId (kept in memory until COMPLETE) and the inputs to send.
+    func answer(_ step: FlowStep) throws -> (registrationId: String, inputs: [(String, String)])
+}
+
 /// Answers the Device Registration step (INTERNAL_PROMPT): proves possession
 /// of the device key over the server's challenge and describes the device.
-public struct DeviceRegistrationResponder: Sendable {
+public struct DeviceRegistrationResponder: DeviceRegistrationAnswering, Sendable {
     /// What devtrust knows how to provide; anything else is refused, never guessed.
-    public static let knownParams: Set<String> = ["publicKey", "signature", "deviceData", "deviceModel"]
+    public static let knownParams = RegistrationProof.knownParams
 
     public let minter: DeviceTokenMinter
     public let attributes: DeviceAttributes
@@ -20,36 +27,35 @@ public struct DeviceRegistrationResponder: Sendable {
 
     /// The registrationId (kept in memory until COMPLETE) and the inputs to send.
     public func answer(_ step: FlowStep) throws -> (registrationId: String, inputs: [(String, String)]) {
-        let unknown = step.requiredParams.filter { !Self.knownParams.contains($0) }
-        guard unknown.isEmpty else {
-            throw FlowUnsupportedError("the server's Device Registration step requires \(unknown.joined(separator: ", ")), which devtrust does not provide (it sends publicKey, signature, deviceData, deviceModel); nothing was registered")
-        }
-        guard let registrationId = step.additionalData["registrationId"], !registrationId.isEmpty else {
-            throw FlowProtocolError("the Device Registration step has no additionalData.registrationId")
-        }
-        guard let challengeText = step.additionalData["challenge"], !challengeText.isEmpty else {
-            throw FlowProtocolError("the Device Registration step has no additionalData.challenge")
-        }
-        let challenge: [UInt8]
+        let (registrationId, challengeText) = try Self.read(step)
+        var inputs: [(String, String)]
         do {
-            challenge = try Base64URL.decode(challengeText, padding: .optional)
-        } catch {
-            throw FlowProtocolError("the Device Registration challenge is not base64url (\(error))")
-        }
-        if let refusal = ChallengePolicy.registrationRefusal(challenge) {
-            throw FlowProtocolError("devtrust refuses to sign the server's Device Registration challenge: \(refusal); nothing was sent. Run the registration again: a new attempt gets a new challenge (a random one is refused far less than once in 10,000, so if this repeats, the server is not sending random challenges: tell its administrator)")
-        }
-        let key = minter.key
-        var inputs: [(String, String)] = [
-            ("publicKey", key.publicKey.spkiBase64),
-            ("signature", Base64.encode(try key.sign(message: challenge).der)),
-        ]
-        if step.requiredParams.contains("deviceData") {
-            inputs.append(("deviceData", try minter.deviceData(attributes: attributes)))
+            inputs = try RegistrationProof.answer(challenge: challengeText, requiredParams: step.requiredParams, minter: minter, attributes: attributes)
+        } catch let refusal as RegistrationProof.Refusal {
+            throw Self.error(refusal)
         }
         if let deviceModel, !deviceModel.isEmpty {
             inputs.append(("deviceModel", deviceModel))
         }
         return (registrationId, inputs)
+    }
+
+    /// The step's registration id and challenge, once it asks only for what devtrust provides.
+    public static func read(_ step: FlowStep) throws -> (registrationId: String, challenge: String) {
+        let unknown = step.requiredParams.filter { !knownParams.contains($0) }
+        guard unknown.isEmpty else { throw error(.unknownParameters(unknown)) }
+        guard let registrationId = step.additionalData["registrationId"], !registrationId.isEmpty else {
+            throw FlowProtocolError("the Device Registration step has no additionalData.registrationId")
+        }
+        guard let challenge = step.additionalData["challenge"], !challenge.isEmpty else {
+            throw FlowProtocolError("the Device Registration step has no additionalData.challenge")
+        }
+        return (registrationId, challenge)
+    }
+
+    /// The flow's error for a refused step: a step devtrust does not take, or a challenge it does not sign.
+    public static func error(_ refusal: RegistrationProof.Refusal) -> any Error {
+        if case .unknownParameters = refusal { return FlowUnsupportedError(refusal.message) }
+        return FlowProtocolError(refusal.message)
     }
 }

@@ -32,10 +32,10 @@ public struct RegistrationDriver {
     public static let maximumSteps = 50
 
     public let client: FlowClient
-    public let responder: DeviceRegistrationResponder
+    public let responder: any DeviceRegistrationAnswering
     public let interaction: any FlowInteraction
 
-    public init(client: FlowClient, responder: DeviceRegistrationResponder, interaction: any FlowInteraction) {
+    public init(client: FlowClient, responder: any DeviceRegistrationAnswering, interaction: any FlowInteraction) {
         self.client = client
         self.responder = responder
         self.interaction = interaction

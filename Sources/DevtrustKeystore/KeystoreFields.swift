@@ -19,7 +19,7 @@ public enum KeystoreField {
     }
 
     public enum Registration: String, CaseIterable, Sendable {
-        case registrationId, server, flowType, keyFingerprint, registeredAt
+        case registrationId, server, flowType, keyFingerprint, registeredAt, uid
     }
 
     public enum SignIn: String, CaseIterable, Sendable {
@@ -63,6 +63,7 @@ extension RegistrationRecord {
             case .flowType: .string(flowType)
             case .keyFingerprint: .string(keyFingerprint)
             case .registeredAt: .string(registeredAt)
+            case .uid: uid.map { .integer($0) }
             }
         }
     }

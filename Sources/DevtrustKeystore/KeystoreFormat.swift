@@ -87,12 +87,22 @@ public enum KeystoreFormat {
             typealias Field = KeystoreField.Registration
             let record = try JSONObjectReader(element, path: "\(Manifest.registrations.rawValue)[\(index)]")
             try record.rejectUnknownFields(Field.allCases)
+            // A registration's user (added within version 2, written only when set): an older devtrust
+            // refuses the field rather than take another user's registration for its own.
+            var uid: UInt32?
+            if record.object[Field.uid.rawValue] != nil {
+                guard version >= 2, let value = record.object[Field.uid.rawValue]?.int64Value, let owner = UInt32(exactly: value) else {
+                    throw JSONFieldError(path: record.fieldPath(Field.uid), kind: .invalidValue("must be a uid, 0 to 4294967295 (version 2 only)"))
+                }
+                uid = owner
+            }
             state.registrations.append(RegistrationRecord(
                 registrationId: try record.string(Field.registrationId),
                 server: try record.string(Field.server),
                 flowType: try record.string(Field.flowType),
                 keyFingerprint: try record.string(Field.keyFingerprint),
-                registeredAt: try record.string(Field.registeredAt)))
+                registeredAt: try record.string(Field.registeredAt),
+                uid: uid))
         }
         if state.key == nil && !state.registrations.isEmpty {
             throw JSONFieldError(path: Manifest.registrations.rawValue, kind: .invalidValue("registrations are recorded but there is no key"))

@@ -43,13 +43,23 @@ public struct RegistrationRecord: Equatable, Sendable {
     /// Fingerprint of the key that was registered.
     public var keyFingerprint: String
     public var registeredAt: String
+    /// The user the registration belongs to, in a keystore that registers several (the system
+    /// agent's machine keystore: each user's registrations are theirs). nil: the keystore
+    /// owner's, as every registration of a keystore of one's own is.
+    public var uid: UInt32?
 
-    public init(registrationId: String, server: String, flowType: String, keyFingerprint: String, registeredAt: String) {
+    public init(registrationId: String, server: String, flowType: String, keyFingerprint: String, registeredAt: String, uid: UInt32? = nil) {
         self.registrationId = registrationId
         self.server = server
         self.flowType = flowType
         self.keyFingerprint = keyFingerprint
         self.registeredAt = registeredAt
+        self.uid = uid
+    }
+
+    /// The uid the registration belongs to in a keystore owned by `keystoreOwner`.
+    public func owner(keystoreOwner: UInt32) -> UInt32 {
+        uid ?? keystoreOwner
     }
 }
 
@@ -104,4 +114,13 @@ public struct KeystoreState: Equatable, Sendable {
     }
 
     public static let empty = KeystoreState()
+
+    /// This state as the user `uid` sees it in a keystore owned by `keystoreOwner`: their own
+    /// registrations only (the sign-ins are the keystore owner's, so none for another user).
+    public func belonging(to uid: UInt32, keystoreOwner: UInt32) -> KeystoreState {
+        var own = self
+        own.registrations = registrations.filter { $0.owner(keystoreOwner: keystoreOwner) == uid }
+        if uid != keystoreOwner { own.signIns = [] }
+        return own
+    }
 }

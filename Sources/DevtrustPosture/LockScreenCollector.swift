@@ -15,7 +15,9 @@ enum LockScreenCollector {
         var databases = [(String, GVDBFile)]()
         let configHome = input.xdgConfigHome.flatMap { $0.hasPrefix("/") ? $0 : nil } ?? input.home.map { $0 + "/.config" }
         for path in [configHome.map { $0 + "/dconf/user" }, "/etc/dconf/db/local"].compactMap({ $0 }) {
-            guard let bytes = try? FileReader.read(input.path(path), limit: 8 << 20) else { continue }
+            // A regular file only: the user's database is theirs to replace, with a FIFO that would hold
+            // the reader (the system agent reads it for every user) or a device.
+            guard let bytes = try? FileReader.readRegularFile(input.path(path), limit: 8 << 20) else { continue }
             guard let database = GVDBFile(bytes) else {
                 return .absent("lockScreen", "\(path) is not a dconf database devtrust can read")
             }

@@ -6,6 +6,11 @@ public struct PostureReport: Sendable {
     public let attributes: [Attribute]
     public let problems: [String]
 
+    public init(attributes: [Attribute], problems: [String] = []) {
+        self.attributes = attributes
+        self.problems = problems
+    }
+
     /// The claims to send: attributes that have a value, in order.
     public var claims: [(name: String, value: String)] {
         attributes.compactMap { attribute in attribute.value.map { (attribute.name, $0) } }

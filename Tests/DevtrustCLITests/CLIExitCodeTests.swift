@@ -31,7 +31,7 @@ import Testing
         let thumbprint = try cli.run("pubkey", "--format", "thumbprint")
         #expect(thumbprint.output.count == 43)
 
-        for arguments in [["sign-challenge", Self.challenge], ["device-data", "--claim", "lockScreen=true"],
+        for arguments in [["sign-challenge", Self.challenge], ["device-data", "--claim", "floor=3"],
                           ["token", "--device-id", "74070bae-df8c-42bf-8754-5173c237c936"], ["status"], ["--version"], ["--help"], ["help", "token"]] {
             let result = try cli.run(arguments)
             #expect(result.status == 0, "\(arguments): \(result)")
@@ -105,6 +105,12 @@ import Testing
         (["token", "--claim", "lockScreen"], "--claim takes NAME=VALUE"),
         (["token", "--claim", "jti=1"], "jti is set by devtrust"),
         (["device-data", "--claim", "attestationToken=x"], "attestationToken is for Play Integrity"),
+        // A given claim never replaces a measured or reserved one (issue 28): the claim is named.
+        (["token", "--claim", "diskEncryption=true"], "--claim diskEncryption: diskEncryption is measured by devtrust"),
+        (["device-data", "--claim", "firewall=true"], "--claim firewall: firewall is measured by devtrust"),
+        (["token", "--claim", "keyProtection=tpm"], "--claim keyProtection: keyProtection is set by devtrust itself"),
+        (["token", "--claim", "platform=windows"], "--claim platform: platform is set by devtrust itself"),
+        (["register", "--server", "https://idp.example", "--claim", "lockScreen=true"], "--claim lockScreen: lockScreen is measured by devtrust"),
         (["token", "--device-id", ""], "--device-id must be 1 to 256 printable characters"),
         (["verify", "--jwt", "a.b.c"], "--public-key is required"),
         (["verify", "--public-key", "MFkw"], "give either --jwt, or --signature with --message"),

@@ -91,10 +91,10 @@ import Testing
         let directory = TemporaryDirectory()
         var cli = DevtrustBinary(keystore: directory.file("ks"))
         try cli.run("init")
-        cli.extraEnvironment["DEVTRUST_CONFIG"] = directory.write("config.json", #"{"claims":{"site":"berlin","lockScreen":"false"}}"#)
+        cli.extraEnvironment["DEVTRUST_CONFIG"] = directory.write("config.json", #"{"claims":{"site":"berlin","floor":"2"}}"#)
         var tokens = [JSONValue]()
         for index in 0..<60 {
-            let arguments = index % 2 == 0 ? ["token", "--device-id", "dev-\(index)", "--claim", "lockScreen=true"] : ["device-data"]
+            let arguments = index % 2 == 0 ? ["token", "--device-id", "dev-\(index)", "--claim", "floor=3"] : ["device-data"]
             let result = try cli.run(arguments)
             #expect(result.status == 0, "\(result)")
             tokens.append(.string(result.output))
@@ -102,9 +102,9 @@ import Testing
         let first = try JSONParser.parse(Base64URL.decode(String(tokens[0].stringValue!.split(separator: ".")[1]))).objectValue!
         // jti, iat, platform, the posture, then the configuration's claims and --claim.
         #expect(Array(first.keys.prefix(3)) == ["jti", "iat", "platform"])
-        #expect(Array(first.keys.suffix(2)) == ["site", "lockScreen"])
+        #expect(Array(first.keys.suffix(2)) == ["site", "floor"])
         #expect(first["keyProtection"] == .string("software") && first["osName"] != nil && first["kernelVersion"] != nil)
-        #expect(first["lockScreen"] == .string("true") && first["site"] == .string("berlin"))
+        #expect(first["floor"] == .string("3") && first["site"] == .string("berlin"))
         let request: JSONObject = ["spki": .string(try cli.run("pubkey").output), "jws": .array(tokens)]
         let result = try ExternalTool.python.run([Repository.path("Tests/Interop/verify_es256.py")], stdin: JSONWriter.bytes(.object(request)))
         #expect(result.status == 0, "\(result)")

@@ -55,7 +55,11 @@ import Testing
         #expect(refused.stderr.contains("does not meet the server's device policy"), "\(refused.stderr)")
         #expect(try setup.registrations().isEmpty && setup.server.devices.isEmpty)
 
-        let accepted = try cli.run(["register", "--server", setup.url, "--non-interactive", "--claim", "lockScreen=true"] + FakeIdentityServer.registrationAnswers)
+        // lockScreen is measured, not given (a --claim of it is refused): GNOME's screen lock on.
+        let given = try cli.run(["register", "--server", setup.url, "--non-interactive", "--claim", "lockScreen=true"] + FakeIdentityServer.registrationAnswers)
+        #expect(given.status == 2 && given.stderr.contains("--claim lockScreen: lockScreen is measured by devtrust"), "\(given)")
+        try setup.measuresLockScreen(true)
+        let accepted = try cli.run(["register", "--server", setup.url, "--non-interactive"] + FakeIdentityServer.registrationAnswers)
         #expect(accepted.status == 0, "\(accepted)")
         let claims = try #require(setup.server.devices.first?.claims)
         #expect(claims["platform"] == .string("linux") && claims["lockScreen"] == .string("true") && claims["site"] == .string("berlin"), "\(claims)")

@@ -24,6 +24,19 @@ struct FakeServerSetup {
         set { device.cli = newValue }
     }
 
+    /// GNOME in the posture tree, with its screen lock on or off (the dconf databases of
+    /// DevtrustPostureTests' fixtures): what devtrust then measures as `lockScreen`, a claim no
+    /// `--claim` or configuration can set.
+    func measuresLockScreen(_ on: Bool) throws {
+        let root = cli.postureRoot
+        let configHome = try #require(cli.environment["XDG_CONFIG_HOME"])
+        let database = try #require(FileManager.default.contents(atPath: Repository.path("Tests/DevtrustPostureTests/Fixtures/dconf/lock-\(on ? "on" : "off").gvdb")))
+        for (path, contents) in [("/usr/bin/gnome-shell", Data()), (configHome + "/dconf/user", database)] {
+            try FileManager.default.createDirectory(atPath: root + (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            #expect(FileManager.default.createFile(atPath: root + path, contents: contents))
+        }
+    }
+
     /// - Parameters:
     ///   - settings: the server's.
     ///   - softwareKey: whether to create a software device key first (`init --backend software`).

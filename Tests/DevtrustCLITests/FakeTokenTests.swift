@@ -132,11 +132,13 @@ import Testing
     /// `device-data`: the same claims, no deviceId, verified with the device's key.
     @Test func deviceDataIsSignedByTheDeviceKeyWithoutADeviceID() throws {
         let setup = try FakeServerSetup(register: true)
-        let deviceData = try setup.run("device-data", "--claim", "lockScreen=true")
+        try setup.measuresLockScreen(true)
+        let deviceData = try setup.run("device-data", "--claim", "site=berlin")
         #expect(deviceData.status == 0, "\(deviceData)")
         let key = try P256PublicKey(spki: Base64.decode(try setup.publicKey()))
         let verified = try ES256Verifier(publicKey: key).verify(compact: deviceData.output, freshness: (maxAge: 300, now: setup.time.secondsSinceEpoch()))
         #expect(verified.header == ["alg": .string("ES256"), "typ": .string("JWT")], "\(verified.header)")
-        #expect(verified.claims?["lockScreen"] == .string("true") && verified.claims?["platform"] == .string("linux"))
+        #expect(verified.claims?["lockScreen"] == .string("true") && verified.claims?["site"] == .string("berlin")
+                && verified.claims?["platform"] == .string("linux"), "\(String(describing: verified.claims))")
     }
 }

@@ -132,7 +132,9 @@ struct InProcessCLI: DevtrustRunner {
         let variables = environment.filter { CommandEnvironment.knownVariables.contains($0.key) }
         Self.requireOwnDirectories(variables)
         let terminal = CapturingTerminal(stdin: stdin ?? [], inputIsTerminal: inputIsTerminal, errorIsTerminal: errorIsTerminal, errorSize: errorSize)
-        var environment = CommandEnvironment(variables: variables, terminal: terminal, clock: clock, random: random)
+        // The system agent's default socket is the test's own (never there): no test depends on the machine's /run.
+        var environment = CommandEnvironment(variables: variables, terminal: terminal, clock: clock, random: random,
+                                             defaultAgentSocket: keystore + "-no-agent.sock")
         if let httpTransport { environment.httpTransport = httpTransport }
         if let waiting { environment.waiting = { _ in waiting } }
         if let bootClock { environment.bootClock = bootClock }
@@ -161,7 +163,7 @@ struct InProcessCLI: DevtrustRunner {
                             clock: any Clock = SystemClock(), random: any RandomSource = SystemRandom()) -> CommandEnvironment {
         let variables = OwnDirectories.withoutTheMachinesTPM(OwnDirectories.variables(in: directory.path).merging(variables) { $1 })
         requireOwnDirectories(variables)
-        return CommandEnvironment(variables: variables, terminal: terminal, clock: clock, random: random)
+        return CommandEnvironment(variables: variables, terminal: terminal, clock: clock, random: random, defaultAgentSocket: directory.file("no-agent.sock"))
     }
 
     /// Fails the test when devtrust would choose a directory by itself: run as root (as here

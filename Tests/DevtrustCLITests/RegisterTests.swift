@@ -95,20 +95,20 @@ import Testing
     }
 
     @Test func deviceDataWithThePolicyClaims() throws {
-        let setup = try Setup(["--require-claim", "lockScreen=true", "--require-claim", "site=berlin"])
+        let setup = try Setup(["--require-claim", "floor=3", "--require-claim", "site=berlin"])
         var cli = setup.cli
         cli.extraEnvironment["DEVTRUST_CONFIG"] = setup.directory.write("config.json", #"{"claims":{"site":"berlin"}}"#)
         let refused = try cli.run(["register", "--server", setup.server.url, "--non-interactive"] + Self.answers)
         #expect(refused.status == 4, "\(refused)")
-        #expect(refused.stderr.contains("DR-60004") && refused.stderr.contains("failed: lockScreen"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("DR-60004") && refused.stderr.contains("failed: floor"), "\(refused.stderr)")
         #expect(refused.stderr.contains("does not meet the server's device policy"))
         #expect(try setup.registrations().isEmpty)
         #expect(try setup.server.devices().isEmpty)
 
-        let accepted = try cli.run(["register", "--server", setup.server.url, "--non-interactive", "--claim", "lockScreen=true"] + Self.answers)
+        let accepted = try cli.run(["register", "--server", setup.server.url, "--non-interactive", "--claim", "floor=3"] + Self.answers)
         #expect(accepted.status == 0, "\(accepted)")
         let claims = try #require(try setup.server.devices().first?["claims"]?.objectValue)
-        #expect(claims["platform"] == .string("linux") && claims["lockScreen"] == .string("true") && claims["site"] == .string("berlin"))
+        #expect(claims["platform"] == .string("linux") && claims["floor"] == .string("3") && claims["site"] == .string("berlin"))
         #expect(claims["jti"]?.stringValue?.count == 36 && claims["iat"]?.int64Value != nil)
     }
 

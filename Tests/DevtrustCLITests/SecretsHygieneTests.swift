@@ -34,7 +34,7 @@ import Testing
         try run(["pubkey"])
         try run(["pubkey", "--format", "jwk"])
         try run(["sign-challenge", "q3x3Zp3j0JvFf1m7m3kF5G8W2sV6l9d0QhYp4n1eT0Y"])
-        try run(["device-data", "--claim", "lockScreen=true"])
+        try run(["device-data", "--claim", "floor=3"])
         try run(["register", "--server", server.url, "--non-interactive", "--input", "http://wso2.com/claims/emailaddress=carol@example.com",
                  "--input", "password=\(password)", "--input", "otp=731946"])
         let token = try cli.run("-v", "token")

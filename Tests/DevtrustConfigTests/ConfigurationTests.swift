@@ -5,10 +5,10 @@ import Testing
 
 @Suite struct ConfigurationTests {
     @Test func parsesPlatformAndClaimsInOrder() throws {
-        let configuration = try Configuration.parse(Array(#"{"platform":"linux-kiosk","claims":{"site":"berlin","lockScreen":"true"}}"#.utf8), file: "/etc/devtrust/config.json")
+        let configuration = try Configuration.parse(Array(#"{"platform":"linux-kiosk","claims":{"site":"berlin","floor":"3"}}"#.utf8), file: "/etc/devtrust/config.json")
         #expect(configuration.platform == "linux-kiosk")
-        #expect(configuration.claims.map(\.name) == ["site", "lockScreen"])
-        #expect(configuration.claims.map(\.value) == ["berlin", "true"])
+        #expect(configuration.claims.map(\.name) == ["site", "floor"])
+        #expect(configuration.claims.map(\.value) == ["berlin", "3"])
         #expect(try Configuration.parse(Array("{}".utf8), file: "f") == Configuration(source: "f"))
     }
 
@@ -20,6 +20,12 @@ import Testing
         (#"{"claimz":{}}"#, "configuration file /c.json: unknown field \"claimz\" (known fields: platform, claims, http, inventory, collector, collectorTimeoutSeconds, postureCacheSeconds, signIn, browser); see docs/configuration.md"),
         (#"{"claims":{"jti":"x"}}"#, "configuration file /c.json: field \"claims.jti\": jti is set by devtrust on every token and cannot be overridden; see docs/configuration.md"),
         (#"{"claims":{"attestationToken":"x"}}"#, "attestationToken is for Play Integrity"),
+        // A given claim only adds a name: never one devtrust measures or decides itself (docs/posture.md).
+        (#"{"claims":{"diskEncryption":"true"}}"#, "configuration file /c.json: field \"claims.diskEncryption\": diskEncryption is measured by devtrust (`devtrust attributes --explain` shows how); a given value cannot replace a measured one; see docs/configuration.md"),
+        (#"{"claims":{"lockScreen":"true"}}"#, "field \"claims.lockScreen\": lockScreen is measured by devtrust"),
+        (#"{"claims":{"keyProtection":"tpm"}}"#, "field \"claims.keyProtection\": keyProtection is set by devtrust itself and cannot be given"),
+        (#"{"claims":{"platform":"windows"}}"#, "field \"claims.platform\": platform is set by devtrust itself"),
+        (#"{"claims":{"deviceId":"x"}}"#, "field \"claims.deviceId\": deviceId is set by devtrust itself"),
         ("[]", "configuration file /c.json: field \"(top level)\" must be an object, found an array; see docs/configuration.md"),
         (#"{"collector":["posture"]}"#, "field \"collector\": must start with the collector program's absolute path"),
         (#"{"collector":"/usr/lib/acme/posture"}"#, "field \"collector\" must be an array"),

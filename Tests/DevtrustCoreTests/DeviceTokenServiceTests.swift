@@ -6,6 +6,7 @@ import DevtrustEncoding
 import DevtrustJOSE
 import DevtrustKeys
 import DevtrustKeystore
+import DevtrustPosture
 import DevtrustTestSupport
 import Synchronization
 import Testing
@@ -56,13 +57,38 @@ import Testing
         func add(_ line: String) { lines.append(line) }
     }
 
+    /// A given claim (the configuration's, `--claim`) only adds a name: one the administrator's collector
+    /// produced is refused, naming the claim and the collector, found a value or not; other names are added.
+    @Test func aGivenClaimNeverReplacesACollectorsClaim() throws {
+        let report = PostureReport(attributes: [Attribute(name: "costCenter", value: "42", source: "printed by /usr/lib/acme/posture"),
+                                                Attribute(name: "lockScreen", value: nil, source: "no desktop")])
+        for (configuration, added, name, source) in [
+            (Configuration(claims: [(name: "costCenter", value: "7")], source: "/etc/devtrust/config.json"), [(String, String)](), "costCenter",
+             "the configuration's claims (/etc/devtrust/config.json)"),
+            (Configuration(), [("costCenter", "7")], "costCenter", "--claim"),
+            (Configuration(), [("lockScreen", "true")], "lockScreen", "--claim"),
+        ] {
+            #expect(throws: GivenClaimRefusal.self) { try DeviceAttributesForKey(configuration: configuration, addedClaims: added).attributes(posture: report) }
+            do {
+                _ = try DeviceAttributesForKey(configuration: configuration, addedClaims: added).attributes(posture: report)
+            } catch {
+                #expect(error.name == name && error.source == source)
+                #expect(error.classification.category == .usage && error.classification.message.contains("the claim \(name) given in \(source) is one a collector measures"))
+            }
+        }
+        let attributes = try DeviceAttributesForKey(configuration: Configuration(claims: [(name: "site", value: "lab")]), addedClaims: [("site", "berlin"), ("floor", "3")])
+            .attributes(posture: report)
+        #expect(attributes.claims["costCenter"] == .string("42") && attributes.claims["site"] == .string("berlin") && attributes.claims["floor"] == .string("3"))
+        #expect(attributes.claims["lockScreen"] == nil)
+    }
+
     @Test func aTokenNamesTheChosenRegistrationAndCarriesTheClaims() throws {
         let setup = try Setup(servers: ["https://a.example/t/acme", "https://b.example"], configuration: Configuration(claims: [(name: "site", value: "lab")]))
-        let token = try setup.service().deviceToken(for: .server("b.example"), addedClaims: [("lockScreen", "true")])
+        let token = try setup.service().deviceToken(for: .server("b.example"), addedClaims: [("floor", "3")])
         let verified = try setup.verified(token)
         #expect(verified.header["deviceId"] == .string("id1"))
         #expect(verified.claims?["iat"] == .integer(Self.now))
-        #expect(verified.claims?["platform"] == .string("linux") && verified.claims?["site"] == .string("lab") && verified.claims?["lockScreen"] == .string("true"))
+        #expect(verified.claims?["platform"] == .string("linux") && verified.claims?["site"] == .string("lab") && verified.claims?["floor"] == .string("3"))
         #expect(throws: DeviceError.ambiguousRegistration(servers: ["https://a.example/t/acme", "https://b.example"])) {
             try setup.service().deviceToken(for: .server(nil))
         }

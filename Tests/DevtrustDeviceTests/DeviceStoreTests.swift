@@ -2,6 +2,7 @@ import DevtrustDevice
 import DevtrustKeys
 import DevtrustKeystore
 import DevtrustTestSupport
+import Foundation
 import Testing
 
 @Suite struct DeviceStoreTests {
@@ -35,6 +36,62 @@ import Testing
         #expect(try store.state().registrations.isEmpty)
         #expect(try store.loadKey().key.fingerprint == second.fingerprint)
         #expect(directory.entries("ks").filter { $0.hasPrefix("key-") } == [second.file])
+    }
+
+    /// The system agent's machine keystore holds every user's registrations (`uid`): a store shows a
+    /// viewer only their own (a record without a uid is the keystore owner's), records one user's
+    /// registration without touching another's with the same server, and keeps at most
+    /// `maximumRegistrationsPerUser` for one user.
+    @Test func eachUserSeesAndReplacesOnlyTheirOwnRegistrations() throws {
+        let directory = TemporaryDirectory()
+        let keystore = Keystore(path: directory.file("ks"))
+        guard case let .created(key, _, _) = try DeviceStore(keystore: keystore).initialize(backend: .software, force: false) else {
+            Issue.record("no key")
+            return
+        }
+        func record(_ id: String, _ server: String, uid: UInt32?) -> RegistrationRecord {
+            RegistrationRecord(registrationId: id, server: server, flowType: "REGISTRATION", keyFingerprint: key.fingerprint, registeredAt: "t", uid: uid)
+        }
+        let owner = DeviceStore(keystore: keystore)
+        let alice = DeviceStore(keystore: keystore, viewer: 1001), bob = DeviceStore(keystore: keystore, viewer: 1002)
+        try owner.recordRegistration(record("own", "https://idp.example", uid: nil))
+        try alice.recordRegistration(record("alice-1", "https://idp.example", uid: 1001))
+        try bob.recordRegistration(record("bob-1", "https://idp.example", uid: 1002))
+        #expect(try owner.state().registrations.map(\.registrationId) == ["own"])
+        #expect(try alice.state().registrations.map(\.registrationId) == ["alice-1"])
+        #expect(try bob.loadKey().state.registrations.map(\.registrationId) == ["bob-1"])
+        #expect(try owner.wholeState().registrations.count == 3)
+        // A user's new registration with a server replaces their own there, nobody else's.
+        try alice.recordRegistration(record("alice-2", "https://IDP.example/", uid: 1001))
+        #expect(try owner.wholeState().registrations.map(\.registrationId) == ["own", "bob-1", "alice-2"])
+        for index in 0..<(DeviceStore.maximumRegistrationsPerUser - 1) {
+            try bob.recordRegistration(record("bob-s\(index)", "https://s\(index).example", uid: 1002))
+        }
+        #expect(throws: DeviceError.tooManyRegistrations(limit: DeviceStore.maximumRegistrationsPerUser)) {
+            try bob.recordRegistration(record("bob-over", "https://over.example", uid: 1002))
+        }
+        try alice.recordRegistration(record("alice-3", "https://over.example", uid: 1001))
+        #expect(try alice.state().registrations.count == 2)
+    }
+
+    /// A store with a key cache (the agent) loads the key once, and again once the keystore names another.
+    @Test func aCachedKeyIsUsedWhileTheKeystoreNamesIt() throws {
+        let directory = TemporaryDirectory()
+        let keystore = Keystore(path: directory.file("ks"))
+        let cache = LoadedKeyCache()
+        let store = DeviceStore(keystore: keystore, keyCache: cache)
+        _ = try store.initialize(backend: .software, force: false)
+        let first = try store.loadKey()
+        // The key file is not read again while the manifest names the same key: its loss goes unnoticed then...
+        let keyPath = directory.file("ks/" + first.record.file)
+        let keyBytes = try #require(directory.read("ks/" + first.record.file))
+        try FileManager.default.removeItem(atPath: keyPath)
+        #expect(try store.loadKey().key.publicKey == first.key.publicKey)
+        _ = FileManager.default.createFile(atPath: keyPath, contents: Data(keyBytes), attributes: [.posixPermissions: 0o600])
+        // ...and a new key is loaded as soon as the keystore names it.
+        _ = try store.initialize(backend: .software, force: true)
+        let second = try store.loadKey()
+        #expect(second.key.publicKey != first.key.publicKey && second.record.fingerprint == second.key.fingerprint)
     }
 
     @Test func noKeyIsReported() throws {

@@ -18,6 +18,38 @@ import Testing
         #expect(try KeystoreFormat.decode(KeystoreFormat.encode(.empty), path: "k") == .empty)
     }
 
+    /// A registration's user (the agent's machine keystore) round-trips; written only when set, in
+    /// version 2 only, a uid and nothing else; the schema draws the same line.
+    @Test func aRegistrationsUserIsReadBackAsWritten() throws {
+        var state = Self.sample
+        let fingerprint = String(repeating: "A", count: 43)
+        state.key?.fingerprint = fingerprint
+        state.registrations = [RegistrationRecord(registrationId: "r1", server: "https://s", flowType: "REGISTRATION", keyFingerprint: fingerprint,
+                                                  registeredAt: "2026-11-30T00:00:01Z"),
+                               RegistrationRecord(registrationId: "r2", server: "https://s", flowType: "REGISTRATION", keyFingerprint: fingerprint,
+                                                  registeredAt: "2026-11-30T00:00:02Z", uid: 1001)]
+        let bytes = KeystoreFormat.encode(state)
+        #expect(try KeystoreFormat.decode(bytes, path: "k") == state)
+        #expect(String(decoding: bytes, as: UTF8.self).components(separatedBy: "\"uid\"").count == 2)
+        let directory = TemporaryDirectory()
+        let file = directory.write("uid.json", bytes)
+        let checked = try ExternalTool.python.run([Repository.path("Tests/Interop/validate_keystore.py"), Repository.path("keystore/schema"), file])
+        #expect(checked.status == 0, "\(checked)")
+        for (uid, reason) in [(JSONValue.string("1001"), "string"), (.integer(-1), "negative"), (.integer(4_294_967_296), "too large"), (.number("1.5"), "fraction")] {
+            var object = try JSONParser.parse(bytes).objectValue!
+            var records = object["registrations"]!.arrayValue!
+            var record = records[1].objectValue!
+            record["uid"] = uid
+            records[1] = .object(record)
+            object["registrations"] = .array(records)
+            #expect(throws: KeystoreError.self, "\(reason)") { try KeystoreFormat.decode(JSONWriter.bytes(.object(object)), path: "k") }
+        }
+        var versionOne = try JSONParser.parse(bytes).objectValue!
+        versionOne["version"] = .integer(1)
+        versionOne["signIns"] = nil
+        #expect(throws: KeystoreError.self) { try KeystoreFormat.decode(JSONWriter.bytes(.object(versionOne)), path: "k") }
+    }
+
     static func document(_ edit: (inout JSONObject) -> Void) -> [UInt8] {
         var object = try! JSONParser.parse(KeystoreFormat.encode(sample)).objectValue!
         edit(&object)
@@ -128,7 +160,8 @@ import Testing
         }
         #expect(try properties("keystore.v2.schema.json") == KeystoreField.Manifest.allCases.map(\.rawValue))
         #expect(try properties("keystore.v2.schema.json", "properties", "key", "oneOf[1]") == KeystoreField.Key.allCases.map(\.rawValue))
-        #expect(try properties("registration.v1.schema.json") == KeystoreField.Registration.allCases.map(\.rawValue))
+        #expect(try properties("registration.v1.schema.json") == KeystoreField.Registration.allCases.filter { $0 != .uid }.map(\.rawValue))
+        #expect(try properties("registration.v2.schema.json") == KeystoreField.Registration.allCases.map(\.rawValue))
         #expect(try properties("signin.v2.schema.json") == KeystoreField.SignIn.allCases.map(\.rawValue))
     }
 }

@@ -195,6 +195,19 @@ struct FixtureMachine: Sendable, CustomTestStringConvertible {
         #expect(disk.source == "/ is ext4 on /dev/mapper/vg-root (253:1); dm-1 is device-mapper LVM; dm-1 sits on dm-0; dm-0 is dm-crypt (CRYPT-LUKS2)", "\(disk.source)")
     }
 
+    /// The user's dconf database is theirs to replace: a FIFO there is not opened (it would hold the
+    /// reader for ever: the system agent reads it for every user), a link to a regular file is followed.
+    @Test func aDconfDatabaseThatIsNoRegularFileIsNotOpened() throws {
+        var machine = FixtureMachine("dconf database replaced by a FIFO")
+        machine.file("/usr/bin/gnome-shell", "")
+        let tree = machine.materialize()
+        try FileManager.default.createDirectory(atPath: tree.path + "/home/alice/.config/dconf", withIntermediateDirectories: true)
+        #expect(mkfifo(tree.path + "/home/alice/.config/dconf/user", 0o600) == 0)
+        let report = PostureCollector.collect(PostureInput(root: tree.path, effectiveUserID: 1000, home: "/home/alice", keyProtection: nil))
+        // Not read: GNOME's defaults apply, as without a database of the user's.
+        #expect(report.attributes.first { $0.name == "lockScreen" }?.source.contains("dconf/user") == false, "\(report.attributes)")
+    }
+
     @Test func aLoopDeviceWithoutAKnownBackingIsUnknown() {
         var machine = FixtureMachine("loop without backing file")
         machine.root("7:1", "ext4", "/dev/loop1")
@@ -212,6 +225,20 @@ struct FixtureMachine: Sendable, CustomTestStringConvertible {
         let with = PostureCollector.collect(PostureInput(root: tree.path, effectiveUserID: 1000, home: "/home/alice", keyProtection: nil, inventory: true))
         #expect(with.claims.first { $0.name == "hardwareModel" }?.value == "Latitude 7440")
         #expect(!with.claims.contains { $0.value.contains("SERIAL") })
+    }
+
+    /// `ClaimName.collectedByDevtrust` is every name devtrust's collectors produce, found or not: a
+    /// given claim (`--claim`, the configuration's, an agent's client's) is refused for each of them,
+    /// so a collector that produces a name not on the list would let a given value replace a measurement.
+    @Test func everyNameTheCollectorsProduceIsListedAsMeasured() {
+        var machine = FixtureMachine.plainExt4
+        machine.file("/sys/class/dmi/id/product_name", "Latitude 7440\n")
+        let tree = machine.materialize()
+        for root in [tree.path, "/nonexistent-root"] {
+            let report = PostureCollector.collect(PostureInput(root: root, effectiveUserID: 0, home: "/home/alice", keyProtection: "software", inventory: true))
+            let names = Set(report.attributes.map(\.name))
+            #expect(names == ClaimName.collectedByDevtrust, "\(root): \(names.symmetricDifference(ClaimName.collectedByDevtrust))")
+        }
     }
 
     @Test func osReleaseQuoting() {

@@ -21,7 +21,7 @@ enum AttributesCommand: DevtrustCommand {
         let deviceTokens = try context.deviceTokens(configuration)
         let backend = try deviceTokens.store.state().key?.backend
         let report = deviceTokens.posture(backend: backend)
-        let attributes = deviceTokens.attributes().attributes(posture: report)
+        let attributes = try deviceTokens.attributes().attributes(posture: report)
         guard options.explain else {
             context.output(JSONWriter.pretty(.object(attributes.claims)))
             return

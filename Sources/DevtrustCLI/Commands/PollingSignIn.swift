@@ -93,6 +93,7 @@ enum PollingSignIn {
         switch report.category {
         case .usage, .configuration: code = "usage_error"
         case .noDeviceKey, .notRegistered: code = "not_registered"
+        case .notPermitted: code = "not_permitted"
         case .serverRefused: code = "server_refused"
         case let .oauthError(error, serverDescription):
             // The server's own code and description, as it sent them.

@@ -1,4 +1,4 @@
-import DevtrustDevice
+import DevtrustAgent
 import DevtrustEncoding
 import DevtrustKeys
 
@@ -20,8 +20,13 @@ enum PubkeyCommand: DevtrustCommand {
 
     static func run(_ context: CommandContext, _ options: Options) throws {
         let format = try Options.format.choice(options.format) ?? .spki
-        let device = try context.deviceStore().loadKey()
-        let publicKey = device.key.publicKey
+        let publicKey: P256PublicKey
+        switch try context.deviceAccess(command: Options.spec.name) {
+        case let .agent(agent):
+            publicKey = try AgentCalls.publicKey(agent)
+        case .keystore:
+            publicKey = try context.deviceStore().loadKey().key.publicKey
+        }
         if context.json {
             context.output(JSONWriter.string(.object(document(publicKey, format: format))))
             return

@@ -1,3 +1,4 @@
+import DevtrustAgent
 import DevtrustConfig
 import DevtrustCore
 import DevtrustDevice
@@ -71,34 +72,22 @@ enum RegisterCommand: DevtrustCommand {
         let claims = try ClaimOption.parse(options.claims, command: "register")
         let configuration = try context.configuration()
 
-        let store = try context.deviceStore()
-        if try store.state().key == nil {
-            context.info("this device has no key yet; creating one first")
-            // As `init` makes it (DeviceStore.initialize) and says it, but for its --json summary.
-            try store.initialize(backend: .auto, force: false).report(context.withoutJSONOutput(), keystore: store.keystore, imported: false)
+        // Where the key is: a keystore of one's own (made here when there is none), or the system agent's.
+        let key: RegistrationKey
+        switch try context.deviceAccess(command: Options.spec.name) {
+        case let .agent(agent):
+            key = try agentKey(agent, context, options, server: server, claims: claims)
+        case .keystore:
+            key = try ownKey(context, options, configuration: configuration, server: server, claims: claims)
         }
-        let device = try store.loadKey()
-        // Before the first request: a second registration leaves the first device record at the server.
-        let previous = device.state.registrations.first { RegistrationSelector.sameServer($0.server, server.description) }
+        let previous = key.previous
         if let previous, !options.replace {
             throw UsageError("this device is already registered with \(previous.server) as \(previous.registrationId) (registered \(previous.registeredAt)); "
                              + "`register --replace` registers it again, and the server keeps the old device record \(previous.registrationId): "
                              + Self.oldRecordAdvice, command: "register")
         }
-        context.detail("keystore: \(store.keystore.path)")
-        context.detail("key: \(device.record.backend.rawValue) key \(device.record.fingerprint)")
-        // Before the first request: a key that cannot sign would fail only at
-        // the device step, after the server created the account and sent an OTP.
-        try device.key.checkCanSign(random: context.environment.random)
-        let deviceTokens = context.deviceTokens(configuration, store: store)
-        let attributes = deviceTokens.gatheredAttributes(backend: device.record.backend, addedClaims: claims,
-                                                         claimSources: context.verbose ? { for line in $0 { context.detail(line) } } : nil)
         let http = HTTPClientSettings(context, configuration: configuration).client(context)
-        // deviceData in the server's time, once its answers have told it.
-        let responder = DeviceRegistrationResponder(
-            minter: deviceTokens.registrationMinter(key: device.key, server: server.description),
-            attributes: attributes,
-            deviceModel: options.deviceModel ?? DeviceModel.detect())
+        let responder = key.responder
         let terminalInteraction = TerminalFlowInteraction(
             context: context, presets: presets,
             interactive: !options.nonInteractive && context.terminal.inputIsTerminal,
@@ -109,11 +98,7 @@ enum RegisterCommand: DevtrustCommand {
         let result = try RegistrationDriver(client: FlowClient(server: server, http: http), responder: responder, interaction: interaction)
             .run(flowType: flowType, applicationId: options.applicationID)
 
-        let record = RegistrationRecord(
-            registrationId: result.registrationId, server: server.description, flowType: result.flowType,
-            keyFingerprint: device.record.fingerprint,
-            registeredAt: Timestamp.format(secondsSinceEpoch: context.environment.clock.secondsSinceEpoch()))
-        try store.recordRegistration(record)
+        let (record, backend) = try key.record(result)
         // A misspelt --accept is not silently ignored: the registration went another way than the user may think.
         var warned = Set<String>()
         for unused in options.accept where !terminalInteraction.usedAcceptedActions.contains(unused) && warned.insert(unused).inserted {
@@ -124,15 +109,87 @@ enum RegisterCommand: DevtrustCommand {
         if let previous {
             context.warn("replaced the registration \(previous.registrationId) with \(previous.server): the server keeps that old device record; " + Self.oldRecordAdvice)
         }
-        context.success("registered: this device is \(record.registrationId) at \(record.server) (\(device.record.backend.rawValue) key \(record.keyFingerprint)); `devtrust token` now carries that id")
+        context.success("registered: this device is \(record.registrationId) at \(record.server) (\(backend) key \(record.keyFingerprint)); `devtrust token` now carries that id")
         if context.json {
             context.output(JSONWriter.string(.object([
                 "registrationId": .string(record.registrationId), "server": .string(record.server),
                 "flowType": .string(record.flowType), "keyFingerprint": .string(record.keyFingerprint),
-                "backend": .string(device.record.backend.rawValue), "registeredAt": .string(record.registeredAt),
+                "backend": .string(backend), "registeredAt": .string(record.registeredAt),
                 "replaced": previous.map { .string($0.registrationId) } ?? .null,
             ])))
         }
+    }
+
+    /// What answers the Device Registration step and records the registration at COMPLETE.
+    struct RegistrationKey {
+        /// The registration with this server there already, if any.
+        let previous: RegistrationRecord?
+        let responder: any DeviceRegistrationAnswering
+        /// Records the completed flow's registration; the record and the key's backend.
+        let record: (RegistrationResult) throws -> (RegistrationRecord, String)
+    }
+
+    /// The key in a keystore of one's own: made first when there is none, its deviceData from this
+    /// run's posture, configuration and `--claim`s, the registration recorded in that keystore.
+    private static func ownKey(_ context: CommandContext, _ options: Options, configuration: Configuration, server: ServerURL,
+                               claims: [(String, String)]) throws -> RegistrationKey {
+        let store = try context.deviceStore()
+        if try store.state().key == nil {
+            context.info("this device has no key yet; creating one first")
+            // As `init` makes it (DeviceStore.initialize) and says it, but for its --json summary.
+            try store.initialize(backend: .auto, force: false).report(context.withoutJSONOutput(), keystore: store.keystore, imported: false)
+        }
+        let device = try store.loadKey()
+        // Before the first request: a second registration leaves the first device record at the server.
+        let previous = device.state.registrations.first { RegistrationSelector.sameServer($0.server, server.description) }
+        context.detail("keystore: \(store.keystore.path)")
+        context.detail("key: \(device.record.backend.rawValue) key \(device.record.fingerprint)")
+        // Before the first request: a key that cannot sign would fail only at
+        // the device step, after the server created the account and sent an OTP.
+        try device.key.checkCanSign(random: context.environment.random)
+        let deviceTokens = context.deviceTokens(configuration, store: store)
+        let attributes = try deviceTokens.gatheredAttributes(backend: device.record.backend, addedClaims: claims,
+                                                             claimSources: context.verbose ? { for line in $0 { context.detail(line) } } : nil)
+        // deviceData in the server's time, once its answers have told it.
+        let responder = DeviceRegistrationResponder(
+            minter: deviceTokens.registrationMinter(key: device.key, server: server.description),
+            attributes: attributes,
+            deviceModel: options.deviceModel ?? DeviceModel.detect())
+        return RegistrationKey(previous: previous, responder: responder, record: { result in
+            let record = RegistrationRecord(
+                registrationId: result.registrationId, server: server.description, flowType: result.flowType,
+                keyFingerprint: device.record.fingerprint,
+                registeredAt: Timestamp.format(secondsSinceEpoch: context.environment.clock.secondsSinceEpoch()))
+            try store.recordRegistration(record)
+            return (record, device.record.backend.rawValue)
+        })
+    }
+
+    /// The machine's key through the system agent: it answers the step (its challenge guard, its
+    /// collectors, the claims its policy allows) and records the registration for this user at COMPLETE.
+    private static func agentKey(_ agent: AgentClient, _ context: CommandContext, _ options: Options, server: ServerURL,
+                                 claims: [(String, String)]) throws -> RegistrationKey {
+        let status = try agent.call(.status)
+        let previous = (status["registrations"]?.arrayValue ?? []).compactMap { value -> RegistrationRecord? in
+            guard let record = value.objectValue, let id = record["registrationId"]?.stringValue, let recorded = record["server"]?.stringValue,
+                  RegistrationSelector.sameServer(recorded, server.description) else { return nil }
+            return RegistrationRecord(registrationId: id, server: recorded, flowType: record["flowType"]?.stringValue ?? "",
+                                      keyFingerprint: record["keyFingerprint"]?.stringValue ?? "", registeredAt: record["registeredAt"]?.stringValue ?? "")
+        }.first
+        context.detail("the device key: the devtrust agent at \(agent.socket) (its keystore \(status["keystore"]?.stringValue ?? "?"))")
+        let responder = AgentRegistrationResponder(agent: agent, server: server.description, claims: claims,
+                                                   deviceModel: options.deviceModel ?? DeviceModel.detect())
+        return RegistrationKey(previous: previous, responder: responder, record: { result in
+            let answer = try agent.call(.registrationComplete(server: server.description, registrationID: result.registrationId, flowType: result.flowType))
+            guard let object = answer["registration"]?.objectValue, let id = object["registrationId"]?.stringValue,
+                  let fingerprint = object["keyFingerprint"]?.stringValue else {
+                throw AgentUnavailable(socket: agent.socket, reason: .unreadableReply("no registration in its answer"))
+            }
+            let record = RegistrationRecord(registrationId: id, server: object["server"]?.stringValue ?? server.description,
+                                            flowType: object["flowType"]?.stringValue ?? result.flowType, keyFingerprint: fingerprint,
+                                            registeredAt: object["registeredAt"]?.stringValue ?? "")
+            return (record, answer["backend"]?.stringValue ?? "?")
+        })
     }
 
     /// The Flow Execution API gives a device no way to delete its record.

@@ -1,3 +1,4 @@
+import DevtrustAgent
 import DevtrustDevice
 import DevtrustDoctor
 import DevtrustEncoding
@@ -17,9 +18,13 @@ enum StatusCommand: DevtrustCommand {
     }
 
     static func run(_ context: CommandContext, _ options: Options) throws {
+        if case let .agent(agent) = try context.deviceAccess(command: Options.spec.name) {
+            return try runThroughAgent(context, agent)
+        }
         let store = try context.deviceStore()
         let keystore = store.keystore
-        let state = try store.state()
+        // Every registration, the system agent's users' too (`uid`): the keystore's owner reads them all anyway.
+        let state = try store.wholeState()
         let probes = BoundedProbes(isolated: context.environment.isolatesProbes)
         // The TPM is described when the key is in it, or when one answers: the key's, when it has a recorded TCTI.
         let tpmSelection = store.tpm(for: state.key)
@@ -33,17 +38,8 @@ enum StatusCommand: DevtrustCommand {
         let tokens = state.signIns.map { try? store.tokens(of: $0) }
         if context.json {
             var document = document(state, keystore: keystore, health: health, tpm: tpm, recordedTCTI: recordedTCTI)
+            document["signIns"] = signInsJSON(state.signIns, tokens: tokens)
             annotateClocks(&document, clocks, context: context)
-            document["signIns"] = .array(zip(document["signIns"]?.arrayValue ?? [], tokens).map { element, tokens in
-                guard var object = element.objectValue else { return element }
-                object["accessTokenExpiresAt"] = tokens?.expiresAt.map { .string(Timestamp.format(secondsSinceEpoch: $0)) } ?? .null
-                object["accessTokenLifetimeKnown"] = .bool(tokens.map { !$0.expiryAssumed && $0.expiresAt != nil } ?? false)
-                // Who signed in, from the ID token devtrust checked before it kept it (null without one).
-                let identity = tokens?.keptIdentity
-                object["subject"] = identity.map { .string($0.subject) } ?? .null
-                object["name"] = identity?.displayName.map { .string($0) } ?? .null
-                return .object(object)
-            })
             context.output(JSONWriter.string(.object(document)))
             if let error = health?.error { throw error }
             return
@@ -70,25 +66,11 @@ enum StatusCommand: DevtrustCommand {
         } else {
             lines.append("registrations:")
             for record in state.registrations {
-                lines.append("  \(record.server): device id \(record.registrationId), \(record.flowType), registered \(record.registeredAt)")
+                let owner = record.uid.flatMap { $0 == keystore.ownerID ? nil : " (uid \($0)'s, made through the agent)" } ?? ""
+                lines.append("  \(record.server): device id \(record.registrationId), \(record.flowType), registered \(record.registeredAt)\(owner)")
             }
         }
-        if state.signIns.isEmpty {
-            lines.append("sign-ins: none")
-        } else {
-            lines.append("sign-ins:")
-            for (record, tokens) in zip(state.signIns, tokens) {
-                let who = tokens.map(SignInSettings.identityText) ?? ""
-                var line = "  \(record.server ?? record.discovery ?? "?"): client \(record.clientId)\(who), \(record.method), scope \(record.scope), signed in \(record.signedInAt)"
-                if let tokens, tokens.expiryAssumed || tokens.expiresAt == nil {
-                    line += "; access token lifetime unknown (the server gave no expires_in): " + (tokens.refreshToken == nil
-                        ? "used until a resource refuses it" : "refreshed after \(TokenSet.assumedLifetime) s, or with `access-token --refresh`")
-                } else if let expiresAt = tokens?.expiresAt {
-                    line += "; access token expires \(Timestamp.format(secondsSinceEpoch: expiresAt))"
-                }
-                lines.append(line)
-            }
-        }
+        lines += signInLines(state.signIns, tokens: tokens)
         if !clocks.isEmpty {
             lines.append("server clocks (this machine's minus the server's, from its Date headers):")
             for origin in clocks.keys.sorted() {
@@ -102,6 +84,96 @@ enum StatusCommand: DevtrustCommand {
         context.output(lines.joined(separator: "\n"))
         // Scripts rely on the exit code: a key that does not load is its error's (6 for the TPM, 7 for the keystore).
         if let error = health?.error { throw error }
+    }
+
+    /// The stored sign-ins, one line each (with who signed in and when the access token expires).
+    private static func signInLines(_ signIns: [SignInRecord], tokens: [TokenSet?]) -> [String] {
+        guard !signIns.isEmpty else { return ["sign-ins: none"] }
+        var lines = ["sign-ins:"]
+        for (record, tokens) in zip(signIns, tokens) {
+            let who = tokens.map(SignInSettings.identityText) ?? ""
+            var line = "  \(record.server ?? record.discovery ?? "?"): client \(record.clientId)\(who), \(record.method), scope \(record.scope), signed in \(record.signedInAt)"
+            if let tokens, tokens.expiryAssumed || tokens.expiresAt == nil {
+                line += "; access token lifetime unknown (the server gave no expires_in): " + (tokens.refreshToken == nil
+                    ? "used until a resource refuses it" : "refreshed after \(TokenSet.assumedLifetime) s, or with `access-token --refresh`")
+            } else if let expiresAt = tokens?.expiresAt {
+                line += "; access token expires \(Timestamp.format(secondsSinceEpoch: expiresAt))"
+            }
+            lines.append(line)
+        }
+        return lines
+    }
+
+    /// The stored sign-ins for `--json`: as keystore.json has them, less its bookkeeping, with the tokens' expiry and who signed in.
+    private static func signInsJSON(_ signIns: [SignInRecord], tokens: [TokenSet?]) -> JSONValue {
+        let signInFields = KeystoreField.SignIn.allCases.filter { !$0.isBookkeeping }
+        return .array(zip(signIns, tokens).map { record, tokens in
+            var object = record.keystoreObject(fields: signInFields)
+            object["accessTokenExpiresAt"] = tokens?.expiresAt.map { .string(Timestamp.format(secondsSinceEpoch: $0)) } ?? .null
+            object["accessTokenLifetimeKnown"] = .bool(tokens.map { !$0.expiryAssumed && $0.expiresAt != nil } ?? false)
+            // Who signed in, from the ID token devtrust checked before it kept it (null without one).
+            let identity = tokens?.keptIdentity
+            object["subject"] = identity.map { .string($0.subject) } ?? .null
+            object["name"] = identity?.displayName.map { .string($0) } ?? .null
+            return .object(object)
+        })
+    }
+
+    /// `status` with the system agent: the machine's key and the caller's own registrations as the
+    /// agent tells them; the sign-ins (the user's own, in their keystore); and, when the user has a
+    /// key of their own too, that it is not used while the agent answers, and how to move.
+    private static func runThroughAgent(_ context: CommandContext, _ agent: AgentClient) throws {
+        let result = try agent.call(.status)
+        let agentKeystore = result["keystore"]?.stringValue ?? "?"
+        let key = result["key"]?.objectValue
+        let registrations = result["registrations"]?.arrayValue ?? []
+        // The user's own keystore: their sign-ins, and a key of theirs the agent now stands in for.
+        let own = try? context.deviceStore()
+        let ownState = (try? own?.state()) ?? nil
+        let signIns = ownState?.signIns ?? []
+        let tokens = signIns.map { record in own.flatMap { try? $0.tokens(of: record) } }
+        let ownKeyNote = ownState?.key.map { ownKey in
+            "your own keystore \(own!.keystore.path) holds a key too (\(ownKey.backend.rawValue), fingerprint \(ownKey.fingerprint)) and "
+                + "\(ownState!.registrations.count) registration\(ownState!.registrations.count == 1 ? "" : "s"), which devtrust does not use while the agent answers: "
+                + "`devtrust --keystore \(own!.keystore.path) ...` (or DEVTRUST_KEYSTORE) still uses them; to move, "
+                + "`devtrust register --server URL` again through the agent, then `devtrust --keystore \(own!.keystore.path) reset --yes`"
+        }
+        if context.json {
+            var document: JSONObject = ["agent": .object(["socket": .string(agent.socket), "policy": result["policy"] ?? .null]),
+                                        "keystore": .string(agentKeystore)]
+            if var key {
+                key["algorithm"] = .string("ES256")
+                document["key"] = .object(key)
+            } else {
+                document["key"] = .null
+            }
+            document["registrations"] = .array(registrations)
+            document["signIns"] = signInsJSON(signIns, tokens: tokens)
+            document["ownKeystore"] = ownState?.key.map { ownKey in
+                .object(["path": .string(own!.keystore.path), "fingerprint": .string(ownKey.fingerprint),
+                         "registrations": .integer(ownState!.registrations.count), "note": .string(ownKeyNote ?? "")])
+            } ?? .null
+            context.output(JSONWriter.string(.object(document)))
+            return
+        }
+        var lines = ["agent: \(agent.socket) (the machine's key, in \(agentKeystore))"]
+        if let key, let backend = key["backend"]?.stringValue, let fingerprint = key["fingerprint"]?.stringValue {
+            lines.append("key: \(backend) P-256, fingerprint \(fingerprint), created \(key["createdAt"]?.stringValue ?? "?")")
+        } else {
+            lines.append("key: none yet (the agent's administrator runs `devtrust init --keystore \(agentKeystore)`)")
+        }
+        if registrations.isEmpty {
+            lines.append("registrations: none of yours" + (key == nil ? "" : " (run `devtrust register --server URL`)"))
+        } else {
+            lines.append("registrations (yours):")
+            for case let .object(record) in registrations {
+                lines.append("  \(record["server"]?.stringValue ?? "?"): device id \(record["registrationId"]?.stringValue ?? "?"), "
+                             + "\(record["flowType"]?.stringValue ?? "?"), registered \(record["registeredAt"]?.stringValue ?? "?")")
+            }
+        }
+        lines += signInLines(signIns, tokens: tokens)
+        if let ownKeyNote { lines.append("note: " + ownKeyNote) }
+        context.output(lines.joined(separator: "\n"))
     }
 
     /// The TCTI recorded with the key, and whether it is the one used now.
@@ -175,8 +247,7 @@ enum StatusCommand: DevtrustCommand {
         }
         // As keystore.json has them; a sign-in without the keystore's bookkeeping (its id and tokens file).
         document["registrations"] = .array(state.registrations.map { .object($0.keystoreObject) })
-        let signInFields = KeystoreField.SignIn.allCases.filter { !$0.isBookkeeping }
-        document["signIns"] = .array(state.signIns.map { .object($0.keystoreObject(fields: signInFields)) })
+        document["signIns"] = .array([])
         return document
     }
 }

@@ -1,0 +1,156 @@
+import CAgentSocket
+import DevtrustEncoding
+import DevtrustErrors
+import DevtrustKeys
+import Glibc
+
+/// Where the agent's socket is, as the command line resolves it.
+public enum AgentSocketLocation {
+    /// Where the agent listens by default, and where commands look for it (`DEVTRUST_AGENT`, `--agent`).
+    public static let defaultPath = "/run/devtrust/agent.sock"
+}
+
+/// No agent answered, or it stopped answering: its socket is missing, nothing listens there, it
+/// closed the connection before its reply (it stopped, or was killed), or it did not answer in
+/// time. A failure of the side that holds the key, like a TPM that does not answer (exit 6).
+public struct AgentUnavailable: Error, Equatable, Sendable, CustomStringConvertible {
+    public enum Reason: Equatable, Sendable {
+        /// There is no socket at the path.
+        case noSocket
+        /// The socket is there but nothing accepts on it (the agent is not running).
+        case refused
+        /// The socket cannot be opened by this user.
+        case permissionDenied
+        /// The agent closed the connection before its reply was whole.
+        case closedDuringRequest
+        /// No reply within `seconds`.
+        case timedOut(seconds: Int)
+        /// The reply is not one (a different program at the socket?).
+        case unreadableReply(String)
+        /// Another error of the socket: the operation and errno.
+        case io(operation: String, errno: Int32)
+    }
+
+    public let socket: String
+    public let reason: Reason
+
+    public init(socket: String, reason: Reason) {
+        self.socket = socket
+        self.reason = reason
+    }
+
+    public var description: String { classification.message }
+}
+
+extension AgentUnavailable: ClassifiedError {
+    public var classification: ErrorClassification {
+        let what: String
+        switch reason {
+        case .noSocket: what = "there is no devtrust agent socket at \(socket)"
+        case .refused: what = "no devtrust agent answers at \(socket) (the socket is there, but the agent is not running)"
+        case .permissionDenied: what = "this user may not open the devtrust agent's socket \(socket)"
+        case .closedDuringRequest: what = "the devtrust agent at \(socket) closed the connection before it answered: the agent is down (it stopped or was killed)"
+        case let .timedOut(seconds): what = "the devtrust agent at \(socket) did not answer within \(seconds) s"
+        case let .unreadableReply(detail): what = "the program at \(socket) did not answer as the devtrust agent does (\(detail))"
+        case let .io(operation, code): what = "cannot \(operation) the devtrust agent's socket \(socket): \(String(cString: strerror(code)))"
+        }
+        let ownKeystore = "or use a keystore of your own with --keystore DIR"
+        if reason == .permissionDenied {
+            return ErrorClassification(.tpm, summary: what, hint: ErrorHint("the socket's mode (SocketMode= of devtrust.socket) says who may connect: ask the machine's administrator; \(ownKeystore)",
+                                                                            joinedBy: "; "))
+        }
+        let start = socket == AgentSocketLocation.defaultPath
+            ? "`sudo systemctl start devtrust.socket`, or run `sudo devtrust agent`"
+            : "run `sudo devtrust agent --socket \(socket)`"
+        return ErrorClassification(.tpm, summary: what, hint: ErrorHint("start the agent (\(start)); \(ownKeystore)", joinedBy: "; "))
+    }
+}
+
+/// A client of the agent: one connection per request, bounded in time. Knows nothing of who the
+/// caller is: the agent asks the kernel.
+public struct AgentClient: Sendable {
+    /// As long as a command waits on a TPM (`SigningDeadline.commandSeconds`): the agent may be signing with one.
+    public static let defaultTimeoutMilliseconds = 30_000
+
+    public let socket: String
+    public let timeoutMilliseconds: Int
+
+    public init(socket: String, timeoutMilliseconds: Int = AgentClient.defaultTimeoutMilliseconds) {
+        self.socket = socket
+        self.timeoutMilliseconds = timeoutMilliseconds
+    }
+
+    /// The agent's result for `request`; throws its refusal (`AgentRefusal`) or why it did not answer (`AgentUnavailable`).
+    public func call(_ request: AgentRequest) throws -> JSONObject {
+        let reply = try exchange(AgentWire.frame(request.json))
+        switch reply {
+        case let .success(object): return object
+        case let .failure(classification): throw AgentRefusal(classification)
+        }
+    }
+
+    /// One frame out, one reply back (a test sends frames of its own).
+    public func exchange(_ frame: [UInt8]) throws(AgentUnavailable) -> AgentReply {
+        let descriptor = devtrust_agent_connect(socket, Int32(timeoutMilliseconds))
+        guard descriptor >= 0 else {
+            let code = errno
+            switch code {
+            case ENOENT, ENOTDIR: throw unavailable(.noSocket)
+            case ECONNREFUSED: throw unavailable(.refused)
+            case EACCES, EPERM: throw unavailable(.permissionDenied)
+            case EAGAIN: throw unavailable(.timedOut(seconds: timeoutMilliseconds / 1000))
+            default: throw unavailable(.io(operation: "connect to", errno: code))
+            }
+        }
+        defer { close(descriptor) }
+        do {
+            try send(frame, on: descriptor)
+        } catch let error where error.reason == .closedDuringRequest {
+            // The agent may have refused at once (too many connections) and closed: its reply is there to read.
+        }
+        let header = try receive(AgentWire.headerBytes, on: descriptor)
+        let length = Int(UInt32(header[0]) << 24 | UInt32(header[1]) << 16 | UInt32(header[2]) << 8 | UInt32(header[3]))
+        guard length > 0, length <= AgentWire.maximumReplyBytes else { throw unavailable(.unreadableReply("a reply of \(length) bytes")) }
+        let body = try receive(length, on: descriptor)
+        guard let reply = AgentReply(json: body) else { throw unavailable(.unreadableReply("not a reply")) }
+        return reply
+    }
+
+    private func unavailable(_ reason: AgentUnavailable.Reason) -> AgentUnavailable {
+        AgentUnavailable(socket: socket, reason: reason)
+    }
+
+    private func send(_ bytes: [UInt8], on descriptor: Int32) throws(AgentUnavailable) {
+        var sent = 0
+        while sent < bytes.count {
+            // MSG_NOSIGNAL: an agent gone is an error to report, not a SIGPIPE that ends the command.
+            let count = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            if count < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                if code == EAGAIN { throw unavailable(.timedOut(seconds: timeoutMilliseconds / 1000)) }
+                if code == EPIPE || code == ECONNRESET { throw unavailable(.closedDuringRequest) }
+                throw unavailable(.io(operation: "write to", errno: code))
+            }
+            sent += count
+        }
+    }
+
+    private func receive(_ count: Int, on descriptor: Int32) throws(AgentUnavailable) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let got = bytes.withUnsafeMutableBytes { Glibc.recv(descriptor, $0.baseAddress! + filled, $0.count - filled, 0) }
+            if got < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                if code == EAGAIN { throw unavailable(.timedOut(seconds: timeoutMilliseconds / 1000)) }
+                if code == ECONNRESET { throw unavailable(.closedDuringRequest) }
+                throw unavailable(.io(operation: "read from", errno: code))
+            }
+            if got == 0 { throw unavailable(.closedDuringRequest) }
+            filled += got
+        }
+        return bytes
+    }
+}

@@ -1,0 +1,291 @@
+import DevtrustConfig
+import DevtrustCore
+import DevtrustDevice
+import DevtrustEncoding
+import DevtrustErrors
+import DevtrustJOSE
+import DevtrustKeys
+import DevtrustKeystore
+import Glibc
+
+/// What the agent does for a client, decided by who the kernel says the client is (`AgentPeer`):
+/// the machine key's public key; device tokens for the caller's own registrations, with the posture
+/// the agent collects itself and the claims the policy lets a client add; the caller's status; and
+/// the Device Registration step of a caller's `register`, whose registration it records for that
+/// caller at COMPLETE. Every decision is one audit line. Device tokens are minted by the one
+/// service that mints them (`DeviceTokenService`), over the machine keystore, keeping the key loaded.
+public final class AgentService {
+    /// Where the agent's key, configuration and posture come from.
+    public struct Settings: Sendable {
+        /// The machine keystore (the agent's user owns it: only it and root read the key).
+        public var keystore: Keystore
+        /// The administrator's configuration (platform, site claims, collector): the agent's, never a client's.
+        public var configuration: Configuration
+        public var policy: AgentPolicy
+        /// Where the slow collectors' results are kept (the agent's cache directory).
+        public var cache: CacheDirectory?
+        public var clock: any Clock
+        public var random: any RandomSource
+        public var tpm: TPMSelection
+        /// The prefix of every path the collectors read ("" on the machine).
+        public var postureRoot = ""
+
+        public init(keystore: Keystore, configuration: Configuration, policy: AgentPolicy, cache: CacheDirectory?, clock: any Clock,
+                    random: any RandomSource, tpm: TPMSelection) {
+            self.keystore = keystore
+            self.configuration = configuration
+            self.policy = policy
+            self.cache = cache
+            self.clock = clock
+            self.random = random
+            self.tpm = tpm
+        }
+    }
+
+    /// A Device Registration step the agent answered for a user, until its flow completes.
+    struct PendingRegistration {
+        let uid: UInt32
+        let server: String
+        let registrationID: String
+        let keyFingerprint: String
+        let answeredAt: Int64
+    }
+
+    /// Steps answered and not completed, per user at most; and for how long (a flow's context expires sooner).
+    static let pendingPerUser = 8
+    static let pendingMilliseconds: Int64 = 3_600_000
+    /// A user refused for their rate is audited once in this long, with the count refused since.
+    static let rateAuditMilliseconds: Int64 = 10_000
+
+    public let settings: Settings
+    private let keyCache = LoadedKeyCache()
+    private let users = AgentUsers()
+    private let rateLimiter: AgentRateLimiter
+    private var pending = [PendingRegistration]()
+    private var rateRefusals = [UInt32: (audited: Int64, since: Int)]()
+    private let audit: (AgentAuditRecord) -> Void
+    private let warn: (String) -> Void
+
+    /// `audit`: where each decision goes; `warn`: what the collectors report (a failing admin collector).
+    public init(settings: Settings, audit: @escaping (AgentAuditRecord) -> Void, warn: @escaping (String) -> Void) {
+        self.settings = settings
+        self.audit = audit
+        self.warn = warn
+        rateLimiter = AgentRateLimiter(burst: settings.policy.burst, perSecond: settings.policy.perSecond)
+    }
+
+    public func handle(_ peer: AgentPeer, _ request: AgentRequest) -> AgentReply {
+        let now = AgentServer.now()
+        let user = users.user(peer.uid, now: now)
+        // Root reads the machine keystore anyway; everyone else as the policy says.
+        guard peer.uid == 0 || settings.policy.allows(groups: user.groups) else {
+            let refusal = settings.policy.refusal(uid: peer.uid)
+            audit(AgentAuditRecord(peer: peer, operation: request.operation, server: request.server, outcome: "refused: not allowed by the policy"))
+            return .failure(refusal.classification)
+        }
+        guard rateLimiter.take(peer.uid, now: now) else { return refuseRate(peer, request, now: now) }
+        var outcome = AgentAuditRecord(peer: peer, operation: request.operation, server: request.server, outcome: "ok")
+        do {
+            let result: JSONObject
+            switch request {
+            case .publicKey:
+                result = try publicKey(peer)
+            case .status:
+                result = try status(peer)
+            case let .token(server, deviceID, claims):
+                let (token, registration) = try token(peer, user: user, server: server, deviceID: deviceID, claims: claims)
+                outcome = AgentAuditRecord(peer: peer, operation: request.operation, server: registration.server, jti: Self.jti(of: token), outcome: "ok")
+                result = ["token": .string(token)]
+            case let .registrationStep(server, registrationID, challenge, requiredParams, claims):
+                result = try registrationStep(peer, user: user, server: server, registrationID: registrationID, challenge: challenge,
+                                              requiredParams: requiredParams, claims: claims, now: now)
+                if let deviceData = result["deviceData"]?.stringValue {
+                    outcome = AgentAuditRecord(peer: peer, operation: request.operation, server: server, jti: Self.jti(of: deviceData), outcome: "ok")
+                }
+            case let .registrationComplete(server, registrationID, flowType):
+                result = try registrationComplete(peer, server: server, registrationID: registrationID, flowType: flowType)
+            }
+            audit(outcome)
+            return .success(result)
+        } catch {
+            let classification = ErrorClassification(of: error)
+            audit(AgentAuditRecord(peer: peer, operation: request.operation, server: request.server, outcome: "refused: \(classification.summary)"))
+            return .failure(classification)
+        }
+    }
+
+    private func refuseRate(_ peer: AgentPeer, _ request: AgentRequest, now: Int64) -> AgentReply {
+        var record = rateRefusals[peer.uid] ?? (audited: Int64.min, since: 0)
+        record.since += 1
+        if record.audited == Int64.min || now - record.audited >= Self.rateAuditMilliseconds {
+            audit(AgentAuditRecord(peer: peer, operation: request.operation, server: request.server,
+                                   outcome: "refused: rate limit" + (record.since > 1 ? " (\(record.since) refused since the last such line)" : "")))
+            record = (now, 0)
+        }
+        rateRefusals[peer.uid] = record
+        let policy = settings.policy
+        return .failure(ErrorClassification(.failure, summary: "the devtrust agent refused: uid \(peer.uid) asked more than \(policy.burst) times at once, "
+                                            + "then more than \(policy.perSecond) times a second (the rate limit of \(policy.source ?? AgentPolicy.defaultPath))",
+                                            hint: ErrorHint("wait a moment and ask again; a loop that asks for a token per request should reuse none, but slow down", joinedBy: "; ")))
+    }
+
+    /// The machine keystore as `peer` sees it: the key, and their own registrations only.
+    private func store(for peer: AgentPeer) -> DeviceStore {
+        DeviceStore(keystore: settings.keystore, clock: settings.clock, tpm: settings.tpm, random: settings.random, viewer: peer.uid, keyCache: keyCache)
+    }
+
+    private func tokens(for peer: AgentPeer, user: AgentUsers.User, store: DeviceStore) -> DeviceTokenService {
+        let warn = self.warn
+        // The agent measures no server's clock: its tokens are in this machine's time.
+        let clocks = ServerClocks(store: nil, reading: { BootClockReading.system() }, warn: warn)
+        // The posture as the agent may read it (the firewall's ruleset as root), the desktop's settings from the caller's home.
+        let posture = PostureSources(root: settings.postureRoot, effectiveUserID: geteuid(), home: user.home, xdgConfigHome: nil, cache: settings.cache)
+        return DeviceTokenService(store: store, configuration: settings.configuration, clock: settings.clock, random: settings.random,
+                                  serverClocks: clocks, posture: posture, warn: warn)
+    }
+
+    /// The claims a client may add: none the policy does not name, and never a measured or reserved one.
+    private func allowedClaims(_ claims: [GivenClaim]) throws(AgentClaimRefusal) -> [(String, String)] {
+        var allowed = [(String, String)]()
+        for claim in claims {
+            if let problem = ClaimName.givenClaimProblem(with: claim.name) {
+                throw AgentClaimRefusal(name: claim.name, reason: problem)
+            }
+            guard settings.policy.allowedClientClaims.contains(claim.name) else {
+                throw AgentClaimRefusal(name: claim.name, reason: "the agent's policy (\(settings.policy.source ?? AgentPolicy.defaultPath)) "
+                                        + (settings.policy.allowedClientClaims.isEmpty ? "lets clients add no claims"
+                                           : "lets clients add only \(settings.policy.allowedClientClaims.joined(separator: ", "))"))
+            }
+            allowed.append((claim.name, claim.value))
+        }
+        return allowed
+    }
+
+    private func publicKey(_ peer: AgentPeer) throws -> JSONObject {
+        let device = try store(for: peer).loadKey()
+        return ["publicKey": .string(device.key.publicKey.spkiBase64), "backend": .string(device.record.backend.rawValue),
+                "fingerprint": .string(device.record.fingerprint)]
+    }
+
+    private func status(_ peer: AgentPeer) throws -> JSONObject {
+        let state = try store(for: peer).state()
+        var key = JSONValue.null
+        if let record = state.key {
+            key = .object(["backend": .string(record.backend.rawValue), "fingerprint": .string(record.fingerprint), "createdAt": .string(record.createdAt)])
+        }
+        var registrations = [JSONValue]()
+        for var record in state.registrations {
+            record.uid = nil
+            registrations.append(.object(record.keystoreObject))
+        }
+        return ["keystore": .string(settings.keystore.path), "key": key, "registrations": .array(registrations),
+                "policy": settings.policy.source.map(JSONValue.string) ?? .null]
+    }
+
+    private func token(_ peer: AgentPeer, user: AgentUsers.User, server: String?, deviceID: String?,
+                       claims: [GivenClaim]) throws -> (String, RegistrationRecord) {
+        let added = try allowedClaims(claims)
+        let store = store(for: peer)
+        // Only the caller's registrations: a device id of anyone else's is not theirs to name.
+        let state = try store.state()
+        let registration: RegistrationRecord
+        if let deviceID {
+            guard let own = state.registrations.first(where: { $0.registrationId == deviceID }) else { throw AgentNotYourRegistration(deviceID: deviceID) }
+            registration = own
+        } else {
+            guard let chosen = try RegistrationSelector.select(from: state, .server(server)).registration else { throw DeviceError.notRegistered(server: server) }
+            registration = chosen
+        }
+        let token = try tokens(for: peer, user: user, store: store).deviceToken(for: .chosen(registration), addedClaims: added)
+        return (token, registration)
+    }
+
+    private func registrationStep(_ peer: AgentPeer, user: AgentUsers.User, server: String, registrationID: String, challenge: String,
+                                  requiredParams: [String], claims: [GivenClaim], now: Int64) throws -> JSONObject {
+        let added = try allowedClaims(claims)
+        let store = store(for: peer)
+        let device = try store.loadKey()
+        let service = tokens(for: peer, user: user, store: store)
+        let inputs = try RegistrationProof.answer(challenge: challenge, requiredParams: requiredParams,
+                                                  minter: service.registrationMinter(key: device.key, server: server),
+                                                  attributes: try service.attributes(addedClaims: added).attributes(posture: service.posture(backend: device.record.backend)))
+        pending.removeAll { now - $0.answeredAt > Self.pendingMilliseconds || ($0.uid == peer.uid && $0.registrationID == registrationID) }
+        let own = pending.filter { $0.uid == peer.uid }
+        if own.count >= Self.pendingPerUser, let oldest = own.first {
+            pending.removeAll { $0.uid == oldest.uid && $0.registrationID == oldest.registrationID }
+        }
+        pending.append(PendingRegistration(uid: peer.uid, server: server, registrationID: registrationID, keyFingerprint: device.record.fingerprint,
+                                           answeredAt: now))
+        var result = JSONObject()
+        for (name, value) in inputs { result[name] = .string(value) }
+        return result
+    }
+
+    private func registrationComplete(_ peer: AgentPeer, server: String, registrationID: String, flowType: String) throws -> JSONObject {
+        // Only a step this agent answered for this user: nobody records another's registration as theirs.
+        guard let answered = pending.last(where: { $0.uid == peer.uid && $0.registrationID == registrationID
+                                                  && RegistrationSelector.sameServer($0.server, server) }) else {
+            throw AgentNoSuchStep(registrationID: registrationID, server: server)
+        }
+        let record = RegistrationRecord(registrationId: registrationID, server: answered.server, flowType: flowType, keyFingerprint: answered.keyFingerprint,
+                                        registeredAt: Timestamp.format(secondsSinceEpoch: settings.clock.secondsSinceEpoch()), uid: peer.uid)
+        let store = store(for: peer)
+        try store.recordRegistration(record)
+        pending.removeAll { $0.uid == peer.uid && $0.registrationID == registrationID }
+        var shown = record
+        shown.uid = nil
+        return ["registration": .object(shown.keystoreObject), "backend": (try? store.state().key?.backend.rawValue).flatMap { $0 }.map(JSONValue.string) ?? .null]
+    }
+
+    /// The `jti` of a JWT this agent just minted, for the audit (its payload, decoded).
+    static func jti(of token: String) -> String? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = try? Base64URL.decode(String(parts[1]), padding: .optional),
+              let claims = try? JSONParser.parse(payload).objectValue else { return nil }
+        return claims["jti"]?.stringValue
+    }
+}
+
+/// A claim the agent does not add for a client: measured or reserved, or not one its policy allows (exit 2, naming it).
+public struct AgentClaimRefusal: Error, Equatable, Sendable, CustomStringConvertible {
+    public let name: String
+    public let reason: String
+
+    public var description: String { classification.message }
+}
+
+extension AgentClaimRefusal: ClassifiedError {
+    public var classification: ErrorClassification {
+        ErrorClassification(.usage, summary: "--claim \(name): \(reason)",
+                            hint: ErrorHint("the devtrust agent adds no claim its administrator did not allow, and never replaces a measured one", joinedBy: "; "))
+    }
+}
+
+/// `token --device-id ID` through the agent for an id that is not one of the caller's registrations (exit 3).
+public struct AgentNotYourRegistration: Error, Equatable, Sendable, CustomStringConvertible {
+    public let deviceID: String
+
+    public var description: String { classification.message }
+}
+
+extension AgentNotYourRegistration: ClassifiedError {
+    public var classification: ErrorClassification {
+        ErrorClassification(.notRegistered, summary: "\(deviceID) is not one of your registrations on this machine",
+                            hint: ErrorHint("through the devtrust agent, a token names only a registration you made (`devtrust status` lists them)", joinedBy: "; "))
+    }
+}
+
+/// A completion for a Device Registration step the agent did not answer for this user (or no longer remembers).
+public struct AgentNoSuchStep: Error, Equatable, Sendable, CustomStringConvertible {
+    public let registrationID: String
+    public let server: String
+
+    public var description: String { classification.message }
+}
+
+extension AgentNoSuchStep: ClassifiedError {
+    public var classification: ErrorClassification {
+        ErrorClassification(.failure, summary: "the devtrust agent answered no Device Registration step \(registrationID) with \(server) for you (or it restarted since)",
+                            hint: ErrorHint("nothing was recorded: run `devtrust register` again", joinedBy: "; "))
+    }
+}

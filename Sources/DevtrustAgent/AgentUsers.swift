@@ -1,0 +1,64 @@
+import Glibc
+
+/// What the agent knows of a local user: their home (where the desktop's lock-screen settings are)
+/// and their groups (what the policy allows by), from the system's user and group databases.
+/// Looked up by the uid the kernel gave, and kept a short while: a lookup can be slow (LDAP, sssd).
+final class AgentUsers {
+    struct User {
+        let home: String?
+        /// The account's primary and supplementary gids.
+        let groups: [UInt32]
+        let fetchedAt: Int64
+    }
+
+    static let keptMilliseconds: Int64 = 30_000
+    private var users = [UInt32: User]()
+
+    func user(_ uid: UInt32, now: Int64) -> User {
+        if let known = users[uid], now - known.fetchedAt < Self.keptMilliseconds { return known }
+        if users.count > 4096 { users.removeAll() }
+        let user = Self.lookUp(uid, now: now)
+        users[uid] = user
+        return user
+    }
+
+    private static func lookUp(_ uid: UInt32, now: Int64) -> User {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 16 * 1024)
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil else {
+            return User(home: nil, groups: [], fetchedAt: now)
+        }
+        let home = entry.pw_dir.map { String(cString: $0) }.flatMap { $0.hasPrefix("/") ? $0 : nil }
+        var groups = [gid_t](repeating: 0, count: 256)
+        var count = Int32(groups.count)
+        if getgrouplist(entry.pw_name, entry.pw_gid, &groups, &count) < 0 {
+            groups = [gid_t](repeating: 0, count: Int(count))
+            if getgrouplist(entry.pw_name, entry.pw_gid, &groups, &count) < 0 { count = 0 }
+        }
+        return User(home: home, groups: [entry.pw_gid] + groups.prefix(Int(max(0, count))), fetchedAt: now)
+    }
+}
+
+/// Requests per uid, as a token bucket: `burst` at once, then `perSecond`.
+final class AgentRateLimiter {
+    private let burst: Double
+    private let perSecond: Double
+    private var buckets = [UInt32: (tokens: Double, at: Int64)]()
+
+    init(burst: Int, perSecond: Int) {
+        self.burst = Double(burst)
+        self.perSecond = Double(perSecond)
+    }
+
+    /// Whether `uid` may make a request at `now` (milliseconds), taking one if so.
+    func take(_ uid: UInt32, now: Int64) -> Bool {
+        var bucket = buckets[uid] ?? (burst, now)
+        bucket.tokens = min(burst, bucket.tokens + Double(now - bucket.at) / 1000 * perSecond)
+        bucket.at = now
+        let allowed = bucket.tokens >= 1
+        if allowed { bucket.tokens -= 1 }
+        buckets[uid] = bucket
+        return allowed
+    }
+}

@@ -1,0 +1,124 @@
+@testable import DevtrustAgent
+import DevtrustEncoding
+import DevtrustErrors
+import Testing
+
+/// The agent's wire protocol, in bytes: what a frame reader keeps and decides, what a request may
+/// carry, and what a reply says (the real agent and clients: DevtrustCLITests.AgentTests).
+@Suite struct AgentWireTests {
+    static func frame(_ text: String) -> [UInt8] {
+        let body = Array(text.utf8)
+        let count = UInt32(body.count)
+        return [UInt8(count >> 24), UInt8(truncatingIfNeeded: count >> 16), UInt8(truncatingIfNeeded: count >> 8), UInt8(truncatingIfNeeded: count)] + body
+    }
+
+    @Test func aFrameIsReadAsItArrivesAndNoFurtherThanItsBound() {
+        var reader = FrameReader(limit: 16)
+        #expect(reader.wanted == 4 && reader.state == .incomplete)
+        let bytes = Self.frame(#"{"a":1}"#)
+        reader.append(bytes.prefix(2))
+        #expect(reader.state == .incomplete && reader.wanted == 2)
+        reader.append(bytes[2..<6])
+        // What the frame still needs, and one byte more to see trailing ones: never more.
+        #expect(reader.state == .incomplete && reader.wanted == 7 + 4 + 1 - 6)
+        reader.append(bytes[6...])
+        #expect(reader.state == .complete(Array(#"{"a":1}"#.utf8), trailing: false))
+        reader.append([0x00])
+        #expect(reader.state == .complete(Array(#"{"a":1}"#.utf8), trailing: true))
+
+        var huge = FrameReader(limit: 16)
+        huge.append([0xFF, 0xFF, 0xFF, 0xFF])
+        #expect(huge.state == .tooLarge(length: 0xFFFF_FFFF))
+        // A header at the bound is read to the bound, not to what it announces.
+        var atBound = FrameReader(limit: 16)
+        atBound.append([0, 0, 0, 17])
+        #expect(atBound.state == .tooLarge(length: 17))
+        var empty = FrameReader(limit: 16)
+        empty.append([0, 0, 0, 0])
+        #expect(empty.state == .empty)
+    }
+
+    @Test(arguments: [
+        AgentRequest.publicKey, .status, .token(server: nil, deviceID: nil, claims: []),
+        .token(server: "https://idp.example/t/acme", deviceID: "74070bae-df8c-42bf-8754-5173c237c936", claims: [GivenClaim(name: "ticket", value: "4 2")]),
+        .registrationStep(server: "https://idp.example", registrationID: "r-1", challenge: "q3x3Zp3j0JvFf1m7m3kF5G8W2sV6l9d0QhYp4n1eT0Y",
+                          requiredParams: ["publicKey", "signature", "deviceData"], claims: []),
+        .registrationComplete(server: "https://idp.example", registrationID: "r-1", flowType: "REGISTRATION"),
+    ])
+    func everyRequestReadsBackAsItWasWritten(request: AgentRequest) throws {
+        #expect(try AgentRequest(json: JSONWriter.bytes(request.json)) == request)
+    }
+
+    @Test(arguments: [
+        ("not json", "the request is not JSON"),
+        (#"{"v":2,"op":"pubkey"}"#, "field \"v\": this agent speaks version 1"),
+        (#"{"op":"pubkey"}"#, "missing required field \"v\""),
+        (#"{"v":1,"op":"sign-anything"}"#, "field \"op\": no operation \"sign-anything\""),
+        (#"{"v":1,"op":"pubkey","uid":0}"#, "unknown field \"uid\""),
+        (#"{"v":1,"op":"token","uid":0}"#, "unknown field \"uid\""),
+        (#"{"v":1,"op":"token","server":"https://a\nb"}"#, "field \"server\": must be 1 to 2048 bytes of printable text"),
+        (#"{"v":1,"op":"token","deviceId":""}"#, "field \"deviceId\": must be 1 to 256 bytes"),
+        (#"{"v":1,"op":"token","claims":[["a"]]}"#, "field \"claims[0]\": must be [NAME, VALUE]"),
+        (#"{"v":1,"op":"token","claims":{"a":"b"}}"#, "field \"claims\" must be an array"),
+        (#"{"v":1,"op":"registration-step","server":"https://a","registrationId":"r","challenge":"c","requiredParams":[1]}"#,
+         "field \"requiredParams[0]\" must be a string"),
+        (#"[[[[[[[[1]]]]]]]]"#, "the request is not JSON"),
+    ])
+    func aRequestIsReadStrictly(text: String, message: String) {
+        #expect {
+            try AgentRequest(json: Array(text.utf8))
+        } throws: { error in
+            (error as? AgentProtocolError)?.message.contains(message) == true
+        }
+    }
+
+    @Test func aRequestCarriesBoundedClaims() throws {
+        let many = "[" + (0...AgentRequest.maximumClaims).map { #"["c\#($0)","v"]"# }.joined(separator: ",") + "]"
+        #expect(throws: AgentProtocolError.self) { try AgentRequest(json: Array(#"{"v":1,"op":"token","claims":\#(many)}"#.utf8)) }
+        let long = String(repeating: "v", count: AgentRequest.maximumClaimValueLength + 1)
+        #expect(throws: AgentProtocolError.self) { try AgentRequest(json: Array(#"{"v":1,"op":"token","claims":[["a","\#(long)"]]}"#.utf8)) }
+    }
+
+    /// A refusal reaches the client classified as it was in the agent (its exit code, its hint).
+    @Test func aReplyReadsBackAsItWasWritten() throws {
+        let success = AgentReply.success(["token": .string("t")])
+        #expect(AgentReply(json: JSONWriter.bytes(success.json)) == success)
+        for category in ErrorCategory.withoutValues {
+            let failure = AgentReply.failure(ErrorClassification(category, summary: "what failed", hint: ErrorHint("what to do", joinedBy: " (", closing: ")")))
+            #expect(AgentReply(json: JSONWriter.bytes(failure.json)) == failure)
+        }
+        let withValues = AgentReply.failure(ErrorClassification(.oauthError(code: "x", description: nil), summary: "s"))
+        #expect(AgentReply(json: JSONWriter.bytes(withValues.json)) == .failure(ErrorClassification(.failure, summary: "s")))
+        for junk in ["", "{}", #"{"ok":{},"error":{}}"#, #"{"error":{"category":"bogus","summary":"s"}}"#, #"{"ok":[]}"#] {
+            #expect(AgentReply(json: Array(junk.utf8)) == nil, "\(junk)")
+        }
+    }
+
+    /// An audit line is one line, whatever a client put in what it names.
+    @Test func anAuditLineIsOneLine() {
+        let record = AgentAuditRecord(peer: AgentPeer(uid: 1000, gid: 1000, pid: 42), operation: "token", server: "https://a\ndevtrust agent: uid=0 \"x\"",
+                                      jti: "j", outcome: "ok")
+        #expect(record.line == #"devtrust agent: uid=1000 pid=42 op=token server="https://a\ndevtrust agent: uid=0 \"x\"" jti="j" outcome="ok""#)
+        #expect(!record.line.contains("\n"))
+    }
+
+    @Test func aUserMayAskABurstThenAtTheRate() {
+        let limiter = AgentRateLimiter(burst: 3, perSecond: 2)
+        #expect((0..<3).allSatisfy { _ in limiter.take(1000, now: 0) })
+        #expect(!limiter.take(1000, now: 0))
+        // Another user has their own allowance.
+        #expect(limiter.take(1001, now: 0))
+        #expect(!limiter.take(1000, now: 400))
+        #expect(limiter.take(1000, now: 500))
+        #expect(!limiter.take(1000, now: 500))
+        // Never more than the burst, however long the wait.
+        #expect((0..<3).allSatisfy { _ in limiter.take(1000, now: 1_000_000) })
+        #expect(!limiter.take(1000, now: 1_000_000))
+    }
+
+    @Test func theJTIOfAMintedTokenIsReadForTheAudit() {
+        let payload = Base64URL.encode(Array(#"{"jti":"abc","iat":1}"#.utf8))
+        #expect(AgentService.jti(of: "eyJ0.\(payload).sig") == "abc")
+        #expect(AgentService.jti(of: "junk") == nil)
+    }
+}

@@ -1,0 +1,419 @@
+import DevtrustCLI
+import DevtrustEncoding
+import DevtrustTestSupport
+import Foundation
+import Testing
+
+/// The system agent (issue 28) as a real process, with real Unix users made for each test
+/// (useradd, runuser), so that who asks (SO_PEERCRED) and who may read the machine key are the
+/// kernel's decisions; the reference server registers users on the one machine key, and tokens are
+/// checked by verifiers devtrust did not write (PyJWT, the reference server's lenient reader).
+@Suite(.enabled(if: LocalUser.canMake && ReferenceServer.shouldRun)) struct AgentTests {
+    /// `register` answers for `email` at the reference server (its fixed OTP), on stdin.
+    static func answers(_ email: String) -> String {
+        #"{"http://wso2.com/claims/emailaddress": "\#(email)", "password": "correct horse", "otp": "123456"}"#
+    }
+
+    /// Registers `user` as `email` at `server` through the agent; their registration id.
+    static func register(_ user: MachineUser, as email: String, at server: ReferenceServer) throws -> String {
+        let result = try user.devtrust(["register", "--server", server.url, "--non-interactive", "--inputs", "-", "--json"], stdin: answers(email))
+        guard result.status == 0, let id = try JSONParser.parse(result.stdout).objectValue?["registrationId"]?.stringValue else {
+            throw FixtureError("register as \(user.account.name): \(result)")
+        }
+        return id
+    }
+
+    /// What the reference server makes of a device token at sign-in: accepted, for which device and user.
+    static func deviceCheck(_ token: String, at server: ReferenceServer) throws -> JSONObject {
+        try server.get("/api/device-check?device_token=" + token).objectValue ?? [:]
+    }
+
+    static func payload(_ token: String) throws -> JSONObject {
+        let parts = token.split(separator: ".")
+        return try JSONParser.parse(Base64URL.decode(String(parts[1]), padding: .optional)).objectValue ?? [:]
+    }
+
+    static func header(_ token: String) throws -> JSONObject {
+        try JSONParser.parse(Base64URL.decode(String(token.split(separator: ".")[0]), padding: .optional)).objectValue ?? [:]
+    }
+
+    /// Two users register the one machine key through the agent: two registration ids for one public
+    /// key at the server. Each user's tokens name their own registration, and the server takes them
+    /// as that user's device; a user who names the other's registration gets nothing (the agent knows
+    /// them by the kernel's uid, never by what they send); `status` shows each only their own.
+    @Test func eachUserHasTheirOwnRegistrationsOfTheOneMachineKey() throws {
+        let machine = try MachineAgent()
+        try machine.start()
+        let server = try ReferenceServer()
+        let alice = try machine.user("alice"), bob = try machine.user("bob")
+        let aliceID = try Self.register(alice, as: "alice@example.com", at: server)
+        let bobID = try Self.register(bob, as: "bob@example.com", at: server)
+        #expect(aliceID != bobID)
+        let publicKey = try machine.publicKey()
+        let devices = try server.devices()
+        #expect(devices.count == 2 && devices.allSatisfy { $0["publicKey"]?.stringValue == publicKey }, "\(devices)")
+
+        for (user, id, email) in [(alice, aliceID, "alice@example.com"), (bob, bobID, "bob@example.com")] {
+            let token = try user.devtrust(["token"])
+            #expect(token.status == 0, "\(token)")
+            #expect(try Self.header(token.output)["deviceId"] == .string(id))
+            let check = try Self.deviceCheck(token.output, at: server)
+            #expect(check["accepted"] == .bool(true) && check["user"] == .string(email), "\(check)")
+            let status = try JSONParser.parse(try user.devtrust(["status", "--json"]).stdout).objectValue ?? [:]
+            #expect(status["registrations"]?.arrayValue?.compactMap { $0.objectValue?["registrationId"]?.stringValue } == [id], "\(status)")
+            #expect(status["key"]?.objectValue?["fingerprint"] != nil && status["agent"]?.objectValue?["socket"] == .string(machine.socket))
+            #expect(try user.devtrust(["pubkey"]).output == publicKey)
+        }
+        // Bob names Alice's registration: the agent refuses, whatever the client sends.
+        let stolen = try bob.devtrust(["token", "--device-id", aliceID])
+        #expect(stolen.status == 3 && stolen.stdout.isEmpty, "\(stolen)")
+        #expect(stolen.stderr.contains("\(aliceID) is not one of your registrations on this machine"), "\(stolen.stderr)")
+        let raw = try bob.rawClient("request", [#"{"v":1,"op":"token","deviceId":"\#(aliceID)"}"#])
+        #expect(raw.stdout.contains("notRegistered") && !raw.stdout.contains("\"ok\""), "\(raw)")
+        // Bob with Alice's server: his own registration there, never hers.
+        let bobsThere = try bob.devtrust(["token", "--server", server.url])
+        #expect(try Self.header(bobsThere.output)["deviceId"] == .string(bobID))
+
+        // The machine keystore records whose each registration is.
+        let manifest = try JSONParser.parse(Array(try #require(FileManager.default.contents(atPath: machine.keystore + "/keystore.json")))).objectValue
+        let owners = manifest?["registrations"]?.arrayValue?.compactMap { record -> String? in
+            guard let object = record.objectValue, let id = object["registrationId"]?.stringValue, let uid = object["uid"]?.int64Value else { return nil }
+            return "\(id)=\(uid)"
+        }
+        #expect(Set(owners ?? []) == ["\(aliceID)=\(alice.account.uid)", "\(bobID)=\(bob.account.uid)"], "\(String(describing: manifest))")
+        // One audit line per decision, with the kernel's uid; never a token.
+        let audit = machine.audit
+        #expect(audit.contains("uid=\(bob.account.uid) ") && audit.contains("op=token") && audit.contains("outcome=\"refused: \(aliceID) is not one of your"))
+        #expect(!audit.contains("eyJ"), "\(audit)")
+    }
+
+    /// The machine key is the agent's: another user can neither read the key file nor open the
+    /// keystore with devtrust; the agent refuses a keystore others could read, and says the fix.
+    @Test func onlyTheAgentsUserReadsTheMachineKey() throws {
+        let machine = try MachineAgent()
+        try machine.start()
+        let bob = try machine.user("bob")
+        let keyFile = try #require(try FileManager.default.contentsOfDirectory(atPath: machine.keystore).first { $0.hasPrefix("key-") })
+        let read = try bob.account.run("/bin/cat", [machine.keystore + "/" + keyFile])
+        #expect(read.status != 0 && read.stdout.isEmpty && read.stderr.contains("Permission denied"), "\(read)")
+        let direct = try bob.devtrust(["--keystore", machine.keystore, "pubkey"])
+        #expect(direct.status == 7 && direct.stdout.isEmpty, "\(direct)")
+        // Through the agent Bob gets the public key, and only that.
+        let machineKey = try machine.publicKey()
+        #expect(try bob.devtrust(["pubkey"]).output == machineKey)
+
+        // A keystore others can read: the agent does not serve it.
+        chmod(machine.keystore, 0o755)
+        let exposed = try ProcessRunner.run(machine.binary, ["--keystore", machine.keystore, "agent", "--socket", machine.scratch.file("run/second.sock"),
+                                                             "--policy", machine.policy], environment: machine.agentEnvironment)
+        #expect(exposed.status == 7 && exposed.stderr.contains("chmod 700"), "\(exposed)")
+    }
+
+    /// A client adds no claim the policy does not name, and replaces no measured or reserved one,
+    /// whatever it sends (a raw client, not devtrust): the token carries the agent's measurements.
+    @Test func aClientCannotForgeAClaim() throws {
+        let machine = try MachineAgent(policy: #"{"allowedClientClaims": ["ticket"]}"#)
+        try machine.start()
+        let server = try ReferenceServer()
+        let alice = try machine.user("alice")
+        _ = try Self.register(alice, as: "alice@example.com", at: server)
+        for (name, words) in [("diskEncryption", "diskEncryption is measured by devtrust"), ("keyProtection", "keyProtection is set by devtrust itself"),
+                              ("jti", "jti is set by devtrust"), ("platform", "platform is set by devtrust itself"),
+                              ("site", "the agent's policy (\(machine.policy)) lets clients add only ticket")] {
+            let forged = try alice.rawClient("request", [#"{"v":1,"op":"token","claims":[["\#(name)","true"]]}"#])
+            let reply = try JSONParser.parse(forged.stdout).objectValue
+            #expect(reply?["ok"] == nil, "\(name): \(forged)")
+            let error = reply?["error"]?.objectValue
+            #expect(error?["category"] == .string("usage") && error?["summary"]?.stringValue?.contains("--claim \(name): \(words)") == true, "\(forged)")
+            // The command line refuses the measured and reserved names before asking (exit 2, naming the claim).
+            let cli = try alice.devtrust(["token", "--claim", "\(name)=true"])
+            #expect(cli.status == 2 && cli.stderr.contains("--claim \(name)") && cli.stdout.isEmpty, "\(cli)")
+        }
+        let step = try alice.rawClient("request", [#"{"v":1,"op":"registration-step","server":"https://x.example","registrationId":"r1","challenge":"q3x3Zp3j0JvFf1m7m3kF5G8W2sV6l9d0QhYp4n1eT0Y","requiredParams":["publicKey","signature","deviceData"],"claims":[["lockScreen","true"]]}"#])
+        #expect(step.stdout.contains("--claim lockScreen") && !step.stdout.contains("\"ok\""), "\(step)")
+
+        // An allowed name is added; the measured ones are the agent's own.
+        let token = try alice.devtrust(["token", "--claim", "ticket=42"])
+        #expect(token.status == 0, "\(token)")
+        let claims = try Self.payload(token.output)
+        let measured = try JSONParser.parse(try ProcessRunner.run(machine.binary, ["--keystore", machine.keystore, "attributes"],
+                                                                 environment: machine.agentEnvironment).stdout).objectValue ?? [:]
+        #expect(claims["ticket"] == .string("42") && claims["diskEncryption"] == measured["diskEncryption"] && claims["keyProtection"] == .string("software"),
+                "\(claims) \(measured)")
+        #expect(try Self.deviceCheck(token.output, at: server)["accepted"] == .bool(true))
+    }
+
+    /// The challenge guard holds through the agent: of the generated corpus of challenges that some
+    /// verifier would take as a token once signed (Tests/Interop/jws_oracle.py), the agent signs none,
+    /// for any client; a random challenge of the contract's shape is signed, and verifies.
+    @Test(.enabled(if: ExternalTool.jose.shouldRun)) func aClientChosenChallengeIsNeverSigned() throws {
+        let machine = try MachineAgent()
+        try machine.start()
+        let alice = try machine.user("alice")
+        let oracle = Repository.path("Tests/Interop/jws_oracle.py")
+        let seed = "\(UInt32.random(in: 1...UInt32.max))"
+        let collected = try ProcessRunner.run(ExternalTool.python.rawValue, [oracle, "collect", "--seed", seed, "--",
+                                                                             ExternalTool.python.rawValue, machine.agentClient, "sign-challenge", machine.socket],
+                                              environment: ["PATH": "/usr/bin:/bin"])
+        #expect(collected.status == 0, "\(collected.stderr)")
+        let variants = machine.scratch.write("variants.json", collected.stdout)
+        let check = try ExternalTool.python.run([oracle, "check", "--public-key", try machine.publicKey(), "--variants", variants])
+        let totals = try #require(try JSONParser.parse(check.stdout).objectValue?["totals"]?.objectValue, "\(check)")
+        #expect((totals["variants"]?.int64Value ?? 0) >= 300 && totals["signed"]?.int64Value == 0 && totals["accepted"]?.int64Value == 0,
+                "seed \(seed): \(totals)")
+        // A challenge of the contract's shape (32 random bytes) is signed, by the machine key, for any user.
+        let challenge = Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255) })
+        let signed = try alice.rawClient("sign-challenge", [challenge])
+        #expect(signed.status == 0, "\(signed)")
+        let request: JSONObject = ["spki": .string(try machine.publicKey()),
+                                   "der": .array([.object(["message": .string(Base64.encode(try Base64URL.decode(challenge, padding: .optional))),
+                                                           "signature": .string(signed.output)])])]
+        let verified = try ExternalTool.python.run([Repository.path("Tests/Interop/verify_es256.py")], stdin: JSONWriter.bytes(.object(request)))
+        #expect(verified.stdout.contains("\"valid\": 1"), "\(verified)")
+        #expect(!machine.audit.contains(challenge) && !machine.audit.contains(signed.output), "the audit shows a challenge or a signature")
+    }
+}
+
+extension AgentTests {
+    /// The agent killed with SIGKILL while it answers a request (its administrator's collector is
+    /// running for the token): the client says the agent is down and how to start it (exit 6);
+    /// nothing in the keystore is lost or damaged; clients of the dead agent say so too; a new
+    /// agent serves the same registrations.
+    @Test func anAgentKilledMidRequest() throws {
+        // A collector that holds the request while the test's flag is there (and says when it started).
+        let scratch = TemporaryDirectory("agent-collector")
+        let flag = scratch.file("hold"), started = scratch.file("started")
+        let collector = scratch.write("collector.sh", "#!/bin/sh\nif [ -e \(flag) ]; then echo $$ > \(started).tmp; mv \(started).tmp \(started); exec sleep 120; fi\necho '{\"site\": \"lab\"}'\n",
+                                      mode: 0o755)
+        let machine = try MachineAgent(configuration: #"{"collector": ["\#(collector)"], "collectorTimeoutSeconds": 60, "postureCacheSeconds": 0}"#)
+        let agent = try machine.start()
+        let server = try ReferenceServer()
+        let alice = try machine.user("alice")
+        let id = try Self.register(alice, as: "alice@example.com", at: server)
+        let before = try Self.files(machine.keystore)
+
+        scratch.write("hold", "")
+        let waiting = try alice.account.start(machine.binary, ["token"], environment: alice.environment)
+        var collectorPID: Int32?
+        defer { if let collectorPID { kill(collectorPID, SIGKILL) } }
+        let deadline = Date().addingTimeInterval(60)
+        while collectorPID == nil && Date() < deadline {
+            collectorPID = scratch.read("started").flatMap { Int32(String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) }
+            if collectorPID == nil { usleep(10_000) }
+        }
+        #expect(collectorPID != nil, "the collector did not start: \(machine.audit)")
+        kill(agent.pid, SIGKILL)
+        let failed = try #require(waiting.finish())
+        #expect(failed.status == 6 && failed.stdout.isEmpty, "\(failed)")
+        #expect(failed.stderr.contains("the devtrust agent at \(machine.socket) closed the connection before it answered: the agent is down"), "\(failed.stderr)")
+        #expect(failed.stderr.contains("start the agent (run `sudo devtrust agent --socket \(machine.socket)`)"), "\(failed.stderr)")
+        // Nobody answers at the socket the dead agent left.
+        let down = try alice.devtrust(["token"])
+        #expect(down.status == 6 && down.stderr.contains("no devtrust agent answers at \(machine.socket) (the socket is there, but the agent is not running)"),
+                "\(down)")
+        #expect(try Self.files(machine.keystore) == before, "the keystore changed")
+
+        // The dead agent's collector goes too (it holds what tells Foundation that the agent ended).
+        if let collectorPID { kill(collectorPID, SIGKILL) }
+        try FileManager.default.removeItem(atPath: flag)
+        try machine.start()
+        let token = try alice.devtrust(["token"])
+        #expect(token.status == 0, "\(token)")
+        #expect(try Self.header(token.output)["deviceId"] == .string(id))
+        #expect(try Self.deviceCheck(token.output, at: server)["user"] == .string("alice@example.com"))
+    }
+
+    /// Every file of a directory, with its bytes.
+    static func files(_ directory: String) throws -> [String: Data] {
+        var files = [String: Data]()
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
+            files[name] = FileManager.default.contents(atPath: directory + "/" + name)
+        }
+        return files
+    }
+
+    /// Clients that send junk, announce a huge request, or send nothing and hold their connections
+    /// (as many as one user may hold, and one more) do not stop the agent serving others: another
+    /// user's token comes within a second. Each gets a refusal that says why, and the silent ones are
+    /// dropped at their deadline.
+    @Test func junkHugeAndSilentClientsDoNotStopTheAgent() throws {
+        let machine = try MachineAgent()
+        try machine.start()
+        let server = try ReferenceServer()
+        let alice = try machine.user("alice"), mallory = try machine.user("mallory")
+        _ = try Self.register(alice, as: "alice@example.com", at: server)
+
+        let (runner, words) = mallory.account.command(ExternalTool.python.rawValue, [machine.agentClient, "hold", machine.socket, "64", ""])
+        let silent = try BackgroundProcess(runner, words, environment: ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin"])
+        // Foundation learns that runuser ended only once the holder it started has too: that goes first.
+        defer {
+            mallory.account.endProcesses()
+            _ = silent.finish()
+        }
+        #expect(silent.waitFor { stdout, _ in stdout.contains("holding 64") }, "\(silent.stderr)")
+        // The 65th connection of the same user is refused at once, saying why.
+        let over = try mallory.rawClient("request", [#"{"v":1,"op":"pubkey"}"#])
+        #expect(over.stdout.contains("has 64 connections to the agent open, the most one user may hold"), "\(over)")
+        for (bytes, words) in [("ffffffff", "a request of 4294967295 bytes, larger than the 65536 a request may be"),
+                               ("0000000568656c6c6f", "the request is not JSON"),
+                               ("00000000", "an empty frame"),
+                               ("000000027b7d7b7d", "bytes after the request")] {
+            let junk = try alice.rawClient("raw", [bytes])
+            #expect(junk.stdout.contains(words) && junk.stdout.contains("\"usage\""), "\(bytes): \(junk)")
+        }
+        let start = Date()
+        let token = try alice.devtrust(["token"])
+        let elapsed = Date().timeIntervalSince(start)
+        #expect(token.status == 0, "\(token)")
+        #expect(elapsed < 1.0, "a token took \(elapsed) s while others held the agent's connections")
+        // The silent connections end at their deadline, each said in the audit.
+        let dropped = machine.process!.waitFor { _, stderr in
+            stderr.components(separatedBy: "uid=\(mallory.account.uid) ").filter { $0.contains("dropped: no whole request within") }.count >= 64
+        }
+        #expect(dropped, "\(machine.audit)")
+        #expect(try alice.devtrust(["pubkey"]).status == 0)
+    }
+
+    /// 50 `token` calls at once from two users: every token valid (PyJWT, with the machine key),
+    /// every jti different, each user's tokens naming their own registration.
+    @Test func fiftyConcurrentTokensFromTwoUsers() throws {
+        let machine = try MachineAgent()
+        try machine.start()
+        let server = try ReferenceServer()
+        let alice = try machine.user("alice"), bob = try machine.user("bob")
+        let ids = [try Self.register(alice, as: "alice@example.com", at: server), try Self.register(bob, as: "bob@example.com", at: server)]
+        let driver = DevtrustBinary.copyForOtherUsers(Repository.path("Tests/Interop/run_concurrently.py"), into: machine.scratch.file("tools"))
+        let runs = try [alice, bob].map { user in
+            try user.account.start(ExternalTool.python.rawValue, [driver, "25", "--", machine.binary, "token"], environment: user.environment)
+        }
+        var tokens = [String]()
+        var idsOfTokens = [String]()
+        for (index, run) in runs.enumerated() {
+            let result = try #require(run.finish())
+            let lines = result.stdout.split(separator: "\n").map(String.init)
+            #expect(result.status == 0 && lines.count == 25 && lines.allSatisfy { $0.hasPrefix("eyJ") }, "\(result)")
+            for line in lines {
+                tokens.append(line)
+                idsOfTokens.append(try Self.header(line)["deviceId"]?.stringValue ?? "")
+                #expect(idsOfTokens.last == ids[index])
+            }
+        }
+        #expect(tokens.count == 50)
+        let request: JSONObject = ["spki": .string(try machine.publicKey()), "tokens": .array(tokens.map(JSONValue.string))]
+        let checked = try ExternalTool.python.run([Repository.path("Tests/Interop/check_device_tokens.py")], stdin: JSONWriter.bytes(.object(request)))
+        let results = try JSONParser.parse(checked.stdout).arrayValue ?? []
+        #expect(results.count == 50 && results.allSatisfy { $0.objectValue?["valid"] == .bool(true) }, "\(checked)")
+        let jtis = Set(results.compactMap { $0.objectValue?["claims"]?.objectValue?["jti"]?.stringValue })
+        #expect(jtis.count == 50)
+    }
+
+    /// Under systemd's socket activation (`systemd-socket-activate`, as devtrust.socket does): the
+    /// agent takes the socket it is passed, started by the first client's connection.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate")))
+    func socketActivation() throws {
+        let machine = try MachineAgent()
+        try FileManager.default.createDirectory(atPath: machine.scratch.file("run"), withIntermediateDirectories: true)
+        chmod(machine.scratch.file("run"), 0o755)
+        let variables = machine.agentEnvironment.flatMap { ["-E", "\($0.key)=\($0.value)"] }
+        // systemd-socket-activate closes every descriptor it did not make: run as a child of as_child.py (which says why).
+        let activator = try BackgroundProcess(ExternalTool.python.rawValue,
+                                              [Repository.path("Tests/Interop/as_child.py"), "/usr/bin/systemd-socket-activate", "-l", machine.socket]
+                                                + variables + ["--", machine.binary, "--keystore", machine.keystore, "agent", "--policy", machine.policy],
+                                              environment: machine.agentEnvironment)
+        #expect(activator.waitFor { stdout, stderr in stderr.contains("Listening on") && stdout.hasSuffix("\n") }, "\(activator.stderr)")
+        let activatedPID = try #require(Int32(activator.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        // devtrust.socket's SocketMode=0666: who may use the agent is its policy's decision.
+        chmod(machine.socket, 0o666)
+        let alice = try machine.user("alice")
+        let publicKey = try alice.devtrust(["pubkey"])
+        let machineKey = try machine.publicKey()
+        #expect(publicKey.status == 0 && publicKey.output == machineKey, "\(publicKey)\n\(activator.stderr)")
+        #expect(activator.stderr.contains("devtrust agent: listening on the socket systemd passed"), "\(activator.stderr)")
+        #expect(activator.stderr.contains("uid=\(alice.account.uid) ") && activator.stderr.contains("op=pubkey outcome=\"ok\""), "\(activator.stderr)")
+        // The agent ends on SIGTERM (systemd's stop), leaving systemd's socket where it is.
+        kill(activatedPID, SIGTERM)
+        let ended = try #require(activator.finish())
+        #expect(ended.status == 0 && ended.stderr.contains("devtrust agent: stopped"), "\(ended)")
+        #expect(FileManager.default.fileExists(atPath: machine.socket))
+    }
+
+    /// The policy: a user outside its groups is refused, naming the policy file, and gets nothing
+    /// else (exit 3); a user in them is served; a loop meets the rate limit, a person does not.
+    @Test func thePolicyDecidesWhoAndHowOften() throws {
+        let alice = try LocalUser("alice")
+        let machine = try MachineAgent(policy: #"{"allowedGroups": ["\#(alice.name)"], "rateLimit": {"burst": 5, "perSecond": 1}}"#)
+        try machine.start()
+        let bob = try machine.user("bob")
+        let refused = try bob.devtrust(["pubkey"])
+        #expect(refused.status == 3 && refused.stdout.isEmpty, "\(refused)")
+        #expect(refused.stderr == "devtrust: error: the devtrust agent's policy (\(machine.policy)) does not let uid \(bob.account.uid) use this machine's key: it allows members of \(alice.name) only; ask the machine's administrator\n",
+                "\(refused.stderr)")
+        let status = try bob.devtrust(["status"])
+        #expect(status.status == 3 && status.stdout.isEmpty, "\(status)")
+        // Alice, a member of her own group, is served; asked in a loop, the agent stops her at the burst.
+        let loop = try ProcessRunner.run("/usr/sbin/runuser", ["-u", alice.name, "--", ExternalTool.python.rawValue, machine.agentClient, "repeat", machine.socket,
+                                                              "12", #"{"v":1,"op":"pubkey"}"#], environment: ["PATH": "/usr/bin:/bin"])
+        let replies = loop.stdout.split(separator: "\n")
+        #expect(replies.count == 12 && replies.prefix(5).allSatisfy { $0.contains("\"ok\"") }, "\(loop)")
+        #expect(replies.contains { $0.contains("the rate limit of \(machine.policy)") }, "\(loop)")
+        #expect(machine.audit.contains("uid=\(alice.uid) ") && machine.audit.contains("outcome=\"refused: rate limit"), "\(machine.audit)")
+        #expect(machine.audit.contains("uid=\(bob.account.uid) pid=") && machine.audit.contains("outcome=\"refused: not allowed by the policy\""))
+    }
+}
+
+extension AgentTests {
+    /// One run of the command line in this process, as a user (`uid`) whose own directories are below
+    /// `home`, with `defaultAgentSocket` standing in for /run/devtrust/agent.sock (never the machine's).
+    static func inProcess(_ arguments: [String], home: TemporaryDirectory, variables: [String: String] = [:], uid: UInt32 = 4242,
+                          defaultAgentSocket: String?) -> ProcessResult {
+        let terminal = CapturingTerminal()
+        var environment = CommandEnvironment(variables: ["HOME": home.file("home"), "XDG_DATA_HOME": home.file("data"), "XDG_CACHE_HOME": home.file("cache"),
+                                                         "XDG_CONFIG_HOME": home.file("config")].merging(variables) { $1 },
+                                             terminal: terminal, effectiveUserID: uid, defaultAgentSocket: defaultAgentSocket)
+        environment.isolatesProbes = false
+        let status = DevtrustCommandLine.run(arguments, environment: environment)
+        return ProcessResult(status: status, stdout: terminal.output, stderr: terminal.errors)
+    }
+
+    /// Which key a command uses: `--keystore`, else `--agent`, else `DEVTRUST_KEYSTORE`, else
+    /// `DEVTRUST_AGENT`, else the agent's default socket when it exists, else the user's own keystore.
+    @Test func theAgentIsUsedByDefaultOnlyWhenNothingElseIsNamed() throws {
+        let machine = try MachineAgent()
+        try machine.start()
+        let machineKey = try machine.publicKey()
+        let home = TemporaryDirectory("agent-client")
+        let absent = home.file("no-agent.sock")
+        let own = home.file("own-ks")
+        #expect(Self.inProcess(["pubkey"], home: home, defaultAgentSocket: machine.socket).stdout == machineKey + "\n")
+        let withoutAgent = Self.inProcess(["pubkey"], home: home, defaultAgentSocket: absent)
+        #expect(withoutAgent.status == 3 && withoutAgent.stderr.contains("there is no device key in \(home.file("data"))/devtrust"), "\(withoutAgent)")
+        let named = Self.inProcess(["pubkey"], home: home, variables: ["DEVTRUST_KEYSTORE": own], defaultAgentSocket: machine.socket)
+        #expect(named.status == 3 && named.stderr.contains("there is no device key in \(own)"), "\(named)")
+        #expect(Self.inProcess(["--agent", machine.socket, "pubkey"], home: home, variables: ["DEVTRUST_KEYSTORE": own], defaultAgentSocket: absent).stdout
+                == machineKey + "\n")
+        #expect(Self.inProcess(["pubkey"], home: home, variables: ["DEVTRUST_AGENT": machine.socket], defaultAgentSocket: absent).stdout == machineKey + "\n")
+        let both = Self.inProcess(["--keystore", own, "--agent", machine.socket, "pubkey"], home: home, defaultAgentSocket: absent)
+        #expect(both.status == 2 && both.stderr.contains("--keystore and --agent name two different places for the device key: give one"), "\(both)")
+        let gone = Self.inProcess(["token"], home: home, variables: ["DEVTRUST_AGENT": absent], defaultAgentSocket: nil)
+        #expect(gone.status == 6 && gone.stderr.contains("there is no devtrust agent socket at \(absent)"), "\(gone)")
+    }
+
+    /// A user with a keystore of their own when the agent appears: `status` says the agent's key is
+    /// used, that theirs is not, and how to keep using it or move.
+    @Test func aUsersOwnKeystoreIsNamedWhenTheAgentStandsInForIt() throws {
+        let machine = try MachineAgent()
+        try machine.start()
+        let alice = try machine.user("alice")
+        let made = try alice.devtrust(["init", "--backend", "software", "-q"])
+        #expect(made.status == 0, "\(made)")
+        let ownKeystore = alice.home + "/data/devtrust"
+        let ownKey = try alice.devtrust(["--keystore", ownKeystore, "pubkey"]).output
+        #expect(try alice.devtrust(["pubkey"]).output == (try machine.publicKey()) && ownKey != (try machine.publicKey()))
+        let status = try alice.devtrust(["status"])
+        #expect(status.status == 0 && status.stdout.contains("agent: \(machine.socket) (the machine's key, in \(machine.keystore))"), "\(status)")
+        #expect(status.stdout.contains("note: your own keystore \(ownKeystore) holds a key too"), "\(status)")
+        #expect(status.stdout.contains("`devtrust --keystore \(ownKeystore) reset --yes`"))
+        let json = try JSONParser.parse(try alice.devtrust(["status", "--json"]).stdout).objectValue
+        #expect(json?["ownKeystore"]?.objectValue?["path"] == .string(ownKeystore) && json?["registrations"] == .array([]) && json?["signIns"] == .array([]))
+    }
+}
