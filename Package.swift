@@ -75,7 +75,7 @@ let package = Package(
         .target(name: "DevtrustHTTP", dependencies: ["CCurl", "DevtrustEncoding", "DevtrustErrors", "DevtrustURL"]),
 
         // The Flow Execution API client: registration flows and the Device Registration step.
-        .target(name: "DevtrustFlow", dependencies: ["DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding", "DevtrustErrors"]),
+        .target(name: "DevtrustFlow", dependencies: ["DevtrustAgent", "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustEncoding", "DevtrustErrors"]),
 
         // Signing in from the device: OIDC discovery, PKCE, app-native sign-in, device code, tokens.
         .target(name: "DevtrustSignIn", dependencies: ["CLoopbackPeer", "DevtrustHTTP", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore", "DevtrustEncoding", "DevtrustErrors",

@@ -289,3 +289,26 @@ extension AgentNoSuchStep: ClassifiedError {
                             hint: ErrorHint("nothing was recorded: run `devtrust register` again", joinedBy: "; "))
     }
 }
+
+extension AgentService {
+    /// The agent from its start to SIGTERM: the socket systemd passes (`LISTEN_FDS`), else its own
+    /// at `socket`; the service over `settings`; the lines it has to say (that it listens, that
+    /// there is no key yet, an audit line per decision, that it stopped) to `say`.
+    public static func serve(_ settings: Settings, socket: String, environment: [String: String], say: @escaping (String) -> Void) throws {
+        // The machine keystore is the agent's: refused as any keystore is when others can read it.
+        let keystorePath = settings.keystore.path
+        if try settings.keystore.load()?.key == nil {
+            say("devtrust agent: warning: there is no device key in \(keystorePath) yet: `devtrust init --keystore \(keystorePath)` "
+                + "(as the agent's user) makes one; until then clients are told so")
+        }
+        let listener = try AgentListener.activated(environment: environment) ?? AgentListener.bind(path: socket)
+        defer { listener.close() }
+        let termination = AgentServer.terminationPipe()
+        guard termination >= 0 else { throw AgentListenerError.io(path: "a pipe", operation: "make", errno: errno) }
+        let service = AgentService(settings: settings, audit: { say($0.line) }, warn: { say("devtrust agent: warning: " + $0) })
+        let server = AgentServer(listener: listener.descriptor, termination: termination, audit: { say($0.line) }, handle: service.handle)
+        say("devtrust agent: listening on \(listener.description) for \(keystorePath) (policy: \(settings.policy.source ?? "none, the defaults"))")
+        server.run()
+        say("devtrust agent: stopped")
+    }
+}

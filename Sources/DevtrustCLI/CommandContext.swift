@@ -6,7 +6,6 @@ import DevtrustErrors
 import DevtrustKeys
 import DevtrustKeystore
 import DevtrustTerminal
-import Glibc
 
 /// One command's run: the global options, the environment, and output helpers
 /// (the command's own options come to it as its `Options` value).
@@ -69,34 +68,10 @@ struct CommandContext {
 
     func detail(_ text: String) { messages.detail(text) }
 
-    /// How this run reaches the device key: through the system agent, or in a keystore of its own.
-    enum DeviceAccess {
-        case agent(AgentClient)
-        case keystore
-    }
-
-    /// The one rule (docs/usage.md, "The system agent"): `--keystore DIR` means that keystore (with
-    /// `--agent` too, a usage error); `--agent PATH` that agent; then `DEVTRUST_KEYSTORE` that
-    /// keystore; `DEVTRUST_AGENT` that agent; then the agent's default socket when it exists (one
-    /// `stat`, and only when nothing above named anything); else the user's own keystore.
-    func deviceAccess(command: String) throws -> DeviceAccess {
-        let named = global.keystore.flatMap { $0.isEmpty ? nil : $0 }
-        if let agent = global.agent {
-            guard named == nil else {
-                throw UsageError("--keystore and --agent name two different places for the device key: give one", command: command)
-            }
-            guard !agent.isEmpty else { throw UsageError("--agent needs the agent's socket path", command: command) }
-            return .agent(AgentClient(socket: agent))
-        }
-        if named != nil { return .keystore }
-        let variables = environment.variables
-        if variables["DEVTRUST_KEYSTORE"].map({ !$0.isEmpty }) == true { return .keystore }
-        if let agent = variables["DEVTRUST_AGENT"], !agent.isEmpty { return .agent(AgentClient(socket: agent)) }
-        if let socket = environment.defaultAgentSocket {
-            var status = stat()
-            if stat(socket, &status) == 0 { return .agent(AgentClient(socket: socket)) }
-        }
-        return .keystore
+    /// How this run reaches the device key: the system agent or a keystore (`DeviceKeyAccess`'s rule).
+    func deviceAccess(command: String) throws -> DeviceKeyAccess {
+        try DeviceKeyAccess.choose(keystore: global.keystore, agent: global.agent, variables: environment.variables,
+                                   defaultSocket: environment.defaultAgentSocket, command: command)
     }
 
     func keystore() throws -> Keystore {

@@ -1,8 +1,6 @@
 import DevtrustAgent
 import DevtrustConfig
-import DevtrustDevice
 import DevtrustKeystore
-import Glibc
 
 /// `agent`: the system agent, in the foreground (the front end of `DevtrustAgent`): serves the
 /// machine keystore on a Unix socket (its own, or the one systemd passes), with the policy, until
@@ -26,32 +24,12 @@ enum AgentCommand: DevtrustCommand {
     static func run(_ context: CommandContext, _ options: Options) throws {
         let variables = context.environment.variables
         let keystorePath = [context.global.keystore, variables["DEVTRUST_KEYSTORE"]].compactMap { $0 }.first { !$0.isEmpty } ?? KeystoreLocation.systemDirectory
-        let keystore = Keystore(path: keystorePath, ownerID: context.environment.effectiveUserID)
         let policy = try AgentPolicy.load(path: options.policy ?? AgentPolicy.defaultPath, required: options.policy != nil)
-        let configuration = try context.configuration()
-        // The machine keystore is the agent's: refused as any keystore is when others can read it.
-        let state = try keystore.load()
+        let settings = AgentService.Settings(keystore: Keystore(path: keystorePath, ownerID: context.environment.effectiveUserID),
+                                             configuration: try context.configuration(), policy: policy, cache: context.cacheDirectory,
+                                             clock: context.environment.clock, random: context.environment.random, tpm: context.tpmSelection)
         let terminal = context.terminal
-        let say = { (line: String) in terminal.writeError(line + "\n") }
-        if state?.key == nil {
-            say("devtrust agent: warning: there is no device key in \(keystorePath) yet: `devtrust init --keystore \(keystorePath)` (as the agent's user) makes one; until then clients are told so")
-        }
-        let listener: AgentListener
-        if let activated = try AgentListener.activated(environment: variables) {
-            listener = activated
-        } else {
-            listener = try AgentListener.bind(path: options.socket ?? AgentSocketLocation.defaultPath)
-        }
-        defer { listener.close() }
-        let termination = AgentServer.terminationPipe()
-        guard termination >= 0 else { throw AgentListenerError.io(path: "a pipe", operation: "make", errno: errno) }
-        let service = AgentService(
-            settings: AgentService.Settings(keystore: keystore, configuration: configuration, policy: policy, cache: context.cacheDirectory,
-                                            clock: context.environment.clock, random: context.environment.random, tpm: context.tpmSelection),
-            audit: { say($0.line) }, warn: { say("devtrust agent: warning: " + $0) })
-        let server = AgentServer(listener: listener.descriptor, termination: termination, audit: { say($0.line) }, handle: service.handle)
-        say("devtrust agent: listening on \(listener.description) for \(keystorePath) (policy: \(policy.source ?? "none, the defaults"))")
-        server.run()
-        say("devtrust agent: stopped")
+        try AgentService.serve(settings, socket: options.socket ?? AgentSocketLocation.defaultPath, environment: variables,
+                               say: { terminal.writeError($0 + "\n") })
     }
 }

@@ -23,7 +23,7 @@ enum PubkeyCommand: DevtrustCommand {
         let publicKey: P256PublicKey
         switch try context.deviceAccess(command: Options.spec.name) {
         case let .agent(agent):
-            publicKey = try AgentCalls.publicKey(agent)
+            publicKey = try agent.publicKey()
         case .keystore:
             publicKey = try context.deviceStore().loadKey().key.publicKey
         }

@@ -56,7 +56,7 @@ enum TokenCommand: DevtrustCommand {
         if case let .agent(agent) = try context.deviceAccess(command: Options.spec.name) {
             // The agent gathers the claims and picks among the caller's registrations; this side reads no configuration.
             if context.verbose { context.detail("the device key: the devtrust agent at \(agent.socket) (its keystore, its posture, your registrations)") }
-            let token = try AgentCalls.token(agent, server: options.server, deviceID: explicitDeviceID, claims: claims)
+            let token = try agent.token(server: options.server, deviceID: explicitDeviceID, claims: claims)
             context.output(context.json ? JSONWriter.string(.object(["token": .string(token)])) : token)
             return
         }
