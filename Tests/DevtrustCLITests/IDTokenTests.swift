@@ -37,7 +37,7 @@ import Testing
     @Test(arguments: [
         ("wrong-iss", "its issuer is http://127.0.0.1:"), ("wrong-aud", "its audience does not include the client devtrust-app"),
         ("multi-aud-no-azp", "it has several audiences and no azp"), ("expired", "it expired 120 s ago"),
-        ("future-iat", "it was issued 600 s in the future"), ("wrong-nonce", "its nonce is not the one sent"),
+        ("future-iat", "it was issued "), ("wrong-nonce", "its nonce is not the one sent"),
         ("no-nonce", "its nonce is not the one sent"), ("unknown-kid", "the provider's JWK set has no ES256 key with kid retired-key"),
         ("alg-none", "it is signed with none, not ES256 or RS256"), ("hs256", "it is signed with HS256, not ES256 or RS256"),
         ("bad-signature", "its signature does not verify with the provider's keys"),
@@ -47,6 +47,10 @@ import Testing
         let (setup, login, signIn) = try Self.signIn(["--id-token-fault", fault])
         #expect(login.status == 0, "\(login)")
         #expect(login.stderr.contains("devtrust keeps no ID token from \(setup.server.url)/oauth2/token: \(reason)"), "\(fault): \(login.stderr)")
+        if fault == "future-iat" {
+            // Issued 600 s ahead by the server's clock, checked a moment later by this one's (a loaded machine: a second or more).
+            #expect(login.stderr.contains(#/it was issued (5[89]\d|600) s in the future/#), "\(login.stderr)")
+        }
         #expect(try Self.storedIDToken(setup) == nil, "\(fault): stored")
         #expect(signIn["subject"] == .null && signIn["name"] == .null)
     }
