@@ -204,6 +204,8 @@ public final class AgentService {
                                   requiredParams: [String], claims: [GivenClaim], now: Int64) throws -> JSONObject {
         let added = try allowedClaims(claims)
         let store = store(for: peer)
+        // Before anything is signed: an id another user holds is never answered for this one.
+        try refuseAnothersRegistration(peer, store: store, server: server, registrationID: registrationID)
         let device = try store.loadKey()
         let service = tokens(for: peer, user: user, store: store)
         let inputs = try RegistrationProof.answer(challenge: challenge, requiredParams: requiredParams,
@@ -230,11 +232,25 @@ public final class AgentService {
         let record = RegistrationRecord(registrationId: registrationID, server: answered.server, flowType: flowType, keyFingerprint: answered.keyFingerprint,
                                         registeredAt: Timestamp.format(secondsSinceEpoch: settings.clock.secondsSinceEpoch()), uid: peer.uid)
         let store = store(for: peer)
+        try refuseAnothersRegistration(peer, store: store, server: answered.server, registrationID: registrationID)
         try store.recordRegistration(record)
         pending.removeAll { $0.uid == peer.uid && $0.registrationID == registrationID }
         var shown = record
         shown.uid = nil
         return ["registration": .object(shown.keystoreObject), "backend": (try? store.state().key?.backend.rawValue).flatMap { $0 }.map(JSONValue.string) ?? .null]
+    }
+
+    /// A registration id is one device record at one server, and every user's records name the
+    /// one machine key: an id another user holds (recorded, or a step answered for them) is never
+    /// answered or recorded for this one, or its tokens would carry the other user's device trust.
+    /// The id is the client's to send (the server's answer passes through it), so the agent checks it.
+    private func refuseAnothersRegistration(_ peer: AgentPeer, store: DeviceStore, server: String, registrationID: String) throws {
+        let owner = settings.keystore.ownerID
+        let recorded = try store.wholeState().registrations.contains {
+            ($0.uid ?? owner) != peer.uid && $0.registrationId == registrationID && RegistrationSelector.sameServer($0.server, server)
+        }
+        let answered = pending.contains { $0.uid != peer.uid && $0.registrationID == registrationID && RegistrationSelector.sameServer($0.server, server) }
+        if recorded || answered { throw AgentNotYourRegistration(deviceID: registrationID) }
     }
 
     /// The `jti` of a JWT this agent just minted, for the audit (its payload, decoded).

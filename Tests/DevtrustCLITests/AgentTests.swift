@@ -41,6 +41,11 @@ import Testing
     /// key at the server. Each user's tokens name their own registration, and the server takes them
     /// as that user's device; a user who names the other's registration gets nothing (the agent knows
     /// them by the kernel's uid, never by what they send); `status` shows each only their own.
+    /// 32 random bytes, base64url: a challenge the agent's guard allows.
+    static func randomChallenge() -> String {
+        Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255) })
+    }
+
     @Test func eachUserHasTheirOwnRegistrationsOfTheOneMachineKey() throws {
         let machine = try MachineAgent()
         try machine.start()
@@ -70,6 +75,14 @@ import Testing
         #expect(stolen.stderr.contains("\(aliceID) is not one of your registrations on this machine"), "\(stolen.stderr)")
         let raw = try bob.rawClient("request", [#"{"v":1,"op":"token","deviceId":"\#(aliceID)"}"#])
         #expect(raw.stdout.contains("notRegistered") && !raw.stdout.contains("\"ok\""), "\(raw)")
+        // Bob answers a Device Registration step of his own for Alice's id and completes it: the
+        // agent signs nothing for it and records nothing, so no token of his ever carries her id.
+        let step = try bob.rawClient("request", [#"{"v":1,"op":"registration-step","server":"\#(server.url)","registrationId":"\#(aliceID)","challenge":"\#(Self.randomChallenge())","requiredParams":["publicKey","signature"]}"#])
+        #expect(step.stdout.contains("notRegistered") && !step.stdout.contains("signature"), "\(step)")
+        let complete = try bob.rawClient("request", [#"{"v":1,"op":"registration-complete","server":"\#(server.url)","registrationId":"\#(aliceID)","flowType":"REGISTRATION"}"#])
+        #expect(!complete.stdout.contains("\"ok\""), "\(complete)")
+        let stillStolen = try bob.devtrust(["token", "--device-id", aliceID])
+        #expect(stillStolen.status == 3 && stillStolen.stdout.isEmpty, "\(stillStolen)")
         // Bob with Alice's server: his own registration there, never hers.
         let bobsThere = try bob.devtrust(["token", "--server", server.url])
         #expect(try Self.header(bobsThere.output)["deviceId"] == .string(bobID))
