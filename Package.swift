@@ -34,6 +34,10 @@ let package = Package(
         // (async-signal-safe C; Swift cannot write a signal handler). On the token path.
         .target(name: "CDeadline"),
 
+        // The file-system uid and gid of a thread (setfsuid, setfsgid: not in Swift's Glibc): the
+        // system agent reads a client's desktop settings as that client. On the token path: libc only.
+        .target(name: "CFileSystemIdentity"),
+
         // Who owns the other end of a loopback TCP connection (NETLINK_SOCK_DIAG, else /proc/net/tcp):
         // the browser sign-in's listener serves the user's own processes only.
         .target(name: "CLoopbackPeer"),
@@ -55,7 +59,7 @@ let package = Package(
         .target(name: "DevtrustErrors"),
 
         // Operating-system helpers shared by the modules: bounded file reads.
-        .target(name: "DevtrustSystem", dependencies: ["DevtrustEncoding", "DevtrustErrors"]),
+        .target(name: "DevtrustSystem", dependencies: ["CFileSystemIdentity", "DevtrustEncoding", "DevtrustErrors"]),
 
         // The device key: one DeviceKey protocol, backends in parallel files,
         // P-256 public keys, ECDSA signature encodings, SHA-256, randomness, the clock.
@@ -94,7 +98,7 @@ let package = Package(
         // and device data for a chosen registration (DeviceTokenService), the servers' clocks
         // (ServerClocks), the device's attributes, and the one signing deadline (SigningDeadline).
         .target(name: "DevtrustCore", dependencies: ["CDeadline", "DevtrustConfig", "DevtrustDevice", "DevtrustErrors", "DevtrustJOSE", "DevtrustKeys",
-                                                     "DevtrustKeystore", "DevtrustPosture", "DevtrustURL"]),
+                                                     "DevtrustKeystore", "DevtrustPosture", "DevtrustSystem", "DevtrustURL"]),
 
         // The system agent (`devtrust agent`) and its client, below HTTP and on the token path (`token` goes
         // through it): the bounded wire protocol over a Unix stream socket (AgentWire, AgentRequest, AgentReply),
@@ -102,7 +106,7 @@ let package = Package(
         // time), the operations over the machine keystore with the one device-token service (AgentService), the
         // socket it listens on (AgentListener: its own, or systemd's), and the client (AgentClient).
         .target(name: "DevtrustAgent", dependencies: ["CAgentSocket", "DevtrustConfig", "DevtrustCore", "DevtrustDevice", "DevtrustEncoding",
-                                                      "DevtrustErrors", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore"]),
+                                                      "DevtrustErrors", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore", "DevtrustSystem"]),
 
         // The device's sign-ins as every front end runs them (above HTTP, beside the protocol's library
         // DevtrustSignIn): where and as whom a sign-in goes, from options, a sign-in profile and discovery
@@ -199,7 +203,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DevtrustPostureTests",
-            dependencies: ["DevtrustPosture", "DevtrustEncoding", "DevtrustTestSupport"],
+            dependencies: ["DevtrustPosture", "DevtrustEncoding", "DevtrustSystem", "DevtrustTestSupport"],
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "DevtrustHTTPTests", dependencies: ["CCurl", "DevtrustHTTP", "DevtrustEncoding", "DevtrustTestSupport"]),

@@ -38,7 +38,7 @@ TOKEN_PATH = ["DevtrustAgent", "DevtrustCore", "DevtrustDevice", "DevtrustJOSE",
 # (loaded with dlopen), the signing deadline's alarm and the agent's sockets (libc only). Anything
 # else below it (a new C shim that links or loads libcurl, a package product)
 # is a breach until it is listed here.
-TOKEN_PATH_C_MODULES = ["COpenSSL", "CTPM2", "CDeadline", "CAgentSocket"]
+TOKEN_PATH_C_MODULES = ["COpenSSL", "CTPM2", "CDeadline", "CAgentSocket", "CFileSystemIdentity"]
 # The toolchain's modules the token path may import: libc and Synchronization. Foundation
 # costs a token its start-up time, and FoundationNetworking is libcurl below the wall.
 TOKEN_PATH_TOOLCHAIN_MODULES = ["Glibc", "Synchronization"]

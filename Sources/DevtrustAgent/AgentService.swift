@@ -6,6 +6,7 @@ import DevtrustErrors
 import DevtrustJOSE
 import DevtrustKeys
 import DevtrustKeystore
+import DevtrustSystem
 import Glibc
 
 /// What the agent does for a client, decided by who the kernel says the client is (`AgentPeer`):
@@ -139,7 +140,9 @@ public final class AgentService {
         // The agent measures no server's clock: its tokens are in this machine's time.
         let clocks = ServerClocks(store: nil, reading: { BootClockReading.system() }, warn: warn)
         // The posture as the agent may read it (the firewall's ruleset as root), the desktop's settings from the caller's home.
-        let posture = PostureSources(root: settings.postureRoot, effectiveUserID: geteuid(), home: user.home, xdgConfigHome: nil, cache: settings.cache)
+        // The caller's files are read as the caller (a link to another user's settings is not followed as root).
+        let posture = PostureSources(root: settings.postureRoot, effectiveUserID: geteuid(), home: user.home, xdgConfigHome: nil, cache: settings.cache,
+                                     homeOwner: peer.uid == geteuid() ? nil : FileOwner(uid: peer.uid, gid: peer.gid))
         return DeviceTokenService(store: store, configuration: settings.configuration, clock: settings.clock, random: settings.random,
                                   serverClocks: clocks, posture: posture, warn: warn)
     }

@@ -4,6 +4,7 @@ import DevtrustJOSE
 import DevtrustKeys
 import DevtrustKeystore
 import DevtrustPosture
+import DevtrustSystem
 
 /// The attributes a device token or deviceData carries for a key: `platform`,
 /// the device's posture (the key's backend among it, and the admin's
@@ -89,11 +90,15 @@ public struct PostureSources: Sendable {
     /// The user's home directory and XDG_CONFIG_HOME (the desktop's lock-screen settings).
     let home: String?
     let xdgConfigHome: String?
+    /// Whose home it is, when not this process's user's (the agent reading a client's settings).
+    let homeOwner: FileOwner?
     /// Where the firewall's and the admin's collector's results are kept (nil: nowhere).
     let cache: CacheDirectory?
 
-    public init(root: String = "", effectiveUserID: UInt32, home: String?, xdgConfigHome: String?, cache: CacheDirectory?) {
+    public init(root: String = "", effectiveUserID: UInt32, home: String?, xdgConfigHome: String?, cache: CacheDirectory?,
+                homeOwner: FileOwner? = nil) {
         self.root = root
+        self.homeOwner = homeOwner
         self.effectiveUserID = effectiveUserID
         self.home = home
         self.xdgConfigHome = xdgConfigHome
@@ -104,7 +109,7 @@ public struct PostureSources: Sendable {
     /// (its collector, timeouts, cache time, inventory), at `now` (the cache's clock).
     public func collect(backend: KeyBackend?, configuration: Configuration, now: Int64) -> PostureReport {
         let input = PostureInput(root: root, effectiveUserID: effectiveUserID, home: home, xdgConfigHome: xdgConfigHome,
-                                 keyProtection: backend?.rawValue, inventory: configuration.inventory)
+                                 keyProtection: backend?.rawValue, inventory: configuration.inventory, homeOwner: homeOwner)
         var settings = PostureSettings(collector: configuration.collector)
         settings.collectorTimeoutMilliseconds = configuration.collectorTimeoutSeconds * 1000
         settings.cacheSeconds = Int64(configuration.postureCacheSeconds)

@@ -3,6 +3,12 @@
 /// item, so full keys are the concatenation along the parent chain. Values of
 /// type 'v' are serialized GVariant variants: the value, a 0 byte, its type string.
 ///
+/// Keys are looked up as dconf looks them up (gvdb-reader.c): the key's hash picks a
+/// bucket, the bloom filter may rule it out, and only the items of that bucket with the
+/// same hash are compared, segment by segment along their parent chain. Nothing is
+/// enumerated: the user's database is theirs to write, and the system agent reads it
+/// for every token, so a crafted file costs a lookup no more than its one bucket.
+///
 /// Only little-endian files and the value types devtrust reads (b, u, i, s)
 /// are understood; anything malformed yields nil, never a crash.
 struct GVDBFile {
@@ -14,58 +20,103 @@ struct GVDBFile {
         case other(type: String)
     }
 
-    private(set) var values: [String: Value] = [:]
+    /// A parent chain longer than this is malformed (dconf's keys are paths of a few segments).
+    static let maximumDepth = 64
+
+    private let bytes: [UInt8]
+    private let bloomShift: UInt32
+    private let bloomStart: Int
+    private let bloomWords: Int
+    private let bucketsStart: Int
+    private let bucketCount: Int
+    private let itemsStart: Int
+    private let itemCount: Int
 
     init?(_ bytes: [UInt8]) {
         guard bytes.count >= 24, Array(bytes[0..<8]) == Array("GVariant".utf8) else { return nil }
-        func u32(_ offset: Int) -> UInt32? {
-            guard offset >= 0, offset + 4 <= bytes.count else { return nil }
-            return UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16 | UInt32(bytes[offset + 3]) << 24
-        }
-        func u16(_ offset: Int) -> UInt16? {
-            guard offset >= 0, offset + 2 <= bytes.count else { return nil }
-            return UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8
-        }
-        guard let rootStart = u32(16).map(Int.init), let rootEnd = u32(20).map(Int.init),
+        self.bytes = bytes
+        guard let rootStart = Self.u32(bytes, 16).map(Int.init), let rootEnd = Self.u32(bytes, 20).map(Int.init),
               rootStart < rootEnd, rootEnd <= bytes.count, rootEnd - rootStart >= 8,
-              let bloomField = u32(rootStart), let bucketCount = u32(rootStart + 4) else { return nil }
-        let bloomWords = Int(bloomField & 0x07FF_FFFF)
-        let itemsStart = rootStart + 8 + 4 * bloomWords + 4 * Int(bucketCount)
+              let bloomField = Self.u32(bytes, rootStart), let buckets = Self.u32(bytes, rootStart + 4) else { return nil }
+        bloomShift = bloomField >> 27
+        bloomWords = Int(bloomField & 0x07FF_FFFF)
+        bloomStart = rootStart + 8
+        bucketsStart = bloomStart + 4 * bloomWords
+        bucketCount = Int(buckets)
+        itemsStart = bucketsStart + 4 * bucketCount
         guard bloomWords < 1 << 16, bucketCount < 1 << 16, itemsStart <= rootEnd else { return nil }
-        let itemCount = (rootEnd - itemsStart) / 24
+        itemCount = (rootEnd - itemsStart) / 24
+    }
 
-        struct Item {
-            let parent: UInt32
-            let key: String
-            let type: UInt8
-            let value: Range<Int>
-        }
-        var items = [Item]()
-        for index in 0..<itemCount {
+    private static func u32(_ bytes: [UInt8], _ offset: Int) -> UInt32? {
+        guard offset >= 0, offset + 4 <= bytes.count else { return nil }
+        return UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16 | UInt32(bytes[offset + 3]) << 24
+    }
+
+    private func u32(_ offset: Int) -> UInt32? { Self.u32(bytes, offset) }
+
+    private func u16(_ offset: Int) -> Int? {
+        guard offset >= 0, offset + 2 <= bytes.count else { return nil }
+        return Int(bytes[offset]) | Int(bytes[offset + 1]) << 8
+    }
+
+    /// GVDB's hash: djb2 over the key's bytes taken as signed chars.
+    static func hash(_ key: [UInt8]) -> UInt32 {
+        var value: UInt32 = 5381
+        for byte in key { value = value &* 33 &+ UInt32(bitPattern: Int32(Int8(bitPattern: byte))) }
+        return value
+    }
+
+    /// The value of `key` (a full path, "/org/gnome/..."), nil when the file has none or it is not
+    /// a value (a directory item) or it is malformed.
+    func value(_ key: String) -> Value? {
+        let name = Array(key.utf8)
+        let hash = Self.hash(name)
+        guard bucketCount > 0, itemCount > 0, bloomAllows(hash) else { return nil }
+        let bucket = Int(hash % UInt32(bucketCount))
+        guard var index = u32(bucketsStart + 4 * bucket).map(Int.init) else { return nil }
+        var last = itemCount
+        if bucket != bucketCount - 1, let next = u32(bucketsStart + 4 * (bucket + 1)).map(Int.init), next <= itemCount { last = next }
+        while index < last {
             let base = itemsStart + 24 * index
-            guard let parent = u32(base + 4), let keyStart = u32(base + 8).map(Int.init), let keySize = u16(base + 12).map(Int.init),
-                  let valueStart = u32(base + 16).map(Int.init), let valueEnd = u32(base + 20).map(Int.init),
-                  keyStart + keySize <= bytes.count else { return nil }
-            let key = String(decoding: bytes[keyStart..<(keyStart + keySize)], as: UTF8.self)
-            let value = valueStart <= valueEnd && valueEnd <= bytes.count ? valueStart..<valueEnd : 0..<0
-            items.append(Item(parent: parent, key: key, type: bytes[base + 14], value: value))
-        }
-        for item in items where item.type == UInt8(ascii: "v") {
-            var key = item.key
-            var parent = item.parent
-            var depth = 0
-            while parent != UInt32.max {
-                guard Int(parent) < items.count, depth < 64 else { return nil }
-                key = items[Int(parent)].key + key
-                parent = items[Int(parent)].parent
-                depth += 1
+            if u32(base) == hash, names(item: index, name[...]) {
+                guard bytes[base + 14] == UInt8(ascii: "v"), let start = u32(base + 16).map(Int.init), let end = u32(base + 20).map(Int.init),
+                      start <= end, end <= bytes.count else { return nil }
+                return Self.decodeVariant(bytes[start..<end])
             }
-            if let value = Self.decodeVariant(Array(bytes[item.value])) { values[key] = value }
+            index += 1
         }
+        return nil
+    }
+
+    private func bloomAllows(_ hash: UInt32) -> Bool {
+        guard bloomWords > 0 else { return true }
+        let word = Int((hash / 32) % UInt32(bloomWords))
+        var mask: UInt32 = 1 << (hash & 31)
+        mask |= 1 << ((hash >> bloomShift) & 31)
+        guard let bits = u32(bloomStart + 4 * word) else { return false }
+        return bits & mask == mask
+    }
+
+    /// Whether item `index`'s full key, its own segment after its parents', is `name`: compared from
+    /// the end, one segment per item, so the cost is the key's length (plus the depth bound).
+    private func names(item index: Int, _ name: ArraySlice<UInt8>) -> Bool {
+        var item = index
+        var remaining = name
+        for _ in 0..<Self.maximumDepth {
+            let base = itemsStart + 24 * item
+            guard item < itemCount, let parent = u32(base + 4), let keyStart = u32(base + 8).map(Int.init), let keySize = u16(base + 12),
+                  keyStart + keySize <= bytes.count, keySize <= remaining.count else { return false }
+            guard bytes[keyStart..<(keyStart + keySize)].elementsEqual(remaining.suffix(keySize)) else { return false }
+            remaining = remaining.dropLast(keySize)
+            if parent == UInt32.max { return remaining.isEmpty }
+            item = Int(parent)
+        }
+        return false
     }
 
     /// A serialized variant: value bytes, 0, type string.
-    static func decodeVariant(_ bytes: [UInt8]) -> Value? {
+    static func decodeVariant(_ bytes: ArraySlice<UInt8>) -> Value? {
         guard let separator = bytes.lastIndex(of: 0) else { return nil }
         let type = String(decoding: bytes[(separator + 1)...], as: UTF8.self)
         let data = Array(bytes[..<separator])

@@ -1,4 +1,5 @@
 import DevtrustSystem
+import Glibc
 
 /// `lockScreen` from GNOME's settings, read from the dconf databases without
 /// spawning gsettings: locked when `lock-enabled` is on and `idle-delay` is
@@ -7,6 +8,8 @@ import DevtrustSystem
 enum LockScreenCollector {
     static let lockEnabledKey = "/org/gnome/desktop/screensaver/lock-enabled"
     static let idleDelayKey = "/org/gnome/desktop/session/idle-delay"
+    /// dconf's databases are a few kilobytes; a larger one is not read (nor held in memory).
+    static let maximumDatabaseBytes = 2 << 20
 
     static func collect(_ input: PostureInput) -> Attribute {
         guard FileReader.exists(input.path("/usr/bin/gnome-shell")) else {
@@ -14,10 +17,24 @@ enum LockScreenCollector {
         }
         var databases = [(String, GVDBFile)]()
         let configHome = input.xdgConfigHome.flatMap { $0.hasPrefix("/") ? $0 : nil } ?? input.home.map { $0 + "/.config" }
-        for path in [configHome.map { $0 + "/dconf/user" }, "/etc/dconf/db/local"].compactMap({ $0 }) {
-            // A regular file only: the user's database is theirs to replace, with a FIFO that would hold
-            // the reader (the system agent reads it for every user) or a device.
-            guard let bytes = try? FileReader.readRegularFile(input.path(path), limit: 8 << 20) else { continue }
+        let userDatabase = configHome.map { $0 + "/dconf/user" }
+        for path in [userDatabase, "/etc/dconf/db/local"].compactMap({ $0 }) {
+            let bytes: [UInt8]
+            do throws(FileReadError) {
+                // A regular file only: the user's database is theirs to replace, with a FIFO that would hold
+                // the reader (the system agent reads it for every user) or a device. The agent reads it as
+                // its user (a link to another user's database, or to root's files, is not read).
+                if path == userDatabase, let owner = input.homeOwner {
+                    bytes = try FileReader.readRegularFile(input.path(path), limit: maximumDatabaseBytes, asUser: owner)
+                } else {
+                    bytes = try FileReader.readRegularFile(input.path(path), limit: maximumDatabaseBytes)
+                }
+            } catch {
+                // dconf reads no database it cannot open, and neither does devtrust. One it would read
+                // and devtrust does not (too large, not the user's) leaves the claim unknown, not GNOME's default.
+                if error.isMissing || error.code == EINVAL { continue }
+                return .absent("lockScreen", "\(path): \(error.reason)")
+            }
             guard let database = GVDBFile(bytes) else {
                 return .absent("lockScreen", "\(path) is not a dconf database devtrust can read")
             }
@@ -25,7 +42,7 @@ enum LockScreenCollector {
         }
         func setting(_ key: String) -> (GVDBFile.Value, String)? {
             for (path, database) in databases {
-                if let value = database.values[key] { return (value, path) }
+                if let value = database.value(key) { return (value, path) }
             }
             return nil
         }

@@ -1,4 +1,5 @@
 import DevtrustEncoding
+import CFileSystemIdentity
 import DevtrustErrors
 import Glibc
 
@@ -7,12 +8,22 @@ public struct FileReadError: Error, Equatable, Sendable, CustomStringConvertible
     /// The errno of the failing call, or 0 when the file was too large.
     public let code: Int32
     public let limit: Int
+    /// Why, when errno does not say it (a file not owned by the user it is read for).
+    public var detail: String?
+
+    public init(path: String, code: Int32, limit: Int, detail: String? = nil) {
+        self.path = path
+        self.code = code
+        self.limit = limit
+        self.detail = detail
+    }
 
     public var isMissing: Bool { code == ENOENT }
 
     /// Why, without the path: "No such file or directory", "larger than 1048576 bytes",
     /// "not a regular file" (`readRegularFile`).
     public var reason: String {
+        if let detail { return detail }
         switch code {
         case 0: return "larger than \(limit) bytes"
         case EINVAL: return "not a regular file"
@@ -21,6 +32,17 @@ public struct FileReadError: Error, Equatable, Sendable, CustomStringConvertible
     }
 
     public var description: String { "cannot read \(path): \(reason)" }
+}
+
+/// A user a file is read for: their uid and primary gid.
+public struct FileOwner: Equatable, Sendable {
+    public let uid: UInt32
+    public let gid: UInt32
+
+    public init(uid: UInt32, gid: UInt32) {
+        self.uid = uid
+        self.gid = gid
+    }
 }
 
 /// Small whole-file reads with a size cap, for files devtrust does not own
@@ -71,6 +93,24 @@ public enum FileReader {
     /// read up to `limit`. A symbolic link is followed (home-manager and stow install such files
     /// as links) to a regular file only. Another kind fails with EINVAL ("not a regular file").
     public static func readRegularFile(_ path: String, limit: Int = 1 << 20) throws(FileReadError) -> [UInt8] {
+        try readRegularFile(path, limit: limit, checkOwner: nil)
+    }
+
+    /// `readRegularFile`, for a user other than this process's (the system agent, as root, reading a
+    /// client's desktop settings): the path is followed and the file opened with that user's
+    /// file-system uid and gid (this thread only), so that the kernel allows what it allows that
+    /// user and no more; and the file must be theirs. A link from their home to another user's
+    /// file, or to one of root's, is refused (EACCES), not read with the reader's rights.
+    public static func readRegularFile(_ path: String, limit: Int = 1 << 20, asUser owner: FileOwner) throws(FileReadError) -> [UInt8] {
+        var previousUID: uid_t = 0, previousGID: gid_t = 0
+        guard devtrust_set_fs_identity(owner.uid, owner.gid, &previousUID, &previousGID) == 0 else {
+            throw FileReadError(path: path, code: EPERM, limit: limit, detail: "cannot take uid \(owner.uid)'s file-system identity to read it")
+        }
+        defer { _ = devtrust_set_fs_identity(previousUID, previousGID, &previousUID, &previousGID) }
+        return try readRegularFile(path, limit: limit, checkOwner: owner.uid)
+    }
+
+    private static func readRegularFile(_ path: String, limit: Int, checkOwner: UInt32?) throws(FileReadError) -> [UInt8] {
         // O_PATH (Linux's 010000000), which Swift's Glibc module does not export.
         let pathOnly: Int32 = 0o10000000
         let named = open(path, pathOnly | O_CLOEXEC)
@@ -79,6 +119,9 @@ public enum FileReader {
         var found = stat()
         guard fstat(named, &found) == 0 else { throw FileReadError(path: path, code: errno, limit: limit) }
         guard found.st_mode & S_IFMT == S_IFREG else { throw FileReadError(path: path, code: EINVAL, limit: limit) }
+        if let checkOwner, found.st_uid != checkOwner {
+            throw FileReadError(path: path, code: EACCES, limit: limit, detail: "owned by uid \(found.st_uid), not by uid \(checkOwner) whose file it is read as")
+        }
         var file = open("/proc/self/fd/\(named)", O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         if file < 0 && errno == ENOENT {
             // No /proc (a chroot without it): the path again, checked after it is opened.

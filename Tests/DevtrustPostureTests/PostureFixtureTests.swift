@@ -268,29 +268,127 @@ struct FixtureMachine: Sendable, CustomTestStringConvertible {
 
     @Test func readsTheCommittedDatabases() throws {
         let on = try #require(Self.database("lock-on"))
-        #expect(on.values["/org/gnome/desktop/screensaver/lock-enabled"] == .bool(true))
-        #expect(on.values["/org/gnome/desktop/session/idle-delay"] == .uint32(300))
+        #expect(on.value("/org/gnome/desktop/screensaver/lock-enabled") == .bool(true))
+        #expect(on.value("/org/gnome/desktop/session/idle-delay") == .uint32(300))
         let off = try #require(Self.database("lock-off"))
-        #expect(off.values["/org/gnome/desktop/screensaver/lock-enabled"] == .bool(false))
-        #expect(off.values["/org/gnome/desktop/interface/clock-format"] == .string("24h"))
-        #expect(Self.database("idle-never")?.values["/org/gnome/desktop/session/idle-delay"] == .uint32(0))
+        #expect(off.value("/org/gnome/desktop/screensaver/lock-enabled") == .bool(false))
+        #expect(off.value("/org/gnome/desktop/interface/clock-format") == .string("24h"))
+        #expect(Self.database("idle-never")?.value("/org/gnome/desktop/session/idle-delay") == .uint32(0))
+        // A directory is no value, nor is a key's prefix or a longer key.
+        #expect(on.value("/org/gnome/desktop/screensaver/") == nil)
+        #expect(on.value("/org/gnome/desktop/screensaver/lock-enable") == nil)
+        #expect(on.value("/org/gnome/desktop/screensaver/lock-enabledX") == nil)
+        #expect(on.value("") == nil)
     }
 
-    /// dconf's own compiler, when installed, writes what this reader reads.
+    /// dconf, when installed, is the reference: its compiler writes the databases, and `dconf read`
+    /// (dconf's own reader, from the file, no daemon) says what each key holds; this reader agrees on
+    /// every key, present or not, in a database of many keys (so that buckets hold several).
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/dconf") || ExternalTool.isCI))
-    func agreesWithDconfCompile() throws {
+    func agreesWithDconf() throws {
         let directory = TemporaryDirectory("dconf")
-        directory.write("keyfiles/00-test", "[org/gnome/desktop/screensaver]\nlock-enabled=false\n\n[org/gnome/desktop/session]\nidle-delay=uint32 4242\n\n[a/b/c]\nname='x y'\ncount=-7\n")
-        let compiled = try ProcessRunner.run("/usr/bin/dconf", ["compile", directory.file("db"), directory.file("keyfiles")])
-        #expect(compiled.status == 0, "\(compiled)")
-        let bytes = try #require(directory.read("db"))
-        let database = try #require(GVDBFile(bytes))
-        #expect(database.values == [
+        var keyfile = "[org/gnome/desktop/screensaver]\nlock-enabled=false\n\n[org/gnome/desktop/session]\nidle-delay=uint32 4242\n\n[a/b/c]\nname='x y'\ncount=-7\n"
+        var expected: [String: GVDBFile.Value] = [
             "/org/gnome/desktop/screensaver/lock-enabled": .bool(false),
             "/org/gnome/desktop/session/idle-delay": .uint32(4242),
             "/a/b/c/name": .string("x y"),
             "/a/b/c/count": .int32(-7),
+        ]
+        for group in 0..<40 {
+            keyfile += "\n[site/g\(group)]\n"
+            for key in 0...(group % 7) {
+                keyfile += "k\(key)=uint32 \(group * 100 + key)\n"
+                expected["/site/g\(group)/k\(key)"] = .uint32(UInt32(group * 100 + key))
+            }
+        }
+        _ = directory.write("keyfiles/00-test", keyfile)
+        _ = directory.write("profile", "user-db:user\n")
+        try FileManager.default.createDirectory(atPath: directory.file("config/dconf"), withIntermediateDirectories: true)
+        let compiled = try ProcessRunner.run("/usr/bin/dconf", ["compile", directory.file("config/dconf/user"), directory.file("keyfiles")])
+        #expect(compiled.status == 0, "\(compiled)")
+        let compiledBytes = try #require(directory.read("config/dconf/user"))
+        let database = try #require(GVDBFile(compiledBytes))
+        // (dconf read takes no key that ends with a slash: readsTheCommittedDatabases asks for those.)
+        let absent = ["/org/gnome/desktop/screensaver/lock-enable", "/a/b/c", "/a/b/c/namex", "/site/g3/k9", "/nothing", "/a"]
+        for key in expected.keys.sorted() + absent {
+            let ours = database.value(key)
+            let theirs = try Self.dconfRead(key, in: directory)
+            #expect(Self.text(of: ours) == theirs, "\(key): ours \(String(describing: ours)), dconf \(theirs)")
+            #expect(ours == expected[key], "\(key)")
+        }
+    }
+
+    /// What `dconf read KEY` prints for the database at config/dconf/user of `directory`.
+    static func dconfRead(_ key: String, in directory: TemporaryDirectory) throws -> String {
+        let result = try ProcessRunner.run("/usr/bin/dconf", ["read", key], environment: [
+            "PATH": "/usr/bin:/bin", "HOME": directory.path, "XDG_CONFIG_HOME": directory.file("config"),
+            "XDG_RUNTIME_DIR": directory.path, "DCONF_PROFILE": directory.file("profile"),
         ])
+        guard result.status == 0 else { throw FixtureError("dconf read \(key): \(result)") }
+        return result.output
+    }
+
+    /// A value as `dconf read` prints it (GVariant's text format), "" for none.
+    static func text(of value: GVDBFile.Value?) -> String {
+        switch value {
+        case nil: ""
+        case let .bool(flag)?: flag ? "true" : "false"
+        case let .uint32(number)?: "uint32 \(number)"
+        case let .int32(number)?: "\(number)"
+        case let .string(text)?: "'\(text)'"
+        case let .other(type)?: "<\(type)>"
+        }
+    }
+
+    /// The user's database is theirs to write, and the system agent reads it for every token: files
+    /// crafted so that building every key is quadratic (items whose 64 KB names chain through 62
+    /// parents; values that each span the file) cost the old reader 33 s per 64 KB (hours at this
+    /// size), holding the agent. A lookup reads one bucket: these answer at once, as dconf's does.
+    @Test(.timeLimit(.minutes(1))) func craftedDatabasesCostALookupNoMore() throws {
+        for mode in ["keys", "values"] {
+            let database = try #require(GVDBFile(Self.crafted(size: 1 << 20, mode: mode)), "\(mode)")
+            for _ in 0..<100 {
+                #expect(database.value(LockScreenCollector.lockEnabledKey) == nil, "\(mode)")
+                #expect(database.value(LockScreenCollector.idleDelayKey) == nil, "\(mode)")
+            }
+        }
+        // Every item in the key's bucket with the key's hash: each is compared, and fails on its last segment.
+        let lockHash = GVDBFile.hash(Array(LockScreenCollector.lockEnabledKey.utf8))
+        let database = try #require(GVDBFile(Self.crafted(size: 1 << 20, mode: "keys", hash: lockHash)))
+        for _ in 0..<100 { #expect(database.value(LockScreenCollector.lockEnabledKey) == nil) }
+    }
+
+    /// A GVDB file of `size` bytes whose hash table has no bloom filter, one bucket, and every item
+    /// (24 bytes each) made to cost the most: "keys": a 64 KB name (from the file's start) chained to
+    /// the item before it, up to 62 deep; "values": a value that spans the whole file. `hash`: each item's.
+    static func crafted(size: Int, mode: String, hash: UInt32 = 0) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: size)
+        func put32(_ value: UInt32, at offset: Int) { for byte in 0..<4 { bytes[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * byte)) } }
+        func put16(_ value: UInt16, at offset: Int) { for byte in 0..<2 { bytes[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * byte)) } }
+        bytes.replaceSubrange(0..<8, with: Array("GVariant".utf8))
+        put32(24, at: 16)
+        put32(UInt32(size), at: 20)
+        put32(0, at: 24)  // no bloom filter
+        put32(1, at: 28)  // one bucket
+        put32(0, at: 32)  // which starts at item 0
+        let itemsStart = 36
+        for index in 0..<((size - itemsStart) / 24) {
+            let base = itemsStart + 24 * index
+            put32(hash, at: base)
+            if mode == "keys" {
+                put32(index == 0 ? UInt32.max : UInt32(min(index - 1, 62)), at: base + 4)
+                put32(0, at: base + 8)
+                put16(UInt16.max, at: base + 12)
+            } else {
+                put32(UInt32.max, at: base + 4)
+                put32(0, at: base + 8)
+                put16(1, at: base + 12)
+                put32(0, at: base + 16)
+                put32(UInt32(size), at: base + 20)
+            }
+            bytes[base + 14] = UInt8(ascii: "v")
+        }
+        return bytes
     }
 
     @Test func garbageNeverCrashes() {
@@ -302,7 +400,7 @@ struct FixtureMachine: Sendable, CustomTestStringConvertible {
                 bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
             }
             if Bool.random(using: &generator) { bytes = Array(bytes.prefix(Int.random(in: 0...bytes.count, using: &generator))) }
-            _ = GVDBFile(bytes)
+            _ = GVDBFile(bytes).map { ($0.value(LockScreenCollector.lockEnabledKey), $0.value(LockScreenCollector.idleDelayKey)) }
         }
     }
 }
