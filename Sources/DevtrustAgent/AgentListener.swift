@@ -52,6 +52,17 @@ public struct AgentListener {
                 }
             }
         }
+        // Only root or the agent's user may be able to put another file at the socket's name, or
+        // `chmod` below (which follows a link) could be turned on a file of their choosing.
+        let directory = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        var parent = stat()
+        guard stat(directory, &parent) == 0 else { throw .io(path: directory, operation: "examine the directory", errno: errno) }
+        if parent.st_uid != 0 && parent.st_uid != geteuid() {
+            throw .untrustedDirectory(path: directory, why: "is owned by uid \(parent.st_uid), neither root nor the agent's user (uid \(geteuid()))")
+        }
+        if parent.st_mode & 0o022 != 0 && parent.st_mode & UInt32(S_ISVTX) == 0 {
+            throw .untrustedDirectory(path: directory, why: "is writable by \(parent.st_mode & 0o002 != 0 ? "anyone" : "its group") (mode \(String(parent.st_mode & 0o7777, radix: 8)))")
+        }
         var status = stat()
         if lstat(path, &status) == 0 {
             guard status.st_mode & S_IFMT == S_IFSOCK else { throw .notASocket(path: path) }
@@ -82,6 +93,7 @@ public enum AgentListenerError: Error, Equatable, Sendable, CustomStringConverti
     case activation(String)
     case notASocket(path: String)
     case inUse(path: String)
+    case untrustedDirectory(path: String, why: String)
     case io(path: String, operation: String, errno: Int32)
 
     public var description: String { classification.message }
@@ -96,6 +108,10 @@ extension AgentListenerError: ClassifiedError {
             return ErrorClassification(.failure, summary: "\(path) exists and is not a socket", hint: ErrorHint("the agent replaces only a socket; give another --socket", joinedBy: "; "))
         case let .inUse(path):
             return ErrorClassification(.failure, summary: "a devtrust agent already answers at \(path)", hint: ErrorHint("stop it first, or give another --socket", joinedBy: "; "))
+        case let .untrustedDirectory(path, why):
+            return ErrorClassification(.failure, summary: "the agent's socket directory \(path) \(why)",
+                                       hint: ErrorHint("others could put their own file at the socket's name: use a directory only root (or the agent's user) can write to, "
+                                                       + "such as /run/devtrust (mode 0755)", joinedBy: "; "))
         case let .io(path, operation, code):
             return ErrorClassification(.failure, summary: "cannot \(operation) \(path): \(String(cString: strerror(code)))")
         }

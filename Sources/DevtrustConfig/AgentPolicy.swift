@@ -33,6 +33,9 @@ public struct AgentPolicy: Equatable, Sendable {
     /// Reads the policy at `path` (`required`: named by the administrator, so it must exist; the
     /// default path may be absent: the defaults then). `group` looks a group's name up (getgrnam).
     public static func load(path: String, required: Bool, group: (String) -> UInt32? = AgentPolicy.groupID) throws(AgentPolicyError) -> AgentPolicy {
+        // The policy says who may use the machine's key: only root (or the agent's user) may write it,
+        // or put another in its place (its directory too, present or not yet).
+        if let problem = FileTrust.directoryProblem(path: path) { throw AgentPolicyError(file: path, problem: .untrusted(problem)) }
         let read: (bytes: [UInt8], trustProblem: String?)
         do {
             read = try FileReader.readTrusted(path, limit: 64 * 1024)
@@ -40,7 +43,6 @@ public struct AgentPolicy: Equatable, Sendable {
             if error.isMissing && !required { return AgentPolicy() }
             throw AgentPolicyError(file: path, problem: error.isMissing ? .notFound : .unreadable(error.reason))
         }
-        // The policy says who may use the machine's key: only root (or the agent's user) may write it.
         if let problem = read.trustProblem { throw AgentPolicyError(file: path, problem: .untrusted(problem)) }
         return try parse(read.bytes, file: path, group: group)
     }
@@ -125,7 +127,9 @@ public struct AgentPolicyError: Error, Equatable, Sendable, CustomStringConverti
         case .notFound: return "the agent's policy \(file) does not exist (given by --policy)"
         case let .unreadable(reason): return "cannot read the agent's policy \(file): \(reason)"
         case let .untrusted(reason):
-            return "the agent's policy \(file) \(reason): it says who may use this machine's key, so only root (or the agent's user) may be able to change it (chmod go-w \(file))"
+            // A directory others can write to is the one to fix: they could put another policy in its place.
+            let fix = reason.hasPrefix("is in ") ? (file.lastIndex(of: "/").map { String(file[..<$0]) } ?? ".") : file
+            return "the agent's policy \(file) \(reason): it says who may use this machine's key, so only root (or the agent's user) may be able to change it (chmod go-w \(fix.isEmpty ? "/" : fix))"
         case let .notJSON(reason): return "the agent's policy \(file) is not valid JSON: \(reason)"
         case let .field(error): return "the agent's policy \(file): \(error); see docs/configuration.md"
         }

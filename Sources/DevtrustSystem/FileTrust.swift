@@ -22,15 +22,24 @@ public enum FileTrust {
     public static func problem(path: String, effectiveUser: uid_t = geteuid()) -> String? {
         // The directory first: when only trusted users can write to it, nobody
         // else can put a file there between this check and its use either.
+        if let problem = directoryProblem(path: path) { return problem }
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return problem(status, effectiveUser: effectiveUser)
+    }
+}
+
+extension FileTrust {
+    /// Why the directory holding `path` lets others replace it (writable by others, without the
+    /// sticky bit), or nil; nil too when the directory is not there.
+    public static func directoryProblem(path: String) -> String? {
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         var parent = stat()
         if stat(directory, &parent) == 0, parent.st_mode & 0o022 != 0, parent.st_mode & UInt32(S_ISVTX) == 0 {
             return "is in \(directory), which others can write to (mode \(String(parent.st_mode & 0o7777, radix: 8)))"
         }
-        var status = stat()
-        guard stat(path, &status) == 0 else { return nil }
-        return problem(status, effectiveUser: effectiveUser)
+        return nil
     }
 }
 

@@ -429,4 +429,32 @@ extension AgentTests {
         let json = try JSONParser.parse(try alice.devtrust(["status", "--json"]).stdout).objectValue
         #expect(json?["ownKeystore"]?.objectValue?["path"] == .string(ownKeystore) && json?["registrations"] == .array([]) && json?["signIns"] == .array([]))
     }
+
+    /// Who may use the machine's key is root's to say: the agent listens only in a directory nobody
+    /// else can write to (its socket's name, and the `chmod` that follows a link, are then its own),
+    /// and reads its policy only from one (else another policy could be put in its place).
+    @Test(.timeLimit(.minutes(1))) func theSocketAndThePolicyAreInDirectoriesOnlyRootWrites() throws {
+        let machine = try MachineAgent()
+        let bob = try LocalUser("bob")
+        func agent(socket: String, policy: String) throws -> ProcessResult {
+            try ProcessRunner.run(machine.binary, ["--keystore", machine.keystore, "agent", "--socket", socket, "--policy", policy],
+                                  environment: machine.agentEnvironment)
+        }
+        let open = machine.scratch.file("open-run")
+        try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: true)
+        chmod(open, 0o777)
+        let anyone = try agent(socket: open + "/agent.sock", policy: machine.policy)
+        #expect(anyone.status == 1 && anyone.stderr.contains("the agent's socket directory \(open) is writable by anyone (mode 777)"), "\(anyone)")
+        #expect(!FileManager.default.fileExists(atPath: open + "/agent.sock"))
+        let bobs = machine.scratch.file("bobs-run")
+        try FileManager.default.createDirectory(atPath: bobs, withIntermediateDirectories: true)
+        try bob.own(bobs)
+        let owned = try agent(socket: bobs + "/agent.sock", policy: machine.policy)
+        #expect(owned.status == 1 && owned.stderr.contains("the agent's socket directory \(bobs) is owned by uid \(bob.uid)"), "\(owned)")
+        let policy = open + "/agent.json"
+        let placed = try agent(socket: machine.socket, policy: policy)
+        #expect(placed.status != 0 && placed.stderr.contains("the agent's policy \(policy) is in \(open), which others can write to (mode 777)"), "\(placed)")
+        #expect(placed.stderr.contains("(chmod go-w \(open))"), "\(placed)")
+    }
 }
+

@@ -67,4 +67,24 @@ import Testing
             return error.description.contains("only root (or the agent's user) may be able to change it (chmod go-w \(file))")
         }
     }
+
+    /// Nor may anyone else put another policy in its place: a directory others can write to (without
+    /// the sticky bit) is refused, whether the policy is there yet or not.
+    @Test func aPolicyInADirectoryOthersCanWriteIsRefused() throws {
+        let directory = TemporaryDirectory()
+        chmod(directory.path, 0o777)
+        let file = directory.write("agent.json", "{}", mode: 0o644)
+        for required in [true, false] {
+            if !required { unlink(file) }
+            #expect {
+                try AgentPolicy.load(path: file, required: required)
+            } throws: { error in
+                guard let error = error as? AgentPolicyError, case .untrusted = error.problem else { return false }
+                return error.description.contains("is in \(directory.path), which others can write to (mode 777)")
+                    && error.description.hasSuffix("(chmod go-w \(directory.path))")
+            }
+        }
+        chmod(directory.path, 0o755)
+        #expect(try AgentPolicy.load(path: file, required: false).source == nil)
+    }
 }
