@@ -60,10 +60,18 @@ public enum PostureCollector {
         }
         attributes += cached("firewall") { [FirewallCollector.collect(input)] }
         if let command = settings.collector, !command.isEmpty {
-            attributes += cached("collector:" + command.joined(separator: " ")) {
+            let entry = "collector:" + command.joined(separator: " ")
+            // The names it produced before: a run that fails still names them (left out), so that a
+            // claim given by hand cannot fill in, while the collector fails, a name it measures.
+            let before = stored.entries[entry]?.attributes ?? []
+            attributes += cached(entry) {
                 let result = CommandCollector.collect(command, timeoutMilliseconds: settings.collectorTimeoutMilliseconds)
-                if let problem = result.problem { problems.append(problem) }
-                return result.attributes
+                guard let problem = result.problem else { return result.attributes }
+                problems.append(problem)
+                let named = Set(result.attributes.map(\.name))
+                return result.attributes + before.filter { !named.contains($0.name) }.map {
+                    .absent($0.name, "the administrator's collector failed this time (\(problem)); it measured this claim before, so it is left out")
+                }
             }
         }
         if changed, let cache { cache.write(stored.bytes) }
