@@ -33,7 +33,7 @@ FISH_COMPLETION_DIR ?= $(PREFIX)/share/fish/vendor_completions.d
 # What building needs, and what the tests and the demo add (independent verifiers;
 # jq, groff and man for the documentation's examples and the man page).
 BUILD_PACKAGES = libssl-dev libtss2-dev libcurl4-openssl-dev libqrencode4 pkg-config
-CHECK_PACKAGES = chromium firefox-esr nodejs bash-completion curl dconf-cli gcc libqrencode4 openssl python3 python3-cryptography python3-jsonschema python3-json5 python3-rfc3986 python3-jwcrypto python3-jwt jose swtpm swtpm-tools tpm2-tools tpm2-openssl valgrind nghttp2-proxy zsh fish jq groff-base man-db tmux zbar-tools strace inotify-tools
+CHECK_PACKAGES = chromium firefox-esr nodejs bash-completion curl dconf-cli gcc libqrencode4 openssl python3 python3-cryptography python3-jsonschema python3-json5 python3-rfc3986 python3-jwcrypto python3-jwt jose swtpm swtpm-tools tpm2-tools tpm2-openssl valgrind nghttp2-proxy zsh fish jq groff-base man-db tmux zbar-tools strace inotify-tools systemd
 BENCH_PACKAGES = time
 # What `make deb` adds (the package test also runs lintian, and reads
 # debian/copyright with python3-debian).

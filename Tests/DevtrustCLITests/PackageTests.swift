@@ -210,7 +210,10 @@ import Testing
         init(hostLibraries: Bool = true) throws {
             self.hostLibraries = hostLibraries
             let manager = FileManager.default
-            for directory in ["var/lib/dpkg/info", "var/lib/dpkg/updates", "var/cache", "usr/lib/\(Self.multiarch)", "usr/lib64", "proc", "dev", "tmp", "home/alice"] {
+            // var/lib/systemd: systemd's state, there on a machine with systemd (deb-systemd-helper keeps its
+            // record of the agent's socket there, and leaves the directory when the package is purged).
+            for directory in ["var/lib/dpkg/info", "var/lib/dpkg/updates", "var/cache", "var/lib/systemd", "usr/lib/\(Self.multiarch)", "usr/lib64", "proc",
+                              "dev", "tmp", "home/alice"] {
                 try manager.createDirectory(atPath: self.directory.file(directory), withIntermediateDirectories: true)
             }
             for file in ["var/lib/dpkg/status", "var/lib/dpkg/available"] { _ = manager.createFile(atPath: self.directory.file(file), contents: nil) }
@@ -410,6 +413,40 @@ import Testing
     /// without asking (standard input is /dev/null, as for unattended upgrades), an upgrade
     /// keeps the configuration's extensions in them, dpkg --verify stays clean, and purging
     /// removes the manifests and root's posture cache but nothing the administrator put there.
+    /// The system agent's units: in the package, not enabled by installing it (an administrator
+    /// opts in), valid as systemd reads them (`systemd-analyze verify`, against the installed root:
+    /// its binary, the host's own units for the targets they name), listening where clients look
+    /// and serving the machine keystore, and hardened (`systemd-analyze security`'s exposure).
+    @Test(.enabled(if: shouldRun && FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze"), skipped))
+    func theAgentsUnitsAreInstalledDisabledAndSystemdTakesThem() throws {
+        let built = try Built.get()
+        let files = try built.files()
+        #expect(files.isSuperset(of: ["/usr/lib/systemd/system/devtrust.socket", "/usr/lib/systemd/system/devtrust.service"]), "\(files.sorted())")
+        let root = try ScratchRoot()
+        let installed = try root.dpkg(["--install", built.path])
+        #expect(installed.status == 0, "\(installed)")
+        #expect(try root.status() == "ii ")
+        // Not enabled: no link in any .wants directory, nothing in /etc/systemd at all.
+        #expect(!FileManager.default.fileExists(atPath: root.directory.file("etc/systemd")), "\(Self.files(below: root.directory.file("etc")).sorted())")
+
+        // The host's units (sockets.target, sysinit.target...) where systemd looks below the root too.
+        try FileManager.default.createDirectory(atPath: root.directory.file("usr/local/lib/systemd"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: "/lib/systemd/system", toPath: root.directory.file("usr/local/lib/systemd/system"))
+        let verified = try ProcessRunner.run("/usr/bin/systemd-analyze", ["verify", "--man=no", "--root=\(root.path)", "devtrust.socket", "devtrust.service"])
+        #expect(verified.status == 0 && verified.stdout.isEmpty && verified.stderr.isEmpty, "\(verified)")
+
+        let socket = try String(contentsOfFile: root.directory.file("usr/lib/systemd/system/devtrust.socket"), encoding: .utf8)
+        let service = try String(contentsOfFile: root.directory.file("usr/lib/systemd/system/devtrust.service"), encoding: .utf8)
+        #expect(socket.contains("\nListenStream=/run/devtrust/agent.sock\n") && socket.contains("\nWantedBy=sockets.target\n"))
+        #expect(service.contains("\nExecStart=/usr/bin/devtrust --keystore /var/lib/devtrust agent\n"))
+        let security = try ProcessRunner.run("/usr/bin/systemd-analyze", ["security", "--offline=true", "--no-pager",
+                                                                          root.directory.file("usr/lib/systemd/system/devtrust.service")])
+        let level = security.stdout.split(separator: "\n").first { $0.contains("Overall exposure level for devtrust.service:") }
+        let exposure = level.flatMap { $0.split(separator: ":").last?.split(separator: " ").first }.flatMap { Double($0) }
+        // docs/deployment.md gives it: 2.7 ("OK") when written; 10 is a unit with no hardening.
+        #expect(exposure.map { $0 <= 3.0 } == true, "\(security)")
+    }
+
     @Test(.enabled(if: shouldRun, skipped))
     func installingOverOldManifestsAndUpgradingKeepTheAdministratorsExtensions() throws {
         let built = try Built.get()
@@ -537,7 +574,10 @@ import Testing
     @Test(.enabled(if: shouldRun, skipped))
     func makeInstallInstallsThePackagesFilesAndUninstallRemovesThem() throws {
         let built = try Built.get()
-        let packageOnly: Set<String> = ["/usr/share/doc/devtrust/changelog.gz", "/usr/share/lintian/overrides/devtrust"]
+        // The system agent's units name /usr/bin/devtrust: the package's alone (docs/deployment.md says how to
+        // use them with another PREFIX).
+        let packageOnly: Set<String> = ["/usr/share/doc/devtrust/changelog.gz", "/usr/share/lintian/overrides/devtrust",
+                                        "/usr/lib/systemd/system/devtrust.service", "/usr/lib/systemd/system/devtrust.socket"]
         let packaged = Set(try built.files().subtracting(packageOnly).map { path in
             path.hasSuffix("/devtrust.1.gz") || path.hasSuffix("/README.md.gz") ? String(path.dropLast(3)) : path
         })
