@@ -102,7 +102,7 @@ let package = Package(
         // time), the operations over the machine keystore with the one device-token service (AgentService), the
         // socket it listens on (AgentListener: its own, or systemd's), and the client (AgentClient).
         .target(name: "DevtrustAgent", dependencies: ["CAgentSocket", "DevtrustConfig", "DevtrustCore", "DevtrustDevice", "DevtrustEncoding",
-                                                      "DevtrustErrors", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore"]),
+                                                      "DevtrustErrors", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore", "DevtrustURL"]),
 
         // The device's sign-ins as every front end runs them (above HTTP, beside the protocol's library
         // DevtrustSignIn): where and as whom a sign-in goes, from options, a sign-in profile and discovery
