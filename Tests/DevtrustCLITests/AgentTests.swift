@@ -625,6 +625,10 @@ extension AgentTests {
         let named = try alice.rawClient("request", [#"{"v":1,"op":"forget-registrations","uid":\#(bob.account.uid)}"#])
         #expect(named.stdout.contains("unknown field \\\"uid\\\"") && !named.stdout.contains("\"ok\""), "\(named)")
 
+        // Off a terminal, nothing goes without --yes.
+        let unconfirmed = try alice.devtrust(["reset"])
+        #expect(unconfirmed.status == 2 && unconfirmed.stderr.contains("reset forgets your registrations; confirm with --yes when not at a terminal"),
+                "\(unconfirmed)")
         let reset = try alice.devtrust(["reset", "--yes"])
         #expect(reset.status == 0, "\(reset)")
         #expect(reset.stderr.contains("revoked the") && reset.stderr.contains("deleted 1 sign-in(s) from \(alice.home)/data/devtrust"), "\(reset.stderr)")

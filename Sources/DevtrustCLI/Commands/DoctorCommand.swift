@@ -73,7 +73,7 @@ extension DoctorCommand {
         let count = state.registrations.count
         let answers = "the devtrust agent at \(agent.socket) answers for the device key: the machine's \(key.backend.rawValue) key \(key.fingerprint) "
             + "in \(keystore), with \(count) registration\(count == 1 ? "" : "s") of yours"
-        if let own, let ownPath, let note = OwnKeystoreNote(state: own, path: ownPath) {
+        if let own, let ownPath, let note = OwnKeystoreNote(state: own, path: ownPath, agentKeystore: keystore, agentKey: key.fingerprint) {
             return DoctorCheck(id, title, .warn, answers + "; " + note.what, fix: note.way)
         }
         return DoctorCheck(id, title, .pass, answers)

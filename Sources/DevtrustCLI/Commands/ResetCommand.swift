@@ -78,7 +78,8 @@ enum ResetCommand: DevtrustCommand {
             context.warn("your own keystore \(keystore.path) is damaged (\(error)), so its sign-ins cannot be revoked; "
                          + "`devtrust --keystore \(keystore.path) reset --yes` moves it aside")
         }
-        let registrations = try agent.ownState().state.registrations
+        let (agentState, agentKeystore) = try agent.ownState()
+        let registrations = agentState.registrations
         guard !registrations.isEmpty || !own.signIns.isEmpty else {
             context.info("nothing to reset: you have no registrations at the devtrust agent (\(agent.socket)) and no sign-ins in \(keystore.path)")
             return
@@ -88,7 +89,8 @@ enum ResetCommand: DevtrustCommand {
             if !own.signIns.isEmpty { items.append("revoke and delete " + signInsText(own.signIns) + " in \(keystore.path)") }
             if !registrations.isEmpty { items.append("have the devtrust agent forget " + registrationsText(registrations)) }
             let text = listed(items)
-            let question = text.prefix(1).uppercased() + String(text.dropFirst()) + "? The machine's key stays; you will have to register again. [y/N] "
+            let question = text.prefix(1).uppercased() + String(text.dropFirst()) + "? The machine's key stays"
+                + (registrations.isEmpty ? "" : "; you will have to register again") + ". [y/N] "
             guard try confirm(context, question, refusal: "reset forgets your registrations; confirm with --yes when not at a terminal") else { return }
         }
         revokeSignIns(context, store: store, own.signIns)
@@ -99,7 +101,8 @@ enum ResetCommand: DevtrustCommand {
         context.success("the devtrust agent at \(agent.socket) forgot your \(forgotten.count) registration(s)"
                         + (servers.isEmpty ? "" : " (with " + servers.joined(separator: ", ") + ")")
                         + "; the machine's key and other users' registrations stay")
-        if let key = own.key {
+        if let note = OwnKeystoreNote(state: own, path: keystore.path, agentKeystore: agentKeystore, agentKey: agentState.key?.fingerprint) {
+            let key = note.key
             context.info("your own keystore \(keystore.path) still holds a key (\(key.backend.rawValue), fingerprint \(key.fingerprint)) and "
                          + "\(own.registrations.count) registration(s), which devtrust does not use while the agent answers: "
                          + "`devtrust --keystore \(keystore.path) reset --yes` deletes them")

@@ -132,7 +132,9 @@ enum StatusCommand: DevtrustCommand {
         let ownState = (try? own?.state()) ?? nil
         let signIns = ownState?.signIns ?? []
         let tokens = signIns.map { record in own.flatMap { try? $0.tokens(of: record) } }
-        let ownKeyNote = ownState.flatMap { OwnKeystoreNote(state: $0, path: own!.keystore.path) }?.text
+        let ownKey = ownState.flatMap { OwnKeystoreNote(state: $0, path: own!.keystore.path, agentKeystore: agentKeystore,
+                                                        agentKey: key?["fingerprint"]?.stringValue) }
+        let ownKeyNote = ownKey?.text
         if context.json {
             var document: JSONObject = ["agent": .object(["socket": .string(agent.socket), "policy": result["policy"] ?? .null]),
                                         "keystore": .string(agentKeystore)]
@@ -144,9 +146,9 @@ enum StatusCommand: DevtrustCommand {
             }
             document["registrations"] = .array(registrations)
             document["signIns"] = signInsJSON(signIns, tokens: tokens)
-            document["ownKeystore"] = ownState?.key.map { ownKey in
-                .object(["path": .string(own!.keystore.path), "fingerprint": .string(ownKey.fingerprint),
-                         "registrations": .integer(ownState!.registrations.count), "note": .string(ownKeyNote ?? "")])
+            document["ownKeystore"] = ownKey.map { note in
+                .object(["path": .string(note.path), "fingerprint": .string(note.key.fingerprint),
+                         "registrations": .integer(Int64(note.registrations)), "note": .string(note.text)])
             } ?? .null
             context.output(JSONWriter.string(.object(document)))
             return
@@ -254,9 +256,11 @@ struct OwnKeystoreNote {
     let key: KeyRecord
     let registrations: Int
 
-    /// Nil when the keystore holds no key: then there is nothing the agent stands in for.
-    init?(state: KeystoreState, path: String) {
-        guard let key = state.key else { return nil }
+    /// Nil when the keystore holds no key, or the agent's key (root's keystore is the machine
+    /// keystore, /var/lib/devtrust): then there is nothing the agent stands in for.
+    /// `agentKeystore`, `agentKey`: the agent's keystore and key fingerprint, as it says them.
+    init?(state: KeystoreState, path: String, agentKeystore: String?, agentKey: String?) {
+        guard let key = state.key, key.fingerprint != agentKey, path != agentKeystore else { return nil }
         self.path = path
         self.key = key
         registrations = state.registrations.count
