@@ -69,8 +69,9 @@ extension AgentService {
             case .tokenGoesElsewhere: "tokenGoesElsewhere"
             default: "other"
             }
-            return ClientAnswer(result: ["withoutToken": .object(["reason": .string(reason), "message": .string(error.description)])],
-                                outcome: "ok: no token (\(reason))")
+            var without: JSONObject = ["reason": .string(reason), "message": .string(error.description)]
+            if case .noDeviceKey = error { without["keystore"] = .string(settings.keystore.path) }
+            return ClientAnswer(result: ["withoutToken": .object(without)], outcome: "ok: no token (\(reason))")
         }
     }
 }

@@ -234,7 +234,7 @@ public final class AgentService {
         // Only a step this agent answered for this user: nobody records another's registration as theirs.
         guard let answered = pending.last(where: { $0.uid == peer.uid && $0.registrationID == registrationID
                                                   && RegistrationSelector.sameServer($0.server, server) }) else {
-            let registered = try store(for: peer).state().registrations.contains { RegistrationSelector.sameServer($0.server, server) }
+            let registered = (try? store(for: peer).state().registrations.contains { RegistrationSelector.sameServer($0.server, server) }) ?? false
             throw AgentNoSuchStep(registrationID: registrationID, server: server, registeredThere: registered)
         }
         let record = RegistrationRecord(registrationId: registrationID, server: answered.server, flowType: flowType, keyFingerprint: answered.keyFingerprint,

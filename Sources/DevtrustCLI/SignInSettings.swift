@@ -72,10 +72,11 @@ struct SignInSettings {
             switch try agent.signInToken(choice, destinations: destinations) {
             case let .token(token):
                 return token
+            case let .noMachineKey(missing):
+                context.warn("\(missing.classification.summary), so the sign-in carries no device token (\(missing.classification.hint?.text ?? ""))")
+                return nil
             case let .withoutToken(reason, message):
-                context.warn(reason == "noDeviceKey"
-                    ? "the devtrust agent's machine keystore has no key yet, so the sign-in carries no device token (its administrator makes one with `devtrust init`)"
-                    : reason == "tokenGoesElsewhere" ? "\(message), so this sign-in carries none" : "\(message); signing in without a device token")
+                context.warn(reason == "tokenGoesElsewhere" ? "\(message), so this sign-in carries none" : "\(message); signing in without a device token")
                 return nil
             }
         }
