@@ -106,7 +106,7 @@ let package = Package(
         // time), the operations over the machine keystore with the one device-token service (AgentService), the
         // socket it listens on (AgentListener: its own, or systemd's), and the client (AgentClient).
         .target(name: "DevtrustAgent", dependencies: ["CAgentSocket", "DevtrustConfig", "DevtrustCore", "DevtrustDevice", "DevtrustEncoding",
-                                                      "DevtrustErrors", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore", "DevtrustSystem"]),
+                                                      "DevtrustErrors", "DevtrustJOSE", "DevtrustKeys", "DevtrustKeystore", "DevtrustSystem", "DevtrustURL"]),
 
         // The device's sign-ins as every front end runs them (above HTTP, beside the protocol's library
         // DevtrustSignIn): where and as whom a sign-in goes, from options, a sign-in profile and discovery
@@ -208,7 +208,7 @@ let package = Package(
         ),
         .testTarget(name: "DevtrustHTTPTests", dependencies: ["CCurl", "DevtrustHTTP", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(name: "DevtrustSignInTests", dependencies: ["DevtrustSignIn", "DevtrustHTTP", "DevtrustKeystore", "DevtrustEncoding"]),
-        .testTarget(name: "DevtrustAgentTests", dependencies: ["DevtrustAgent", "DevtrustEncoding", "DevtrustErrors"]),
+        .testTarget(name: "DevtrustAgentTests", dependencies: ["DevtrustAgent", "DevtrustDevice", "DevtrustEncoding", "DevtrustErrors"]),
         .testTarget(name: "DevtrustSystemTests", dependencies: ["DevtrustSystem", "DevtrustTestSupport"]),
         .testTarget(name: "DevtrustConfigTests", dependencies: ["DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(

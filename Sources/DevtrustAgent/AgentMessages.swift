@@ -1,5 +1,8 @@
+import DevtrustDevice
 import DevtrustEncoding
 import DevtrustErrors
+import DevtrustJOSE
+import DevtrustURL
 
 /// A claim a client asks the agent to add (`--claim NAME=VALUE`): the agent's policy decides
 /// whether it may (`AgentPolicy.allowedClientClaims`), and it never replaces a measured or
@@ -29,6 +32,21 @@ public enum AgentRequest: Equatable, Sendable {
     case registrationStep(server: String, registrationID: String, challenge: String, requiredParams: [String], claims: [GivenClaim])
     /// The flow that `registrationStep` answered reached COMPLETE: record the registration for the caller.
     case registrationComplete(server: String, registrationID: String, flowType: String)
+    /// `sign-challenge`: a signature over the challenge's bytes (base64url, as the user gave it); the
+    /// agent signs only a challenge its guard allows (`ChallengePolicy`).
+    case signChallenge(challenge: String)
+    /// `device-data`: a deviceData JWT of the agent's collectors, with the claims its policy lets a client add.
+    case deviceData(claims: [GivenClaim])
+    /// A DPoP proof (`dpop-proof`, and a DPoP-bound sign-in's token requests): the agent writes the
+    /// header and the claims; the client gives only the request's method and URL, the server's nonce
+    /// and the access token's hash (`ath`), each validated.
+    case dpopProof(method: String, url: String, nonce: String?, accessTokenHash: String?)
+    /// The device token a sign-in carries (`login`, `authorize-url`): for the caller's registration
+    /// that `choice` names (a server, or a provider's authorization endpoint), when every URL it goes
+    /// to (`destinations`) is on that registration's origin; else why the sign-in goes without one.
+    case signInToken(choice: RegistrationChoice, destinations: [String])
+    /// `reset` as a user: forget the caller's registrations (never the key, never another's).
+    case forgetRegistrations
 
     /// The operation's name on the wire and in the audit.
     public var operation: String {
@@ -38,15 +56,28 @@ public enum AgentRequest: Equatable, Sendable {
         case .token: "token"
         case .registrationStep: "registration-step"
         case .registrationComplete: "registration-complete"
+        case .signChallenge: "sign-challenge"
+        case .deviceData: "device-data"
+        case .dpopProof: "dpop-proof"
+        case .signInToken: "sign-in-token"
+        case .forgetRegistrations: "forget-registrations"
         }
     }
 
     /// The server the request names, for the audit.
     public var server: String? {
         switch self {
-        case .publicKey, .status: nil
+        case .publicKey, .status, .signChallenge, .deviceData, .forgetRegistrations: nil
         case let .token(server, _, _): server
         case let .registrationStep(server, _, _, _, _), let .registrationComplete(server, _, _): server
+        // The origin only: a resource's path and query are the user's business, not the audit's.
+        case let .dpopProof(_, url, _, _): Origin(DPoPProofMinter.targetURI(url))?.description
+        case let .signInToken(choice, _):
+            switch choice {
+            case let .server(server): server
+            case let .provider(destination, _): Origin(destination)?.description
+            case .deviceID, .chosen: nil
+            }
         }
     }
 
@@ -58,6 +89,14 @@ public enum AgentRequest: Equatable, Sendable {
     static let maximumClaimValueLength = 4096
     static let maximumChallengeLength = 512
     static let maximumRequiredParams = 16
+    /// `sign-challenge`'s challenge (base64url): far more than any challenge protocol sends.
+    public static let maximumSignedChallengeLength = 16_384
+    /// A URL a DPoP proof is for, or a sign-in's device token goes to.
+    public static let maximumURLLength = 8192
+    /// A sign-in's destinations and a provider's URLs.
+    static let maximumURLs = 8
+    /// `ath`: base64url of a SHA-256 hash, without padding.
+    static let accessTokenHashLength = 43
 
     public var json: JSONValue {
         var object: JSONObject = ["v": .integer(AgentWire.version), "op": .string(operation)]
@@ -81,6 +120,29 @@ public enum AgentRequest: Equatable, Sendable {
             object["server"] = .string(server)
             object["registrationId"] = .string(registrationID)
             object["flowType"] = .string(flowType)
+        case let .signChallenge(challenge):
+            object["challenge"] = .string(challenge)
+        case let .deviceData(claims):
+            object["claims"] = claimsValue(claims)
+        case let .dpopProof(method, url, nonce, accessTokenHash):
+            object["method"] = .string(method)
+            object["url"] = .string(url)
+            if let nonce { object["nonce"] = .string(nonce) }
+            if let accessTokenHash { object["ath"] = .string(accessTokenHash) }
+        case let .signInToken(choice, destinations):
+            switch choice {
+            case let .server(server):
+                if let server { object["server"] = .string(server) }
+            case let .provider(destination, providerURLs):
+                object["destination"] = .string(destination)
+                object["providerUrls"] = .array(providerURLs.map(JSONValue.string))
+            case .deviceID, .chosen:
+                // Not sent: `signInToken` names a registration by its server or its provider only.
+                break
+            }
+            object["destinations"] = .array(destinations.map(JSONValue.string))
+        case .forgetRegistrations:
+            break
         }
         return .object(object)
     }
@@ -143,6 +205,35 @@ public enum AgentRequest: Equatable, Sendable {
                 self = .registrationComplete(server: try text("server", limit: Self.maximumServerLength),
                                              registrationID: try text("registrationId", limit: Self.maximumIDLength),
                                              flowType: try text("flowType", limit: 64))
+            case "sign-challenge":
+                try reader.rejectUnknownFields(known: ["v", "op", "challenge"])
+                self = .signChallenge(challenge: try text("challenge", limit: Self.maximumSignedChallengeLength))
+            case "device-data":
+                try reader.rejectUnknownFields(known: ["v", "op", "claims"])
+                self = .deviceData(claims: try Self.claims(reader))
+            case "dpop-proof":
+                try reader.rejectUnknownFields(known: ["v", "op", "method", "url", "nonce", "ath"])
+                self = try Self.dpopProof(reader, url: try text("url", limit: Self.maximumURLLength))
+            case "sign-in-token":
+                try reader.rejectUnknownFields(known: ["v", "op", "server", "destination", "providerUrls", "destinations"])
+                let server = try optionalText("server", limit: Self.maximumServerLength)
+                let destination = try optionalText("destination", limit: Self.maximumURLLength)
+                let choice: RegistrationChoice
+                switch (server, destination) {
+                case let (server?, nil):
+                    guard reader.object["providerUrls"] == nil else {
+                        throw JSONFieldError(path: "providerUrls", kind: .invalidValue("goes with \"destination\", not \"server\""))
+                    }
+                    choice = .server(server)
+                case let (nil, destination?):
+                    choice = .provider(destination: destination, providerURLs: try Self.urls(reader, "providerUrls"))
+                default:
+                    throw JSONFieldError(path: "server", kind: .invalidValue("give \"server\" or \"destination\", one of them"))
+                }
+                self = .signInToken(choice: choice, destinations: try Self.urls(reader, "destinations"))
+            case "forget-registrations":
+                try reader.rejectUnknownFields(known: ["v", "op"])
+                self = .forgetRegistrations
             default:
                 throw JSONFieldError(path: "op", kind: .invalidValue("no operation \"\(String(operation.prefix(64)))\""))
             }
@@ -156,6 +247,61 @@ public enum AgentRequest: Equatable, Sendable {
         guard !value.isEmpty, value.utf8.count <= limit, !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
             throw JSONFieldError(path: path, kind: .invalidValue("must be 1 to \(limit) bytes of printable text"))
         }
+    }
+
+    /// `dpop-proof`'s fields, each as a proof may carry it: the method an RFC 9110 token in upper case
+    /// (as servers write it), the URL one with an origin (the proof's `htu` is cut from it), the nonce
+    /// as RFC 9449 section 8 allows it, `ath` a SHA-256 hash in base64url. Nothing else: the header and
+    /// the claims' names are the agent's.
+    private static func dpopProof(_ reader: JSONObjectReader, url: String) throws(JSONFieldError) -> AgentRequest {
+        let method = try reader.string("method")
+        let tokenCharacters = Set("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+        guard (1...16).contains(method.utf8.count), method.utf8.allSatisfy(tokenCharacters.contains) else {
+            throw JSONFieldError(path: "method", kind: .invalidValue("must be an HTTP method in upper case, such as GET or POST"))
+        }
+        if let problem = dpopURLProblem(url) { throw JSONFieldError(path: "url", kind: .invalidValue(problem)) }
+        let nonce = try reader.optionalString("nonce")
+        if let nonce, !DPoPProofMinter.isValidNonce(nonce) {
+            throw JSONFieldError(path: "nonce", kind: .invalidValue("must be 1 to \(DPoPProofMinter.maximumNonceLength) characters of printable ASCII other than space, \" and \\"))
+        }
+        let hash = try reader.optionalString("ath")
+        if let hash {
+            guard hash.utf8.count == accessTokenHashLength, let bytes = try? Base64URL.decode(hash, padding: .forbidden), bytes.count == 32 else {
+                throw JSONFieldError(path: "ath", kind: .invalidValue("must be a SHA-256 hash in base64url (\(accessTokenHashLength) characters)"))
+            }
+        }
+        return .dpopProof(method: method, url: url, nonce: nonce, accessTokenHash: hash)
+    }
+
+    /// Why `url` is no URL a DPoP proof may name, or nil: it has an http or https origin and no user
+    /// name, and is printable ASCII (the proof's `htu` is made from it, as `DPoPProofMinter.targetURI` says).
+    public static func dpopURLProblem(_ url: String) -> String? {
+        guard url.utf8.allSatisfy({ (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) else {
+            return "must be printable ASCII without spaces, quotes or backslashes"
+        }
+        let reference = URLReference(url)
+        guard let scheme = reference.scheme.map(Origin.normalizedScheme), scheme == "https" || scheme == "http",
+              let authority = reference.authority, Origin(scheme: scheme, authority: authority) != nil else {
+            return "must be an https:// (or http://) URL with a host"
+        }
+        guard URLAuthority(authority).userInfo == nil else { return "must not carry a user name" }
+        return nil
+    }
+
+    /// At most `maximumURLs` URLs of at most `maximumURLLength`, printable.
+    private static func urls(_ reader: JSONObjectReader, _ key: String) throws(JSONFieldError) -> [String] {
+        guard reader.object[key] != nil else { return [] }
+        let list = try reader.array(key)
+        guard list.count <= maximumURLs else { throw JSONFieldError(path: key, kind: .invalidValue("at most \(maximumURLs)")) }
+        var urls = [String]()
+        for (index, element) in list.enumerated() {
+            guard let url = element.stringValue else {
+                throw JSONFieldError(path: "\(key)[\(index)]", kind: .invalidType(expected: "a string", found: element.kindDescription))
+            }
+            try check(url, path: "\(key)[\(index)]", limit: maximumURLLength)
+            urls.append(url)
+        }
+        return urls
     }
 
     private static func claims(_ reader: JSONObjectReader) throws(JSONFieldError) -> [GivenClaim] {

@@ -62,7 +62,7 @@ public final class AgentService {
     private let keyCache = LoadedKeyCache()
     private let users = AgentUsers()
     private let rateLimiter: AgentRateLimiter
-    private var pending = [PendingRegistration]()
+    var pending = [PendingRegistration]()
     private var rateRefusals = [UInt32: (audited: Int64, since: Int)]()
     private let audit: (AgentAuditRecord) -> Void
     private let warn: (String) -> Void
@@ -105,6 +105,10 @@ public final class AgentService {
                 }
             case let .registrationComplete(server, registrationID, flowType):
                 result = try registrationComplete(peer, server: server, registrationID: registrationID, flowType: flowType)
+            case .signChallenge, .deviceData, .dpopProof, .signInToken, .forgetRegistrations:
+                let answer = try answerClient(peer, user: user, request)
+                outcome = AgentAuditRecord(peer: peer, operation: request.operation, server: answer.server ?? request.server, jti: answer.jti, outcome: answer.outcome)
+                result = answer.result
             }
             audit(outcome)
             return .success(result)
@@ -131,11 +135,11 @@ public final class AgentService {
     }
 
     /// The machine keystore as `peer` sees it: the key, and their own registrations only.
-    private func store(for peer: AgentPeer) -> DeviceStore {
+    func store(for peer: AgentPeer) -> DeviceStore {
         DeviceStore(keystore: settings.keystore, clock: settings.clock, tpm: settings.tpm, random: settings.random, viewer: peer.uid, keyCache: keyCache)
     }
 
-    private func tokens(for peer: AgentPeer, user: AgentUsers.User, store: DeviceStore) -> DeviceTokenService {
+    func tokens(for peer: AgentPeer, user: AgentUsers.User, store: DeviceStore) -> DeviceTokenService {
         let warn = self.warn
         // The agent measures no server's clock: its tokens are in this machine's time.
         let clocks = ServerClocks(store: nil, reading: { BootClockReading.system() }, warn: warn)
@@ -148,7 +152,7 @@ public final class AgentService {
     }
 
     /// The claims a client may add: none the policy does not name, and never a measured or reserved one.
-    private func allowedClaims(_ claims: [GivenClaim]) throws(AgentClaimRefusal) -> [(String, String)] {
+    func allowedClaims(_ claims: [GivenClaim]) throws(AgentClaimRefusal) -> [(String, String)] {
         var allowed = [(String, String)]()
         for claim in claims {
             if let problem = ClaimName.givenClaimProblem(with: claim.name) {
@@ -210,6 +214,9 @@ public final class AgentService {
         // Before anything is signed: an id another user holds is never answered for this one.
         try refuseAnothersRegistration(peer, store: store, server: server, registrationID: registrationID)
         let device = try store.loadKey()
+        // Before anything is signed too: a registration that could not be recorded at COMPLETE is refused now, while the server has none.
+        let others = device.state.registrations.filter { !RegistrationSelector.sameServer($0.server, server) }
+        if others.count >= DeviceStore.maximumRegistrationsPerUser { throw AgentTooManyRegistrations(limit: DeviceStore.maximumRegistrationsPerUser, registeredAs: nil) }
         let service = tokens(for: peer, user: user, store: store)
         let inputs = try RegistrationProof.answer(challenge: challenge, requiredParams: requiredParams,
                                                   minter: service.registrationMinter(key: device.key, server: server),
@@ -230,13 +237,18 @@ public final class AgentService {
         // Only a step this agent answered for this user: nobody records another's registration as theirs.
         guard let answered = pending.last(where: { $0.uid == peer.uid && $0.registrationID == registrationID
                                                   && RegistrationSelector.sameServer($0.server, server) }) else {
-            throw AgentNoSuchStep(registrationID: registrationID, server: server)
+            let registered = (try? store(for: peer).state().registrations.contains { RegistrationSelector.sameServer($0.server, server) }) ?? false
+            throw AgentNoSuchStep(registrationID: registrationID, server: server, registeredThere: registered)
         }
         let record = RegistrationRecord(registrationId: registrationID, server: answered.server, flowType: flowType, keyFingerprint: answered.keyFingerprint,
                                         registeredAt: Timestamp.format(secondsSinceEpoch: settings.clock.secondsSinceEpoch()), uid: peer.uid)
         let store = store(for: peer)
         try refuseAnothersRegistration(peer, store: store, server: answered.server, registrationID: registrationID)
-        try store.recordRegistration(record)
+        do {
+            try store.recordRegistration(record)
+        } catch DeviceError.tooManyRegistrations(let limit) {
+            throw AgentTooManyRegistrations(limit: limit, registeredAs: (registrationID, answered.server))
+        }
         pending.removeAll { $0.uid == peer.uid && $0.registrationID == registrationID }
         var shown = record
         shown.uid = nil
@@ -294,18 +306,49 @@ extension AgentNotYourRegistration: ClassifiedError {
     }
 }
 
-/// A completion for a Device Registration step the agent did not answer for this user (or no longer remembers).
+/// A completion for a Device Registration step the agent did not answer for this user (or no longer
+/// remembers: it restarted, or the step is older than `pendingMilliseconds`). The server's flow has
+/// completed: it keeps a device record that the agent did not record.
 public struct AgentNoSuchStep: Error, Equatable, Sendable, CustomStringConvertible {
     public let registrationID: String
     public let server: String
+    /// Whether the user has a registration with that server already (then registering again replaces it).
+    public let registeredThere: Bool
 
     public var description: String { classification.message }
 }
 
 extension AgentNoSuchStep: ClassifiedError {
     public var classification: ErrorClassification {
-        ErrorClassification(.failure, summary: "the devtrust agent answered no Device Registration step \(registrationID) with \(server) for you (or it restarted since)",
-                            hint: ErrorHint("nothing was recorded: run `devtrust register` again", joinedBy: "; "))
+        let again = registeredThere ? "`devtrust register --replace --server \(server)`" : "`devtrust register --server \(server)`"
+        return ErrorClassification(.failure, summary: "\(server) completed the registration \(registrationID), but the devtrust agent answered no Device Registration "
+                                   + "step \(registrationID) for you (it restarted since, or the step was answered over an hour ago), so it recorded nothing",
+                                   hint: ErrorHint("run \(again) again; the server keeps the device record \(registrationID): remove it at the server "
+                                                   + "(the user's or an administrator's device list)", joinedBy: "; "))
+    }
+}
+
+/// A user who has as many registrations as the agent keeps for one user (exit 1), at the Device
+/// Registration step (nothing signed, nothing registered) or, when one was recorded meanwhile, at
+/// COMPLETE (`registeredAs`: the server's record, which the agent did not record).
+public struct AgentTooManyRegistrations: Error, Sendable, CustomStringConvertible {
+    public let limit: Int
+    public let registeredAs: (id: String, server: String)?
+
+    public var description: String { classification.message }
+}
+
+extension AgentTooManyRegistrations: ClassifiedError {
+    public var classification: ErrorClassification {
+        let steps = "`devtrust status` lists yours; `devtrust reset` forgets them all (after revoking your sign-ins), and registering again with "
+            + "a server you are registered with replaces that one (`devtrust register --replace --server URL`)"
+        guard let registeredAs else {
+            return ErrorClassification(.failure, summary: "the devtrust agent keeps at most \(limit) registrations for one user of this machine, and you have that many",
+                                       hint: ErrorHint("nothing was signed or registered: " + steps, joinedBy: "; "))
+        }
+        return ErrorClassification(.failure, summary: "the devtrust agent keeps at most \(limit) registrations for one user of this machine, and you have that many, "
+                                   + "so it did not record the registration \(registeredAs.id) that \(registeredAs.server) completed",
+                                   hint: ErrorHint(steps + "; the server keeps the device record \(registeredAs.id): remove it at the server", joinedBy: "; "))
     }
 }
 

@@ -272,16 +272,16 @@ package struct NativeHost {
     }
 
     private func token(for url: String, configuration: Configuration, id: JSONValue?) throws(Refusal) -> JSONObject {
-        let deviceTokens: DeviceTokenService
+        let device: NativeHostDevice
         let state: KeystoreState
         do {
-            deviceTokens = try services.deviceTokens(configuration)
-            state = try deviceTokens.store.state()
+            device = try services.device(configuration)
+            state = try device.state()
         } catch {
             throw Self.refusal(error)
         }
         guard state.key != nil else {
-            throw Self.refusal(DeviceError.noDeviceKey(keystore: deviceTokens.store.keystore.path))
+            throw Self.refusal(device.noKey())
         }
         guard !BrowserEndpoints.currentRegistrations(state).isEmpty else {
             throw Refusal(code: .notRegistered, message: "this device is not registered with any server; run `devtrust register --server URL`")
@@ -311,7 +311,7 @@ package struct NativeHost {
                                                   exitStatus: services.deadlineExitStatus)
         do {
             // The registration of the endpoint, checked against the key now loaded.
-            let token = try deviceTokens.deviceToken(for: .chosen(entry.registration), deadline: deadline)
+            let token = try device.deviceToken(entry.registration, deadline)
             return ["type": .string("token"), "token": .string(token)]
         } catch {
             throw Self.refusal(error)
@@ -330,7 +330,7 @@ package struct NativeHost {
 
     private func keystoreState(_ configuration: Configuration) throws(Refusal) -> KeystoreState {
         do {
-            return try services.deviceTokens(configuration).store.state()
+            return try services.device(configuration).state()
         } catch {
             throw Self.refusal(error)
         }

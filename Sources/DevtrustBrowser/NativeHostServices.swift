@@ -1,18 +1,44 @@
 import DevtrustConfig
 import DevtrustCore
+import DevtrustDevice
 import DevtrustHTTP
 import DevtrustKeys
 import DevtrustKeystore
 
+/// Where the native host's device tokens come from: the device key of a keystore (the core's
+/// device-token service over it), or the system agent, which mints them with the machine key for
+/// the user's own registrations (the front end's `NativeHostDevice(state:noKey:deviceToken:)`).
+package struct NativeHostDevice {
+    /// The key and the registrations a token may be for.
+    package var state: () throws -> KeystoreState
+    /// The error that there is no key (where it should be).
+    package var noKey: () -> any Error
+    /// A device token for `registration`, one of `state`'s, signed within the deadline.
+    package var deviceToken: (_ registration: RegistrationRecord, _ deadline: SigningDeadline) throws -> String
+
+    package init(state: @escaping () throws -> KeystoreState, noKey: @escaping () -> any Error,
+                 deviceToken: @escaping (_ registration: RegistrationRecord, _ deadline: SigningDeadline) throws -> String) {
+        self.state = state
+        self.noKey = noKey
+        self.deviceToken = deviceToken
+    }
+
+    /// The device key of `tokens`' keystore: the registration checked against the key then loaded.
+    package init(_ tokens: DeviceTokenService) {
+        self.init(state: { try tokens.store.state() }, noKey: { DeviceError.noDeviceKey(keystore: tokens.store.keystore.path) },
+                  deviceToken: { registration, deadline in try tokens.deviceToken(for: .chosen(registration), deadline: deadline) })
+    }
+}
+
 /// What the native messaging host takes from the front end that runs it (the command line's
 /// `native-host` today): the configuration, read again for every message so that an
-/// administrator's change applies to the next one; the core's device-token service over the
-/// device's keystore, with a message's configuration; HTTP for the sign-in profiles' discovery
-/// documents; the cache directory and the clock; where its log lines go (stderr, which the
-/// browser keeps as the host's log).
+/// administrator's change applies to the next one; the device (`NativeHostDevice`: a keystore's
+/// key or the system agent's), with a message's configuration; HTTP for the sign-in profiles'
+/// discovery documents; the cache directory and the clock; where its log lines go (stderr, which
+/// the browser keeps as the host's log).
 package struct NativeHostServices {
     package var configuration: () throws(ConfigError) -> Configuration
-    package var deviceTokens: (Configuration) throws -> DeviceTokenService
+    package var device: (Configuration) throws -> NativeHostDevice
     /// The HTTP options of a configuration (CA file, timeouts, proxy), before the host shortens them.
     package var httpOptions: (Configuration) -> HTTPOptions
     /// A client with those options (measuring the servers' clocks, as every client of the front end does).
@@ -24,11 +50,11 @@ package struct NativeHostServices {
     /// The process's exit status when a signing deadline passes, after its reply (`SigningDeadline.nativeHost`).
     package var deadlineExitStatus: Int32
 
-    package init(configuration: @escaping () throws(ConfigError) -> Configuration, deviceTokens: @escaping (Configuration) throws -> DeviceTokenService,
+    package init(configuration: @escaping () throws(ConfigError) -> Configuration, device: @escaping (Configuration) throws -> NativeHostDevice,
                  httpOptions: @escaping (Configuration) -> HTTPOptions, httpClient: @escaping (HTTPOptions) -> any HTTPClient,
                  cache: CacheDirectory?, clock: any Clock, log: @escaping (String) -> Void, deadlineExitStatus: Int32) {
         self.configuration = configuration
-        self.deviceTokens = deviceTokens
+        self.device = device
         self.httpOptions = httpOptions
         self.httpClient = httpClient
         self.cache = cache

@@ -1,3 +1,4 @@
+import DevtrustAgent
 import DevtrustConfig
 import DevtrustCore
 import DevtrustDevice
@@ -18,8 +19,11 @@ struct SignInSettings {
     let target: SignInTarget
     let configuration: Configuration
     let http: HTTPClientSettings
+    /// The command it is for (`login`, `authorize-url`): whose help a usage error points at.
+    let command: String
 
     init(_ options: Options, _ context: CommandContext, command: String) throws {
+        self.command = command
         configuration = try context.configuration()
         http = HTTPClientSettings(context, configuration: configuration)
         target = try SignInTarget(options, configuration: configuration, command: command)
@@ -36,9 +40,9 @@ struct SignInSettings {
         var oauth = http.oauthClient(context, stoppedBySignals: stoppedBySignals)
         guard target.wantsDPoP(server), let token = server.token else { return oauth }
         do {
-            oauth.dpop = try context.dpopKey.binding(store: try context.deviceStore(), server: token,
-                                                      deadline: .command(context, doing: "signing a DPoP proof"))
-            context.detail("DPoP: token requests carry proofs of the device key \(oauth.dpop!.thumbprint)"
+            let binding = try context.dpopBinding(server: token, command: command)
+            oauth.dpop = binding.binding
+            context.detail("DPoP: token requests carry proofs of the \(binding.key) \(binding.binding.thumbprint)"
                            + (target.dpop ? "" : " (the server advertises DPoP with ES256)"))
         } catch where !target.dpop {
             // Any error (no key, a damaged key file): only advertised, DPoP never breaks a sign-in that worked before.
@@ -59,6 +63,23 @@ struct SignInSettings {
     /// it was registered with, and goes nowhere else.
     func deviceToken(_ context: CommandContext, store: DeviceStore, provider: AuthorizationServer? = nil, destinations: [String]) throws -> String? {
         let choice = SignInTarget.registrationChoice(server: target.serverName, provider: provider)
+        if case let .agent(agent) = try context.deviceAccess(command: command) {
+            // Your registration of the machine key, chosen by the agent as below; the sign-in itself stays yours.
+            guard let choice else {
+                context.warn(Self.withoutTokenWarning(DeviceError.notRegistered(server: nil)))
+                return nil
+            }
+            switch try agent.signInToken(choice, destinations: destinations) {
+            case let .token(token):
+                return token
+            case let .noMachineKey(missing):
+                context.warn("\(missing.classification.summary), so the sign-in carries no device token (\(missing.classification.hint?.text ?? ""))")
+                return nil
+            case let .withoutToken(reason, message):
+                context.warn(reason == "tokenGoesElsewhere" ? "\(message), so this sign-in carries none" : "\(message); signing in without a device token")
+                return nil
+            }
+        }
         switch try context.deviceTokens(configuration, store: store).signInDeviceToken(for: choice, sendingTo: destinations) {
         case let .token(token):
             return token
@@ -99,5 +120,28 @@ extension CommandContext {
     /// The device key as this run binds DPoP proofs to it (its clocks, randomness and nonce cache).
     var dpopKey: DPoPKey {
         DPoPKey(clocks: clocks, clock: environment.clock, random: environment.random, cache: cacheDirectory)
+    }
+
+    /// The DPoP binding of a sign-in's token requests to `server`'s token endpoint: the device key of
+    /// your own keystore, or the machine key through the system agent (which writes every proof);
+    /// `key`: which, in words.
+    func dpopBinding(server url: String, command: String) throws -> (binding: DPoPBinding, key: String) {
+        switch try deviceAccess(command: command) {
+        case let .agent(agent):
+            return (dpopKey.binding(try AgentDPoPProofs(agent: agent)), "machine key (through the devtrust agent at \(agent.socket))")
+        case .keystore:
+            return (try dpopKey.binding(store: try deviceStore(), server: url, deadline: .command(self, doing: "signing a DPoP proof")), "device key")
+        }
+    }
+
+    /// The binding for refreshing a sign-in bound to `jkt`, with `store`'s key or the agent's: an error
+    /// when that key is no longer the one the tokens are bound to.
+    func dpopBinding(boundTo jkt: String, tokenEndpoint: String, store: DeviceStore, command: String) throws -> DPoPBinding {
+        switch try deviceAccess(command: command) {
+        case let .agent(agent):
+            return dpopKey.binding(AgentDPoPProofs(agent: agent, boundTo: jkt))
+        case .keystore:
+            return try dpopKey.binding(store: store, boundTo: jkt, tokenEndpoint: tokenEndpoint, deadline: .command(self, doing: "signing a DPoP proof"))
+        }
     }
 }

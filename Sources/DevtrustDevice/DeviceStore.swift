@@ -214,6 +214,18 @@ public struct DeviceStore: Sendable {
         }
     }
 
+    /// Forgets the registrations of `user` (the system agent's `reset` for one of its users): the key
+    /// and every other user's registrations stay. The registrations forgotten.
+    public func forgetRegistrations(of user: UInt32) throws -> [RegistrationRecord] {
+        let owner = keystore.ownerID
+        guard let current = try keystore.load(), current.registrations.contains(where: { $0.owner(keystoreOwner: owner) == user }) else { return [] }
+        return try keystore.update { state, _ in
+            let forgotten = state.registrations.filter { $0.owner(keystoreOwner: owner) == user }
+            state.registrations.removeAll { $0.owner(keystoreOwner: owner) == user }
+            return forgotten
+        }
+    }
+
     /// Deletes the key and the registrations. It leaves the TPM's storage root
     /// key where it is: other keystores' keys, tpm2-openssl's or systemd's may
     /// depend on it, devtrust cannot know which, and it holds no secret (the

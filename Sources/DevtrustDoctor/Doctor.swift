@@ -49,6 +49,10 @@ package struct Doctor {
     /// This machine's wall clock (with the boot clock, for clock records).
     package let bootClock: @Sendable () -> BootClockReading
     package let probes: BoundedProbes
+    /// The system agent's check, when it stands in for the device key (nil: the keystore's key is
+    /// the one used): made by the front end, which knows the agent's client, from the user's own
+    /// keystore's state and path (a key there is one the agent stands in for).
+    package var agentCheck: ((_ own: KeystoreState?, _ ownPath: String?) -> DoctorCheck)?
 
     package init(configuration: ConfigurationLoader, keystore: Result<Keystore, any Error>, deviceStore: @escaping () throws -> DeviceStore,
                  userID: UInt32, tpmSelection: TPMSelection, explicitTCTI: String?, variables: [String: String],
@@ -69,6 +73,10 @@ package struct Doctor {
         self.probes = probes
     }
 
+    /// The id and title of the agent's check.
+    package static let agentID = "agent"
+    package static let agentTitle = "system agent"
+
     /// Every check, in order; `record` gets each group as soon as it is made (a front end prints
     /// them as they come: the slow ones, the TPM's and the servers', come last).
     package func run(record: ([DoctorCheck]) -> Void) -> DoctorReport {
@@ -82,7 +90,8 @@ package struct Doctor {
 
         let keystore = KeystoreDiagnosis(keystore: self.keystore, userID: userID)
         let permissions = keystore.permissions()
-        add([permissions.check])
+        // Through the agent, a keystore of one's own that is not there yet needs nothing done.
+        add([agentCheck != nil && permissions.check.verdict == .skip ? permissions.check.with(fix: .some(nil)) : permissions.check])
         let state: KeystoreState? = (try? permissions.state.get()) ?? nil
         let keyKnown = (try? permissions.state.get()) != nil
         // The TPM the key is used in: --tcti or a TCTI variable, else the one recorded with it, else the default.
@@ -93,7 +102,16 @@ package struct Doctor {
 
         let key = keySigns(keystore, state: permissions.state, permissionsFailed: permissions.check.verdict == .fail,
                            selection: selection, backend: backend, override: override)
-        add([key.check])
+        if let agentCheck {
+            // The agent's machine key is the one used: no key of one's own is nothing to fix.
+            let ownPath = try? self.keystore.get().path
+            let noOwnKey = DoctorCheck(KeystoreDiagnosis.keyID, KeystoreDiagnosis.keyTitle, .skip,
+                                       "no device key of your own in \(ownPath ?? "your keystore"): the devtrust agent's machine key is used (see \(Self.agentID))")
+            let readWithoutKey = if case .success = permissions.state { state?.key == nil } else { false }
+            add([readWithoutKey ? noOwnKey : key.check, agentCheck(state, ownPath)])
+        } else {
+            add([key.check])
+        }
 
         let tpm = TPMDiagnosis(selection: selection, keyBackend: backend, keyKnown: keyKnown,
                                user: DoctorUser.current(uid: userID), override: override)

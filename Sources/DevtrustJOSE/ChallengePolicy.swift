@@ -1,3 +1,6 @@
+import DevtrustEncoding
+import DevtrustErrors
+
 /// What devtrust agrees to sign as a "challenge". The signature over a
 /// challenge is ECDSA over SHA-256 of its bytes, exactly what an ES256 JWS
 /// signs over its signing input: a challenge that some verifier reads as
@@ -10,6 +13,30 @@
 /// Python's base64 skips junk and its JSON reader detects UTF-16), but whether
 /// *any* reasonable reading could find one. docs/security.md lists the readings.
 public enum ChallengePolicy {
+    /// `sign-challenge`'s challenge as the bytes to sign: base64url (padded or not), not empty, and
+    /// one the guard allows (`refusal`); else the usage error that says which. The one check for the
+    /// command line's own keystore and for the system agent, which applies it itself.
+    public static func signableChallenge(_ text: String) throws(UsageError) -> [UInt8] {
+        let bytes = try decodedChallenge(text)
+        if let refusal = refusal(bytes) {
+            throw UsageError("devtrust refuses to sign this challenge: \(refusal)", command: "sign-challenge")
+        }
+        return bytes
+    }
+
+    /// `sign-challenge`'s challenge as bytes, when it is base64url (padded or not) and not empty:
+    /// its syntax only, not whether it may be signed.
+    public static func decodedChallenge(_ text: String) throws(UsageError) -> [UInt8] {
+        let bytes: [UInt8]
+        do {
+            bytes = try Base64URL.decode(text, padding: .optional)
+        } catch {
+            throw UsageError("the challenge is not base64url (padded or not): \(error)", command: "sign-challenge")
+        }
+        guard !bytes.isEmpty else { throw UsageError("the challenge is empty", command: "sign-challenge") }
+        return bytes
+    }
+
     /// Why `challenge` must not be signed, or nil when it may.
     public static func refusal(_ challenge: [UInt8]) -> String? {
         couldBeJWSSigningInput(challenge)

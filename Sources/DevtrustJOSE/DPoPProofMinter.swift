@@ -2,10 +2,20 @@ import DevtrustEncoding
 import DevtrustKeys
 import DevtrustURL
 
+/// What makes the DPoP proofs of one key: the key in hand (`DPoPProofMinter`), or the system agent,
+/// which writes every proof of the machine key itself from the request's method and URL, the
+/// server's nonce and the access token's hash (DevtrustAgent's `AgentDPoPProofs`).
+public protocol DPoPProofSigning: Sendable {
+    /// The RFC 7638 thumbprint of the proof key: what a bound token's `cnf.jkt` holds.
+    var thumbprint: String { get }
+    /// A proof for one request; `accessToken`: the token a resource request carries (`ath` is its hash).
+    func proof(method: String, url: String, nonce: String?, accessToken: String?) throws -> String
+}
+
 /// RFC 9449 DPoP proofs: ES256 JWTs with header `typ` `dpop+jwt` and the key's public `jwk`,
 /// and claims `jti`, `htm`, `htu`, `iat` (plus `nonce` when the server gave one, and `ath`
 /// when the proof goes with an access token to a resource).
-public struct DPoPProofMinter: Sendable {
+public struct DPoPProofMinter: DPoPProofSigning {
     public let key: any DeviceKey
     public let clock: any Clock
     public let random: any RandomSource
@@ -22,6 +32,11 @@ public struct DPoPProofMinter: Sendable {
     /// A proof for one request.
     /// - Parameter accessToken: the token the request carries (a resource request): its hash goes in `ath`.
     public func proof(method: String, url: String, nonce: String? = nil, accessToken: String? = nil) throws -> String {
+        try proof(method: method, url: url, nonce: nonce, accessTokenHash: accessToken.map(Self.accessTokenHash))
+    }
+
+    /// The same with the access token's hash (`ath`) as given: what the system agent is sent, never the token.
+    public func proof(method: String, url: String, nonce: String?, accessTokenHash: String?) throws -> String {
         let header: JSONObject = ["typ": .string("dpop+jwt"), "alg": .string("ES256"), "jwk": .object(key.publicKey.jwk)]
         var claims: JSONObject = [
             "jti": .string(try UUIDv4.make(using: random)),
@@ -30,7 +45,7 @@ public struct DPoPProofMinter: Sendable {
             "iat": .integer(clock.secondsSinceEpoch()),
         ]
         if let nonce { claims["nonce"] = .string(nonce) }
-        if let accessToken { claims["ath"] = .string(Self.accessTokenHash(accessToken)) }
+        if let accessTokenHash { claims["ath"] = .string(accessTokenHash) }
         return try CompactJWS.sign(header: header, payload: claims, with: key)
     }
 

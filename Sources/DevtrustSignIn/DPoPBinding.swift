@@ -74,12 +74,13 @@ public final class DPoPNonceMemory: DPoPNonceStore {
     }
 }
 
-/// What makes an OAuthClient's token requests DPoP requests: the proof key and the nonces.
+/// What makes an OAuthClient's token requests DPoP requests: the proof key (the key in hand, or
+/// the system agent's) and the nonces.
 public struct DPoPBinding: Sendable {
-    public let minter: DPoPProofMinter
+    public let minter: any DPoPProofSigning
     public let nonces: any DPoPNonceStore
 
-    public init(minter: DPoPProofMinter, nonces: any DPoPNonceStore) {
+    public init(minter: any DPoPProofSigning, nonces: any DPoPNonceStore) {
         self.minter = minter
         self.nonces = nonces
     }
@@ -90,6 +91,6 @@ public struct DPoPBinding: Sendable {
     /// The `DPoP` header's value for a request: with `nonce` when given (the one the server's answer just
     /// asked for), else with the server's latest nonce when one is known.
     func proof(method: String, url: String, nonce: String? = nil) throws -> String {
-        try minter.proof(method: method, url: url, nonce: nonce ?? nonces.nonce(for: url))
+        try minter.proof(method: method, url: url, nonce: nonce ?? nonces.nonce(for: url), accessToken: nil)
     }
 }

@@ -50,6 +50,11 @@ package struct DPoPKey {
         cache.map { DPoPNonceFile(cache: $0) } ?? DPoPNonceMemory()
     }
 
+    /// A binding of another key's proofs (the system agent's), with the nonces of the cache directory.
+    package func binding(_ proofs: any DPoPProofSigning) -> DPoPBinding {
+        DPoPBinding(minter: proofs, nonces: nonces())
+    }
+
     /// A proof for a `method` request to a resource at `url` with the stored sign-in's access token
     /// (`ath` is its hash; the sign-in as `server` or `discovery` names it), and the key's thumbprint:
     /// `dpop-proof`. No HTTP, no refresh. Without `nonce`, the latest one devtrust was given at the
@@ -60,14 +65,25 @@ package struct DPoPKey {
                        discovery: String?) throws -> (proof: String, jkt: String) {
         // One read of the keystore for the key and the sign-in: this is the per-request path.
         let device = try store.loadKey()
-        let record = try store.signIn(server: server, discovery: discovery, in: device.state)
+        return try proof(signIns: store, state: device.state, method: method, url: url, nonce: given, server: server, discovery: discovery) { jkt in
+            guard device.key.fingerprint == jkt else { throw DeviceError.dpopKeyChanged(boundTo: jkt, deviceKey: device.key.fingerprint) }
+            return minter(key: device.key, server: url)
+        }
+    }
+
+    /// The same with the proofs of a key that is not in `signIns`, the keystore of the sign-ins
+    /// (`proofs`: for the thumbprint the sign-in's tokens are bound to; the system agent's proofs,
+    /// which it checks against its key). `state`: `signIns`' state, when read already.
+    package func proof(signIns store: DeviceStore, state: KeystoreState? = nil, method: String, url: String, nonce given: String?, server: String?,
+                       discovery: String?, proofs: (_ boundTo: String) throws -> any DPoPProofSigning) throws -> (proof: String, jkt: String) {
+        let record = try store.signIn(server: server, discovery: discovery, in: state)
         let tokens = try store.tokens(of: record)
         guard let jkt = tokens.dpopJkt else { throw DeviceError.notDPoPBound(server: record.server ?? record.discovery ?? "the server") }
-        guard device.key.fingerprint == jkt else { throw DeviceError.dpopKeyChanged(boundTo: jkt, deviceKey: device.key.fingerprint) }
+        let signer = try proofs(jkt)
         let nonces = nonces()
         if let given { nonces.remember(given, for: url) }
         let nonce = given ?? nonces.nonce(for: url)
-        let proof = try minter(key: device.key, server: url).proof(method: method, url: url, nonce: nonce, accessToken: tokens.accessToken)
+        let proof = try signer.proof(method: method, url: url, nonce: nonce, accessToken: tokens.accessToken)
         return (proof, jkt)
     }
 }

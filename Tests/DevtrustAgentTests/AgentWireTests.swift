@@ -1,4 +1,5 @@
 @testable import DevtrustAgent
+import DevtrustDevice
 import DevtrustEncoding
 import DevtrustErrors
 import Testing
@@ -44,6 +45,13 @@ import Testing
         .registrationStep(server: "https://idp.example", registrationID: "r-1", challenge: "q3x3Zp3j0JvFf1m7m3kF5G8W2sV6l9d0QhYp4n1eT0Y",
                           requiredParams: ["publicKey", "signature", "deviceData"], claims: []),
         .registrationComplete(server: "https://idp.example", registrationID: "r-1", flowType: "REGISTRATION"),
+        .signChallenge(challenge: "q3x3Zp3j0JvFf1m7m3kF5G8W2sV6l9d0QhYp4n1eT0Y"), .deviceData(claims: []),
+        .deviceData(claims: [GivenClaim(name: "ticket", value: "42")]),
+        .dpopProof(method: "GET", url: "https://api.example/orders?id=1", nonce: nil, accessTokenHash: nil),
+        .dpopProof(method: "POST", url: "http://127.0.0.1:8080/r", nonce: "n-1_x!~", accessTokenHash: "sda5G2fCr6XjIpiNlGJjjTVN34oe9526mH-BXCK0uu4"),
+        .signInToken(choice: .server("https://idp.example/t/acme"), destinations: ["https://idp.example/t/acme/oauth2/authorize"]),
+        .signInToken(choice: .provider(destination: "https://op.example/authorize", providerURLs: ["https://op.example"]), destinations: []),
+        .forgetRegistrations,
     ])
     func everyRequestReadsBackAsItWasWritten(request: AgentRequest) throws {
         #expect(try AgentRequest(json: JSONWriter.bytes(request.json)) == request)
@@ -63,6 +71,42 @@ import Testing
         (#"{"v":1,"op":"registration-step","server":"https://a","registrationId":"r","challenge":"c","requiredParams":[1]}"#,
          "field \"requiredParams[0]\" must be a string"),
         (#"[[[[[[[[1]]]]]]]]"#, "the request is not JSON"),
+        // sign-challenge: the challenge only, printable and bounded.
+        (#"{"v":1,"op":"sign-challenge"}"#, "missing required field \"challenge\""),
+        (#"{"v":1,"op":"sign-challenge","challenge":""}"#, "field \"challenge\": must be 1 to 16384 bytes"),
+        (#"{"v":1,"op":"sign-challenge","challenge":"abc","message":"abc"}"#, "unknown field \"message\""),
+        (#"{"v":1,"op":"device-data","deviceId":"x"}"#, "unknown field \"deviceId\""),
+        // dpop-proof: no header, claim or time of the client's; each field as a proof carries it.
+        (#"{"v":1,"op":"dpop-proof","method":"GET","url":"https://r.example/","header":{"typ":"JWT"}}"#, "unknown field \"header\""),
+        (#"{"v":1,"op":"dpop-proof","method":"GET","url":"https://r.example/","claims":[["sub","x"]]}"#, "unknown field \"claims\""),
+        (#"{"v":1,"op":"dpop-proof","method":"GET","url":"https://r.example/","jwk":{}}"#, "unknown field \"jwk\""),
+        (#"{"v":1,"op":"dpop-proof","method":"GET","url":"https://r.example/","iat":1}"#, "unknown field \"iat\""),
+        (#"{"v":1,"op":"dpop-proof","method":"GET","url":"https://r.example/","htu":"https://x/"}"#, "unknown field \"htu\""),
+        (#"{"v":1,"op":"dpop-proof","method":"get","url":"https://r.example/"}"#, "field \"method\": must be an HTTP method in upper case"),
+        (#"{"v":1,"op":"dpop-proof","method":"GET /x","url":"https://r.example/"}"#, "field \"method\": must be an HTTP method"),
+        (#"{"v":1,"op":"dpop-proof","method":"ABCDEFGHIJKLMNOPQ","url":"https://r.example/"}"#, "field \"method\": must be an HTTP method"),
+        (#"{"v":1,"op":"dpop-proof","url":"https://r.example/"}"#, "missing required field \"method\""),
+        (#"{"v":1,"op":"dpop-proof","method":"GET","url":"javascript:alert(1)"}"#, "field \"url\": must be an https:// (or http://) URL"),
+        (#"{"v":1,"op":"dpop-proof","method":"GET","url":"https:///path"}"#, "field \"url\": must be an https:// (or http://) URL with a host"),
+        (#"{"v":1,"op":"dpop-proof","method":"GET","url":"https://me@r.example/"}"#, "field \"url\": must not carry a user name"),
+        (#"{"v":1,"op":"dpop-proof","method":"GET","url":"https://r.example/\",\"x\":\""}"#, "field \"url\": must be printable ASCII without spaces"),
+        (#"{"v":1,"op":"dpop-proof","method":"GET","url":"https://r.example/a b"}"#, "field \"url\": must be printable ASCII without spaces"),
+        (#"{"v":1,"op":"dpop-proof","method":"GET","url":"https://r.example/","nonce":"a b"}"#, "field \"nonce\": must be 1 to 4096 characters"),
+        (#"{"v":1,"op":"dpop-proof","method":"GET","url":"https://r.example/","nonce":""}"#, "field \"nonce\": must be 1 to 4096 characters"),
+        (#"{"v":1,"op":"dpop-proof","method":"GET","url":"https://r.example/","ath":"abc"}"#, "field \"ath\": must be a SHA-256 hash in base64url"),
+        (#"{"v":1,"op":"dpop-proof","method":"GET","url":"https://r.example/","ath":"fUHyO2r2Z3DZ53EsNrWBb0xWXoaNy59IiKCAqksmQE="}"#,
+         "field \"ath\": must be a SHA-256 hash in base64url"),
+        // sign-in-token: a server or a provider's destination, never a registration of the client's naming.
+        (#"{"v":1,"op":"sign-in-token","destinations":[]}"#, "give \"server\" or \"destination\", one of them"),
+        (#"{"v":1,"op":"sign-in-token","server":"https://a","destination":"https://a/authorize"}"#, "give \"server\" or \"destination\", one of them"),
+        (#"{"v":1,"op":"sign-in-token","server":"https://a","providerUrls":["https://a"]}"#, "field \"providerUrls\": goes with \"destination\""),
+        (#"{"v":1,"op":"sign-in-token","server":"https://a","deviceId":"r-1"}"#, "unknown field \"deviceId\""),
+        (#"{"v":1,"op":"sign-in-token","server":"https://a","destinations":["https://a","https://a","https://a","https://a","https://a","https://a","https://a","https://a","https://a"]}"#,
+         "field \"destinations\": at most 8"),
+        (#"{"v":1,"op":"sign-in-token","server":"https://a","destinations":[1]}"#, "field \"destinations[0]\" must be a string"),
+        // forget-registrations: whose is the kernel's to say.
+        (#"{"v":1,"op":"forget-registrations","uid":1001}"#, "unknown field \"uid\""),
+        (#"{"v":1,"op":"forget-registrations","server":"https://a"}"#, "unknown field \"server\""),
     ])
     func aRequestIsReadStrictly(text: String, message: String) {
         #expect {
@@ -77,6 +121,21 @@ import Testing
         #expect(throws: AgentProtocolError.self) { try AgentRequest(json: Array(#"{"v":1,"op":"token","claims":\#(many)}"#.utf8)) }
         let long = String(repeating: "v", count: AgentRequest.maximumClaimValueLength + 1)
         #expect(throws: AgentProtocolError.self) { try AgentRequest(json: Array(#"{"v":1,"op":"token","claims":[["a","\#(long)"]]}"#.utf8)) }
+    }
+
+    @Test func aChallengeToSignIsBounded() throws {
+        let atBound = String(repeating: "A", count: AgentRequest.maximumSignedChallengeLength)
+        #expect(try AgentRequest(json: Array(#"{"v":1,"op":"sign-challenge","challenge":"\#(atBound)"}"#.utf8)) == .signChallenge(challenge: atBound))
+        #expect(throws: AgentProtocolError.self) { try AgentRequest(json: Array(#"{"v":1,"op":"sign-challenge","challenge":"\#(atBound)A"}"#.utf8)) }
+    }
+
+    /// What the audit names of a request: never a resource's path or query, only its origin.
+    @Test func theAuditNamesAServerNeverAResourcesPath() {
+        #expect(AgentRequest.dpopProof(method: "GET", url: "HTTPS://R.example:443/private/path?secret=1", nonce: nil, accessTokenHash: nil).server
+                == "https://r.example")
+        #expect(AgentRequest.signInToken(choice: .provider(destination: "https://op.example/t/a/authorize?x=1", providerURLs: []), destinations: []).server
+                == "https://op.example")
+        #expect(AgentRequest.signChallenge(challenge: "abc").server == nil && AgentRequest.forgetRegistrations.server == nil)
     }
 
     /// A refusal reaches the client classified as it was in the agent (its exit code, its hint).

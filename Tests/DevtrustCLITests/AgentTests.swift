@@ -41,6 +41,9 @@ import Testing
     /// key at the server. Each user's tokens name their own registration, and the server takes them
     /// as that user's device; a user who names the other's registration gets nothing (the agent knows
     /// them by the kernel's uid, never by what they send); `status` shows each only their own.
+    /// A policy whose rate limit a test's hundreds of requests never meet.
+    static let unlimited = #"{"rateLimit": {"burst": 100000, "perSecond": 100000}}"#
+
     /// 32 random bytes, base64url: a challenge the agent's guard allows.
     static func randomChallenge() -> String {
         Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255) })
@@ -160,7 +163,8 @@ import Testing
     /// verifier would take as a token once signed (Tests/Interop/jws_oracle.py), the agent signs none,
     /// for any client; a random challenge of the contract's shape is signed, and verifies.
     @Test(.enabled(if: ExternalTool.jose.shouldRun)) func aClientChosenChallengeIsNeverSigned() throws {
-        let machine = try MachineAgent()
+        // A rate no corpus meets: every variant reaches the guard.
+        let machine = try MachineAgent(policy: Self.unlimited)
         try machine.start()
         let alice = try machine.user("alice")
         let oracle = Repository.path("Tests/Interop/jws_oracle.py")
@@ -170,6 +174,11 @@ import Testing
                                               environment: ["PATH": "/usr/bin:/bin"])
         #expect(collected.status == 0, "\(collected.stderr)")
         let variants = machine.scratch.write("variants.json", collected.stdout)
+        let collectedVariants = try JSONParser.parse(collected.stdout).arrayValue ?? []
+        let refusals = collectedVariants.compactMap { $0.objectValue?["refusal"]?.stringValue }
+        #expect(refusals.count == collectedVariants.count
+                && refusals.allSatisfy { $0.contains("devtrust refuses to sign the server's Device Registration challenge: it could be read as a JWS signing input") },
+                "\(Set(refusals.map { String($0.prefix(160)) }))")
         let check = try ExternalTool.python.run([oracle, "check", "--public-key", try machine.publicKey(), "--variants", variants])
         let totals = try #require(try JSONParser.parse(check.stdout).objectValue?["totals"]?.objectValue, "\(check)")
         #expect((totals["variants"]?.int64Value ?? 0) >= 300 && totals["signed"]?.int64Value == 0 && totals["accepted"]?.int64Value == 0,
@@ -458,3 +467,322 @@ extension AgentTests {
     }
 }
 
+/// The commands beyond `pubkey`, `token`, `status` and `register` through the agent, as real users
+/// (issue 28's "Clients"): `sign-challenge`, `device-data`, `dpop-proof` and a DPoP sign-in's proofs,
+/// `login`'s and `authorize-url`'s device token, `native-host`, `reset`, `doctor`; each checked with
+/// verifiers devtrust did not write (PyJWT, jwcrypto, the reference server) against the agent's key.
+extension AgentTests {
+    /// The machine key's RFC 7638 thumbprint, read by root from the keystore itself.
+    static func thumbprint(_ machine: MachineAgent) throws -> String {
+        let result = try ProcessRunner.run(machine.binary, ["--keystore", machine.keystore, "pubkey", "--format", "thumbprint"], environment: machine.agentEnvironment)
+        guard result.status == 0 else { throw FixtureError("pubkey --format thumbprint: \(result)") }
+        return result.output
+    }
+
+    /// The keystore.json of a keystore, as root reads it.
+    static func manifest(_ keystore: String) throws -> JSONObject {
+        try JSONParser.parse(Array(try #require(FileManager.default.contents(atPath: keystore + "/keystore.json")))).objectValue ?? [:]
+    }
+
+    /// `devtrust --agent S sign-challenge` as a user: of the corpus of challenges some verifier would
+    /// take as a token once signed (Tests/Interop/jws_oracle.py), the agent signs none, and the refusal
+    /// is the agent's guard (the command line only checks that the text is base64url); a challenge of
+    /// the contract's shape is signed, by the key `pubkey` prints, and verifies.
+    @Test(.enabled(if: ExternalTool.jose.shouldRun)) func signChallengeThroughTheAgentSignsNoChosenChallenge() throws {
+        let machine = try MachineAgent(policy: Self.unlimited)
+        try machine.start()
+        let alice = try machine.user("alice")
+        let oracle = Repository.path("Tests/Interop/jws_oracle.py")
+        let seed = "\(UInt32.random(in: 1...UInt32.max))"
+        let (runner, words) = alice.account.command(machine.binary, ["--agent", machine.socket, "sign-challenge"], environment: alice.environment)
+        let collected = try ProcessRunner.run(ExternalTool.python.rawValue, [oracle, "collect", "--seed", seed, "--", runner] + words,
+                                              environment: ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin"])
+        #expect(collected.status == 0, "\(collected.stderr)")
+        let variants = machine.scratch.write("variants.json", collected.stdout)
+        let collectedVariants = try JSONParser.parse(collected.stdout).arrayValue ?? []
+        let refusals = collectedVariants.compactMap { $0.objectValue?["refusal"]?.stringValue }
+        // The guard refused each, in the agent (its refusal, in the own keystore's words), not a failure of another kind.
+        #expect(refusals.count == collectedVariants.count
+                && refusals.allSatisfy { $0.contains("devtrust refuses to sign this challenge: it could be read as a JWS signing input") },
+                "\(Set(refusals.map { String($0.prefix(160)) }))")
+        let publicKey = try alice.devtrust(["pubkey"]).output
+        #expect(publicKey == (try machine.publicKey()))
+        let check = try ExternalTool.python.run([oracle, "check", "--public-key", publicKey, "--variants", variants])
+        let totals = try #require(try JSONParser.parse(check.stdout).objectValue?["totals"]?.objectValue, "\(check)")
+        #expect((totals["variants"]?.int64Value ?? 0) >= 300 && totals["signed"]?.int64Value == 0 && totals["accepted"]?.int64Value == 0,
+                "seed \(seed): \(totals)")
+        #expect(machine.audit.contains("uid=\(alice.account.uid) ") && machine.audit.contains("op=sign-challenge outcome=\"refused: devtrust refuses to sign"))
+
+        let challenge = Self.randomChallenge()
+        let signed = try alice.devtrust(["sign-challenge", challenge])
+        #expect(signed.status == 0, "\(signed)")
+        let request: JSONObject = ["spki": .string(publicKey),
+                                   "der": .array([.object(["message": .string(Base64.encode(try Base64URL.decode(challenge, padding: .optional))),
+                                                           "signature": .string(signed.output)])])]
+        let verified = try ExternalTool.python.run([Repository.path("Tests/Interop/verify_es256.py")], stdin: JSONWriter.bytes(.object(request)))
+        #expect(verified.stdout.contains("\"valid\": 1"), "\(verified)")
+        // --json as with a keystore of one's own.
+        let json = try alice.devtrust(["--json", "sign-challenge", Self.randomChallenge()])
+        let signature = try JSONParser.parse(json.stdout).objectValue?["signature"]?.stringValue
+        #expect(json.status == 0 && signature != nil, "\(json)")
+        // Not base64url: refused on this side, as with a keystore of one's own.
+        let junk = try alice.devtrust(["sign-challenge", "not base64!"])
+        #expect(junk.status == 2 && junk.stderr.contains("the challenge is not base64url"), "\(junk)")
+        #expect(!machine.audit.contains(challenge) && !machine.audit.contains(signed.output), "the audit shows a challenge or a signature")
+    }
+
+    /// `device-data` through the agent: the agent's collectors (a user's --claim refused for a measured
+    /// name, added only for one its policy allows), signed by the machine key (PyJWT).
+    @Test func deviceDataThroughTheAgentIsTheMachinesMeasurement() throws {
+        let machine = try MachineAgent(policy: #"{"allowedClientClaims": ["ticket"]}"#)
+        try machine.start()
+        let alice = try machine.user("alice")
+        let data = try alice.devtrust(["device-data", "--claim", "ticket=7"])
+        #expect(data.status == 0, "\(data)")
+        let checked = try #require(try CheckedDeviceToken.check([data.output], publicKey: try machine.publicKey()).first ?? nil, "\(data.output)")
+        let measured = try JSONParser.parse(try ProcessRunner.run(machine.binary, ["--keystore", machine.keystore, "attributes"],
+                                                                 environment: machine.agentEnvironment).stdout).objectValue ?? [:]
+        #expect(checked.claims["ticket"] == .string("7") && checked.claims["keyProtection"] == .string("software")
+                && checked.claims["diskEncryption"] == measured["diskEncryption"] && checked.claims["jti"] != nil, "\(checked.claims)")
+        #expect(checked.header["deviceId"] == nil, "\(checked.header)")
+        let forged = try alice.devtrust(["device-data", "--claim", "diskEncryption=true"])
+        #expect(forged.status == 2 && forged.stdout.isEmpty && forged.stderr.contains("--claim diskEncryption"), "\(forged)")
+        let unlisted = try alice.devtrust(["device-data", "--claim", "site=lab"])
+        #expect(unlisted.status == 2 && unlisted.stderr.contains("lets clients add only ticket"), "\(unlisted)")
+        let json = try alice.devtrust(["--json", "device-data"])
+        #expect((try JSONParser.parse(json.stdout).objectValue?["deviceData"]?.stringValue)?.hasPrefix("eyJ") == true, "\(json)")
+        #expect(machine.audit.contains("op=device-data jti=") && !machine.audit.contains("eyJ"))
+    }
+
+    /// A DPoP-bound app-native sign-in through the agent: its device token is the user's registration
+    /// of the machine key (the server takes it as theirs), its proofs are the machine key's (the agent
+    /// writes them), the tokens bound to that key; the sign-in is kept in the user's own keystore,
+    /// never in the machine's. A refresh and `dpop-proof` prove the same key; the resource takes it.
+    @Test func aDPoPSignInThroughTheAgent() throws {
+        let machine = try MachineAgent()
+        try machine.start()
+        let server = try ReferenceServer(["--dpop"])
+        let alice = try machine.user("alice")
+        let id = try Self.register(alice, as: "alice@example.com", at: server)
+        let jkt = try Self.thumbprint(machine)
+        let login = try alice.devtrust(["login", "--server", server.url, "--client-id", "devtrust-app", "--non-interactive", "--dpop"] + ReferenceServer.signInAnswers)
+        #expect(login.status == 0 && login.stderr.contains("DPoP-bound to the device key \(jkt)"), "\(login)")
+        let records = try server.get("/api/signin-records").arrayValue?.compactMap(\.objectValue) ?? []
+        #expect(records.last?["accepted"] == .bool(true) && records.last?["deviceId"] == .string(id) && records.last?["user"] == .string("alice@example.com"),
+                "\(records)")
+        // Hers, in her keystore; none in the machine's.
+        #expect(try Self.manifest(alice.home + "/data/devtrust")["signIns"]?.arrayValue?.count == 1)
+        #expect(try Self.manifest(machine.keystore)["signIns"] == .array([]))
+
+        let refreshed = try alice.devtrust(["access-token", "--refresh"])
+        #expect(refreshed.status == 0, "\(refreshed)")
+        let tokenEndpoint = server.url + "/oauth2/token"
+        let tokenProofs = try (server.get("/api/dpop-proofs").arrayValue ?? []).compactMap(\.stringValue)
+        #expect(tokenProofs.count >= 2, "\(tokenProofs)")
+        for proof in tokenProofs {
+            _ = try DPoPCheck.verify(proof, method: "POST", url: tokenEndpoint, jkt: jkt)
+        }
+        let resource = server.url + "/resource"
+        let proof = try alice.devtrust(["dpop-proof", "--method", "GET", "--url", resource + "?q=1"])
+        #expect(proof.status == 0, "\(proof)")
+        let checked = try DPoPCheck.verify(proof.output, method: "GET", url: resource, accessToken: refreshed.output, jkt: jkt)
+        #expect(Set((checked?["header"]?.objectValue ?? [:]).members.map(\.key)) == ["typ", "alg", "jwk"], "\(String(describing: checked))")
+        let answer = try DPoPCheck.curl(resource, headers: ["Authorization: DPoP \(refreshed.output)", "DPoP: \(proof.output)"])
+        #expect(answer.status == "200" && answer.body.contains(jkt), "\(answer)")
+        let json = try JSONParser.parse(try alice.devtrust(["--json", "dpop-proof", "--method", "POST", "--url", resource, "--nonce", "n-1"]).stdout).objectValue
+        #expect(json?["jkt"] == .string(jkt))
+        _ = try DPoPCheck.verify(json?["proof"]?.stringValue ?? "", method: "POST", url: resource, accessToken: refreshed.output, nonce: "n-1", jkt: jkt)
+        #expect(machine.audit.contains("uid=\(alice.account.uid) ") && machine.audit.contains("op=dpop-proof server=\"\(server.url)\" jti="))
+        #expect(machine.audit.contains("op=sign-in-token server=\"\(server.url)\" jti="))
+        #expect(!machine.audit.contains("eyJ") && !machine.audit.contains("/resource"), "\(machine.audit)")
+    }
+
+    /// `authorize-url`'s device token and the native host's come from the agent: each user's own
+    /// registration of the machine key (the server takes them as that user's), PyJWT verifies them
+    /// with the machine key; a user with no registration gets none.
+    @Test func authorizeURLAndTheNativeHostThroughTheAgent() throws {
+        let machine = try MachineAgent()
+        try machine.start()
+        let server = try ReferenceServer()
+        let alice = try machine.user("alice"), bob = try machine.user("bob")
+        let id = try Self.register(alice, as: "alice@example.com", at: server)
+        let url = try alice.devtrust(["authorize-url", "--server", server.url, "--client-id", "devtrust-app", "--redirect-uri", "https://app.example/callback"])
+        #expect(url.status == 0, "\(url)")
+        let query = URLComponents(string: url.output)?.queryItems ?? []
+        let deviceToken = try #require(query.first { $0.name == "device_token" }?.value, "\(url.output)")
+        let check = try Self.deviceCheck(deviceToken, at: server)
+        #expect(check["accepted"] == .bool(true) && check["deviceId"] == .string(id) && check["user"] == .string("alice@example.com"), "\(check)")
+        let bobsURL = try bob.devtrust(["authorize-url", "--server", server.url, "--client-id", "devtrust-app", "--redirect-uri", "https://app.example/callback"])
+        #expect(bobsURL.status == 0 && !bobsURL.output.contains("device_token"), "\(bobsURL)")
+        #expect(bobsURL.stderr.contains("signing in without a device token"), "\(bobsURL.stderr)")
+
+        let navigation = server.url + "/oauth2/authorize?client_id=devtrust-app&response_type=code"
+        let messages = [NativeHostTests.config, NativeHostTests.token(navigation, id: 1)].flatMap(NativeMessaging.frame)
+        func host(_ user: MachineUser) throws -> NativeHostRun {
+            let (runner, words) = user.account.command(machine.binary, [NativeMessaging.chromiumCaller], environment: user.environment)
+            return try NativeHostRun(runner, words, environment: ["PATH": "/usr/bin:/bin"], input: messages)
+        }
+        let hers = try host(alice)
+        #expect(hers.status == 0 && hers.replies.count == 2, "\(hers)")
+        #expect(hers.replies.first??["authorizationEndpoints"] == .array([.string(server.url + "/oauth2/authorize")]), "\(hers)")
+        let token = try #require(hers.replies.last??["token"]?.stringValue, "\(hers)")
+        let verified = try #require(try CheckedDeviceToken.check([token], publicKey: try machine.publicKey()).first ?? nil)
+        #expect(verified.header["deviceId"] == .string(id))
+        #expect(try Self.deviceCheck(token, at: server)["user"] == .string("alice@example.com"))
+        let his = try host(bob)
+        #expect(his.replies.last??["error"] == .string("not_registered"), "\(his)")
+        #expect(machine.audit.contains("uid=\(alice.account.uid) ") && machine.audit.contains("op=token server=\"\(server.url)\" jti="))
+    }
+
+    /// `reset` as a user: their sign-ins revoked and deleted (their own keystore), then the agent
+    /// forgets their registrations, and only theirs: another user's registrations and the machine key
+    /// stay. A client cannot name whose registrations go (the kernel says whose), nor reset the machine.
+    @Test func resetForgetsOnlyTheCallersRegistrations() throws {
+        let machine = try MachineAgent()
+        try machine.start()
+        let server = try ReferenceServer()
+        let alice = try machine.user("alice"), bob = try machine.user("bob")
+        _ = try Self.register(alice, as: "alice@example.com", at: server)
+        let bobID = try Self.register(bob, as: "bob@example.com", at: server)
+        let machineKey = try machine.publicKey()
+        let login = try alice.devtrust(["login", "--server", server.url, "--client-id", "devtrust-app", "--non-interactive"] + ReferenceServer.signInAnswers)
+        #expect(login.status == 0, "\(login)")
+
+        // Alice asks the agent to forget Bob's: a field the agent does not take.
+        let named = try alice.rawClient("request", [#"{"v":1,"op":"forget-registrations","uid":\#(bob.account.uid)}"#])
+        #expect(named.stdout.contains("unknown field \\\"uid\\\"") && !named.stdout.contains("\"ok\""), "\(named)")
+
+        // Off a terminal, nothing goes without --yes.
+        let unconfirmed = try alice.devtrust(["reset"])
+        #expect(unconfirmed.status == 2 && unconfirmed.stderr.contains("reset forgets your registrations; confirm with --yes when not at a terminal"),
+                "\(unconfirmed)")
+        let reset = try alice.devtrust(["reset", "--yes"])
+        #expect(reset.status == 0, "\(reset)")
+        #expect(reset.stderr.contains("revoked the") && reset.stderr.contains("deleted 1 sign-in(s) from \(alice.home)/data/devtrust"), "\(reset.stderr)")
+        #expect(reset.stderr.contains("the devtrust agent at \(machine.socket) forgot your 1 registration(s) (with \(server.url)); "
+                                      + "the machine's key and other users' registrations stay"), "\(reset.stderr)")
+        let status = try JSONParser.parse(try alice.devtrust(["status", "--json"]).stdout).objectValue
+        #expect(status?["registrations"] == .array([]) && status?["signIns"] == .array([]), "\(String(describing: status))")
+        let gone = try alice.devtrust(["token"])
+        #expect(gone.status == 3 && gone.stdout.isEmpty, "\(gone)")
+        let again = try alice.devtrust(["reset", "--yes"])
+        #expect(again.status == 0 && again.stderr.contains("nothing to reset: you have no registrations at the devtrust agent"), "\(again)")
+
+        // Bob's registration and the machine key are where they were.
+        let bobs = try bob.devtrust(["token"])
+        #expect(bobs.status == 0, "\(bobs)")
+        #expect(try Self.header(bobs.output)["deviceId"] == .string(bobID))
+        #expect(try Self.deviceCheck(bobs.output, at: server)["user"] == .string("bob@example.com"))
+        #expect(try machine.publicKey() == machineKey && (try bob.devtrust(["pubkey"]).output) == machineKey)
+        let owners = try Self.manifest(machine.keystore)["registrations"]?.arrayValue?.compactMap { $0.objectValue?["uid"]?.int64Value }
+        #expect(owners == [Int64(bob.account.uid)], "\(String(describing: owners))")
+        // The machine keystore is reset only by root naming it: a user cannot even open it.
+        let machineReset = try alice.devtrust(["--keystore", machine.keystore, "reset", "--yes"])
+        #expect(machineReset.status == 7, "\(machineReset)")
+        #expect(try machine.publicKey() == machineKey)
+        #expect(machine.audit.contains("uid=\(alice.account.uid) ") && machine.audit.contains("op=forget-registrations outcome=\"ok: forgot 1 registration(s)\""))
+    }
+
+    /// A client gives a DPoP proof only its method, URL, nonce and access token's hash: a header, a
+    /// claim, a key or a time of its own is refused, as is a field a proof could not carry; the proof
+    /// the agent writes has its header and claims and no others (jwcrypto, PyJWT).
+    @Test func aClientCannotWriteADPoPProofsHeaderOrClaims() throws {
+        let machine = try MachineAgent()
+        try machine.start()
+        let alice = try machine.user("alice")
+        let base = #""v":1,"op":"dpop-proof","method":"GET","url":"https://r.example/a""#
+        let refused: [(String, String)] = [
+            (#"{\#(base),"header":{"typ":"JWT","alg":"ES256"}}"#, "unknown field \\\"header\\\""),
+            (#"{\#(base),"claims":[["sub","alice"]]}"#, "unknown field \\\"claims\\\""),
+            (#"{\#(base),"typ":"JWT"}"#, "unknown field \\\"typ\\\""),
+            (#"{\#(base),"jwk":{"kty":"EC"}}"#, "unknown field \\\"jwk\\\""),
+            (#"{\#(base),"iat":4102444800}"#, "unknown field \\\"iat\\\""),
+            (#"{\#(base),"jti":"mine"}"#, "unknown field \\\"jti\\\""),
+            (#"{"v":1,"op":"dpop-proof","method":"get","url":"https://r.example/a"}"#, "must be an HTTP method in upper case"),
+            (#"{"v":1,"op":"dpop-proof","method":"GET\",\"sub\":\"x","url":"https://r.example/a"}"#, "must be an HTTP method"),
+            (#"{"v":1,"op":"dpop-proof","method":"GET","url":"https://r.example/a\",\"sub\":\"x"}"#, "must be printable ASCII without spaces, quotes"),
+            (#"{"v":1,"op":"dpop-proof","method":"GET","url":"eyJhbGciOiJub25lIn0.e30"}"#, "must be an https:// (or http://) URL"),
+            (#"{\#(base),"nonce":"a\"b"}"#, "field \\\"nonce\\\": must be 1 to 4096 characters"),
+            (#"{\#(base),"ath":"e30.e30"}"#, "field \\\"ath\\\": must be a SHA-256 hash"),
+        ]
+        let replies = try alice.rawClient("each", refused.map(\.0)).stdout.split(separator: "\n").map(String.init)
+        #expect(replies.count == refused.count, "\(replies)")
+        for ((request, words), reply) in zip(refused, replies) {
+            #expect(reply.contains(words) && reply.contains("\"usage\"") && !reply.contains("\"ok\""), "\(request): \(reply)")
+        }
+        // What a proof carries, and nothing else: ath is the hash of the token "at".
+        let ath = "sda5G2fCr6XjIpiNlGJjjTVN34oe9526mH-BXCK0uu4"
+        let reply = try JSONParser.parse(try alice.rawClient("request", [#"{"v":1,"op":"dpop-proof","method":"PATCH","url":"HTTPS://R.example:443/a/b?x=1#f","nonce":"n!1","ath":"\#(ath)"}"#]).stdout)
+        let proof = try #require(reply.objectValue?["ok"]?.objectValue?["proof"]?.stringValue, "\(reply)")
+        let checked = try DPoPCheck.verify(proof, method: "PATCH", url: "https://r.example/a/b", accessToken: "at", nonce: "n!1", jkt: try Self.thumbprint(machine))
+        #expect(Set((checked?["header"]?.objectValue ?? [:]).members.map(\.key)) == ["typ", "alg", "jwk"], "\(String(describing: checked))")
+        #expect(checked?["header"]?.objectValue?["typ"] == .string("dpop+jwt"))
+        #expect(Set((checked?["claims"]?.objectValue ?? [:]).members.map(\.key)) == ["jti", "htm", "htu", "iat", "nonce", "ath"], "\(String(describing: checked))")
+        #expect(!machine.audit.contains(proof) && !machine.audit.contains("/a/b"), "\(machine.audit)")
+    }
+
+    /// `doctor` through the agent: the agent's check; a user with a key of their own is told that the
+    /// agent stands in for it and how to move (as `status` says it); a user without one is not told
+    /// to make one.
+    @Test func doctorSaysWhenTheAgentStandsInForAUsersOwnKey() throws {
+        let machine = try MachineAgent()
+        try machine.start()
+        let alice = try machine.user("alice"), bob = try machine.user("bob")
+        #expect(try alice.devtrust(["init", "--backend", "software", "-q"], environment: ["DEVTRUST_TCTI": "device:/nonexistent"]).status == 0)
+        let ownKeystore = alice.home + "/data/devtrust"
+        func checks(_ user: MachineUser) throws -> [String: JSONObject] {
+            let doctor = try user.devtrust(["doctor", "--json"], environment: ["DEVTRUST_TCTI": "device:/nonexistent"])
+            var checks = [String: JSONObject]()
+            for case let .object(check) in try JSONParser.parse(doctor.stdout).objectValue?["checks"]?.arrayValue ?? [] {
+                if let id = check["id"]?.stringValue { checks[id] = check }
+            }
+            return checks
+        }
+        let hers = try checks(alice)
+        let agent = try #require(hers["agent"], "\(hers.keys)")
+        #expect(agent["verdict"] == .string("warn") && agent["detail"]?.stringValue?.contains("the devtrust agent at \(machine.socket) answers for the device key") == true
+                && agent["detail"]?.stringValue?.contains("your own keystore \(ownKeystore) holds a key too") == true, "\(agent)")
+        #expect(agent["fix"]?.stringValue?.contains("`devtrust --keystore \(ownKeystore) reset --yes`") == true, "\(agent)")
+        #expect(hers["key.signs"]?["verdict"] == .string("pass"), "\(String(describing: hers["key.signs"]))")
+        let his = try checks(bob)
+        #expect(his["agent"]?["verdict"] == .string("pass"), "\(String(describing: his["agent"]))")
+        #expect(his["key.signs"]?["verdict"] == .string("skip") && his["key.signs"]?["detail"]?.stringValue?.contains("the devtrust agent's machine key is used") == true,
+                "\(String(describing: his["key.signs"]))")
+    }
+
+    /// What the agent says when it cannot do what was asked names the next step that works through it:
+    /// a completion it answered no step for (register again; the server's record stays), and a user
+    /// with as many registrations as it keeps (`status` lists them, `reset` forgets them), refused
+    /// before anything is signed.
+    @Test func theAgentsRefusalsNameTheRightNextStep() throws {
+        let machine = try MachineAgent(policy: #"{"rateLimit": {"burst": 1000, "perSecond": 100}}"#)
+        try machine.start()
+        let alice = try machine.user("alice")
+        let complete = try JSONParser.parse(try alice.rawClient("request", [#"{"v":1,"op":"registration-complete","server":"https://x.example","registrationId":"r-0","flowType":"REGISTRATION"}"#]).stdout)
+        let error = complete.objectValue?["error"]?.objectValue
+        #expect(error?["summary"]?.stringValue == "https://x.example completed the registration r-0, but the devtrust agent answered no Device Registration step r-0 "
+                + "for you (it restarted since, or the step was answered over an hour ago), so it recorded nothing", "\(complete)")
+        #expect(error?["hint"]?.objectValue?["text"]?.stringValue == "run `devtrust register --server https://x.example` again; the server keeps the device record r-0: "
+                + "remove it at the server (the user's or an administrator's device list)", "\(complete)")
+
+        let limit = 32
+        var requests = [String]()
+        for index in 0..<limit {
+            requests.append(#"{"v":1,"op":"registration-step","server":"https://s\#(index).example","registrationId":"r-\#(index)","challenge":"\#(Self.randomChallenge())","requiredParams":["publicKey","signature"]}"#)
+            requests.append(#"{"v":1,"op":"registration-complete","server":"https://s\#(index).example","registrationId":"r-\#(index)","flowType":"REGISTRATION"}"#)
+        }
+        let made = try alice.rawClient("each", requests).stdout.split(separator: "\n")
+        #expect(made.count == 2 * limit && made.allSatisfy { $0.contains("\"ok\"") }, "\(made.filter { !$0.contains("\"ok\"") })")
+        let over = try JSONParser.parse(try alice.rawClient("request", [#"{"v":1,"op":"registration-step","server":"https://more.example","registrationId":"r-more","challenge":"\#(Self.randomChallenge())","requiredParams":["publicKey","signature"]}"#]).stdout)
+        let refusal = over.objectValue?["error"]?.objectValue
+        #expect(refusal?["summary"]?.stringValue == "the devtrust agent keeps at most \(limit) registrations for one user of this machine, and you have that many", "\(over)")
+        #expect(refusal?["hint"]?.objectValue?["text"]?.stringValue?.hasPrefix("nothing was signed or registered: `devtrust status` lists yours; `devtrust reset` forgets them all") == true,
+                "\(over)")
+        #expect(over.objectValue?["ok"] == nil)
+        // The steps it names work: status lists them, reset forgets them.
+        let status = try JSONParser.parse(try alice.devtrust(["status", "--json"]).stdout).objectValue
+        #expect(status?["registrations"]?.arrayValue?.count == limit)
+        let reset = try alice.devtrust(["reset", "--yes"])
+        #expect(reset.status == 0 && reset.stderr.contains("forgot your \(limit) registration(s)"), "\(reset)")
+    }
+}

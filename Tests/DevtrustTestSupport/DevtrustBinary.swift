@@ -54,10 +54,16 @@ public struct DevtrustBinary: DevtrustRunner, Sendable {
 
     /// A copy of a file (the binary, a script) that another user can run: in `directory`, mode
     /// 0755. The checkout may sit where other users cannot enter (a 0700 home, a mktemp folder).
+    /// Written by install(1), in a process of its own: a file this process held open for writing
+    /// would be inherited by a process another test starts meanwhile, and running the copy would
+    /// then fail with ETXTBSY ("Text file busy") for as long as that process lives.
     public static func copyForOtherUsers(_ source: String, into directory: String) -> String {
         let target = directory + "/" + URL(fileURLWithPath: source).lastPathComponent
-        _ = FileManager.default.createFile(atPath: target, contents: FileManager.default.contents(atPath: source))
-        chmod(target, 0o755)
+        if (try? ProcessRunner.run("/usr/bin/install", ["-m", "0755", source, target]))?.status != 0 {
+            // Without install(1): a copy written here, which running it then finds as it is.
+            _ = FileManager.default.createFile(atPath: target, contents: FileManager.default.contents(atPath: source))
+            chmod(target, 0o755)
+        }
         return target
     }
 

@@ -10,6 +10,7 @@ Usage: agent_client.py COMMAND SOCKET [ARGS...]
                                  a Device Registration step with CHALLENGE (base64url) for a server
                                  of the client's choosing: prints the signature when the agent
                                  signed, else its refusal on stderr and exits 1 (jws_oracle.py collect)
+  each SOCKET JSON...            each request in turn, one connection each; prints one reply per line
   repeat SOCKET COUNT JSON       the request COUNT times, one after the other as fast as it can;
                                  prints one reply per line
   hold SOCKET COUNT HEX          opens COUNT connections, sends HEX on each (may be empty), prints
@@ -71,6 +72,9 @@ def main():
     command, path = sys.argv[1], sys.argv[2]
     if command == "request":
         print(json.dumps(exchange(path, frame(json.loads(sys.argv[3])))))
+    elif command == "each":
+        for text in sys.argv[3:]:
+            print(json.dumps(exchange(path, frame(json.loads(text)))), flush=True)
     elif command == "repeat":
         data = frame(json.loads(sys.argv[4]))
         for _ in range(int(sys.argv[3])):

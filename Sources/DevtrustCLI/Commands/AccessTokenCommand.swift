@@ -32,7 +32,7 @@ enum AccessTokenCommand: DevtrustCommand {
         let record = try store.signIn(server: options.server, discovery: options.discovery)
         let oauth = HTTPClientSettings(context, configuration: try context.configuration()).oauthClient(context)
         let tokens = try SignInRefresh.freshTokens(record, in: store, oauth: oauth, forced: options.refresh, dpop: { jkt, tokenEndpoint in
-            try context.dpopKey.binding(store: store, boundTo: jkt, tokenEndpoint: tokenEndpoint, deadline: .command(context, doing: "signing a DPoP proof"))
+            try context.dpopBinding(boundTo: jkt, tokenEndpoint: tokenEndpoint, store: store, command: Options.spec.name)
         }, refreshing: { context.detail("refreshing the access token") })
         if let note = tokens.idTokenNote { context.warn(note) }
         context.output(context.json ? JSONWriter.string(.object(document(tokens))) : tokens.accessToken)

@@ -1,3 +1,4 @@
+import DevtrustAgent
 import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
@@ -52,11 +53,20 @@ enum DPoPProofCommand: DevtrustCommand {
             throw UsageError("--nonce must be the DPoP-Nonce header's value (1 to \(DPoPProofMinter.maximumNonceLength) characters of printable ASCII other than space, \" and \\)",
                              command: Options.spec.name)
         }
+        // The sign-in is in your own keystore, with or without the agent.
         let store = try context.deviceStore()
-        // A TPM that never answers must not hold a script's $(devtrust dpop-proof) for ever, as for token.
-        let (proof, jkt) = try SigningDeadline.command(context, doing: "loading the device key and signing the proof").bounding {
-            try context.dpopKey.proof(store: store, method: options.method, url: options.url, nonce: options.nonce,
-                                      server: options.server, discovery: options.discovery)
+        let proof: String, jkt: String
+        switch try context.deviceAccess(command: Options.spec.name) {
+        case let .agent(agent):
+            // The agent writes the proof (header and claims) with the machine key; this side sends the method, URL, nonce and the token's hash.
+            (proof, jkt) = try context.dpopKey.proof(signIns: store, method: options.method, url: options.url, nonce: options.nonce,
+                                                     server: options.server, discovery: options.discovery) { AgentDPoPProofs(agent: agent, boundTo: $0) }
+        case .keystore:
+            // A TPM that never answers must not hold a script's $(devtrust dpop-proof) for ever, as for token.
+            (proof, jkt) = try SigningDeadline.command(context, doing: "loading the device key and signing the proof").bounding {
+                try context.dpopKey.proof(store: store, method: options.method, url: options.url, nonce: options.nonce,
+                                          server: options.server, discovery: options.discovery)
+            }
         }
         context.output(context.json ? JSONWriter.string(.object(["proof": .string(proof), "jkt": .string(jkt)])) : proof)
     }

@@ -1,4 +1,5 @@
 import CProcessHardening
+import DevtrustAgent
 import DevtrustBrowser
 import DevtrustConfig
 import DevtrustErrors
@@ -41,16 +42,39 @@ enum NativeHostCommand: DevtrustCommand {
         }
     }
 
-    /// What the host takes from this run: the configuration (read for every message), the device-token
-    /// service over the run's keystore, clocks, randomness and posture, the run's HTTP settings (its
+    /// What the host takes from this run: the configuration (read for every message), the device: the
+    /// device-token service over the run's keystore, clocks, randomness and posture, or the system
+    /// agent (your registrations of the machine key, its posture); the run's HTTP settings (its
     /// clients measure the servers' clocks), the cache, the clock, and stderr for its log.
     static func services(_ context: CommandContext) -> NativeHostServices {
         NativeHostServices(
             configuration: { () throws(ConfigError) in try context.configuration() },
-            deviceTokens: { try context.deviceTokens($0) },
+            device: { configuration in
+                switch try context.deviceAccess(command: Options.spec.name) {
+                case let .agent(agent): agentDevice(agent)
+                case .keystore: NativeHostDevice(try context.deviceTokens(configuration))
+                }
+            },
             httpOptions: { HTTPClientSettings(context, configuration: $0).options },
             httpClient: { HTTPClientSettings(options: $0).client(context) },
             cache: context.cacheDirectory, clock: context.environment.clock, log: { context.warn($0) },
             deadlineExitStatus: ExitCode.failure.rawValue)
+    }
+
+    /// The machine key through the system agent: the registrations it shows you (yours), a token for
+    /// one of them named by its id (the agent serves only yours), signed within the host's deadline.
+    static func agentDevice(_ agent: AgentClient) -> NativeHostDevice {
+        // The machine keystore as the agent's last status named it, for the error that it holds no key.
+        final class Named: @unchecked Sendable { var keystore = "?" }
+        let named = Named()
+        return NativeHostDevice(state: {
+            let (state, keystore) = try agent.ownState()
+            named.keystore = keystore
+            return state
+        }, noKey: {
+            AgentNoMachineKey(socket: agent.socket, keystore: named.keystore)
+        }, deviceToken: { registration, deadline in
+            try deadline.bounding { try agent.token(server: registration.server, deviceID: registration.registrationId, claims: []) }
+        })
     }
 }

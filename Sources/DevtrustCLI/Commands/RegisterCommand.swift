@@ -169,14 +169,9 @@ enum RegisterCommand: DevtrustCommand {
     /// collectors, the claims its policy allows) and records the registration for this user at COMPLETE.
     private static func agentKey(_ agent: AgentClient, _ context: CommandContext, _ options: Options, server: ServerURL,
                                  claims: [(String, String)]) throws -> RegistrationKey {
-        let status = try agent.call(.status)
-        let previous = (status["registrations"]?.arrayValue ?? []).compactMap { value -> RegistrationRecord? in
-            guard let record = value.objectValue, let id = record["registrationId"]?.stringValue, let recorded = record["server"]?.stringValue,
-                  RegistrationSelector.sameServer(recorded, server.description) else { return nil }
-            return RegistrationRecord(registrationId: id, server: recorded, flowType: record["flowType"]?.stringValue ?? "",
-                                      keyFingerprint: record["keyFingerprint"]?.stringValue ?? "", registeredAt: record["registeredAt"]?.stringValue ?? "")
-        }.first
-        context.detail("the device key: the devtrust agent at \(agent.socket) (its keystore \(status["keystore"]?.stringValue ?? "?"))")
+        let (state, keystore) = try agent.ownState()
+        let previous = state.registrations.first { RegistrationSelector.sameServer($0.server, server.description) }
+        context.detail("the device key: the devtrust agent at \(agent.socket) (its keystore \(keystore))")
         let responder = AgentRegistrationResponder(agent: agent, server: server.description, claims: claims,
                                                    deviceModel: options.deviceModel ?? DeviceModel.detect())
         return RegistrationKey(previous: previous, responder: responder, record: { result in

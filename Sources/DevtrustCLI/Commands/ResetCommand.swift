@@ -1,3 +1,4 @@
+import DevtrustAgent
 import DevtrustConfig
 import DevtrustDevice
 import DevtrustEncoding
@@ -26,6 +27,10 @@ enum ResetCommand: DevtrustCommand {
     static let revocationRequestTimeoutSeconds = 10
 
     static func run(_ context: CommandContext, _ options: Options) throws {
+        if case let .agent(agent) = try context.deviceAccess(command: Options.spec.name) {
+            // The machine keystore is the machine's: root resets it by naming it (`--keystore`), nobody through the agent.
+            return try resetThroughAgent(context, options, agent)
+        }
         let store = try context.deviceStore()
         let keystore = store.keystore
         let state: KeystoreState
@@ -58,6 +63,58 @@ enum ResetCommand: DevtrustCommand {
             let handle = TPMHandle.format(parent)
             context.info("left the TPM's storage root key at \(handle) in place: keys of other keystores and programs (tpm2-openssl, systemd) may use it, and it holds no secret; if nothing does, `tpm2_evictcontrol -C o -c \(handle)` removes it")
         }
+    }
+
+    /// `reset` with the system agent: your sign-ins (in your own keystore) revoked and deleted, then
+    /// your registrations of the machine key forgotten by the agent. The machine key and other users'
+    /// registrations stay; a key of your own in your keystore too (`--keystore DIR reset` deletes it).
+    private static func resetThroughAgent(_ context: CommandContext, _ options: Options, _ agent: AgentClient) throws {
+        let store = try context.deviceStore()
+        let keystore = store.keystore
+        var own = KeystoreState()
+        do {
+            own = try store.state()
+        } catch let error as KeystoreError where Keystore.isDamage(error) {
+            context.warn("your own keystore \(keystore.path) is damaged (\(error)), so its sign-ins cannot be revoked; "
+                         + "`devtrust --keystore \(keystore.path) reset --yes` moves it aside")
+        }
+        let (agentState, agentKeystore) = try agent.ownState()
+        let registrations = agentState.registrations
+        guard !registrations.isEmpty || !own.signIns.isEmpty else {
+            context.info("nothing to reset: you have no registrations at the devtrust agent (\(agent.socket)) and no sign-ins in \(keystore.path)")
+            return
+        }
+        if !options.yes {
+            var items = [String]()
+            if !own.signIns.isEmpty { items.append("revoke and delete " + signInsText(own.signIns) + " in \(keystore.path)") }
+            if !registrations.isEmpty { items.append("have the devtrust agent forget " + registrationsText(registrations)) }
+            let text = listed(items)
+            let question = text.prefix(1).uppercased() + String(text.dropFirst()) + "? The machine's key stays"
+                + (registrations.isEmpty ? "" : "; you will have to register again") + ". [y/N] "
+            guard try confirm(context, question, refusal: "reset forgets your registrations; confirm with --yes when not at a terminal") else { return }
+        }
+        revokeSignIns(context, store: store, own.signIns)
+        for record in own.signIns { try store.removeSignIn(record) }
+        if !own.signIns.isEmpty { context.success("deleted \(own.signIns.count) sign-in(s) from \(keystore.path)") }
+        let forgotten = try agent.forgetRegistrations()
+        let servers = forgotten.compactMap { $0["server"]?.stringValue }
+        context.success("the devtrust agent at \(agent.socket) forgot your \(forgotten.count) registration(s)"
+                        + (servers.isEmpty ? "" : " (with " + servers.joined(separator: ", ") + ")")
+                        + "; the machine's key and other users' registrations stay")
+        if let note = OwnKeystoreNote(state: own, path: keystore.path, agentKeystore: agentKeystore, agentKey: agentState.key?.fingerprint) {
+            let key = note.key
+            context.info("your own keystore \(keystore.path) still holds a key (\(key.backend.rawValue), fingerprint \(key.fingerprint)) and "
+                         + "\(own.registrations.count) registration(s), which devtrust does not use while the agent answers: "
+                         + "`devtrust --keystore \(keystore.path) reset --yes` deletes them")
+        }
+    }
+
+    private static func signInsText(_ signIns: [SignInRecord]) -> String {
+        "\(signIns.count) sign-in(s) (at " + signIns.map { $0.server ?? $0.discovery ?? "?" }.joined(separator: ", ") + ")"
+    }
+
+    private static func registrationsText(_ registrations: [RegistrationRecord]) -> String {
+        "your \(registrations.count) registration(s) (with " + registrations.map(\.server).joined(separator: ", ") + ")"
     }
 
     /// What the prompt says will go: the key, the registrations with their servers, the sign-ins.

@@ -1,3 +1,4 @@
+import DevtrustAgent
 import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
@@ -23,21 +24,25 @@ enum SignChallengeCommand: DevtrustCommand {
             throw UsageError("give the challenge as an argument, or pipe it in with `-`", command: "sign-challenge")
         }
         let challenge = try context.textArgument(argument, name: "the challenge", limit: 65_536)
-        let bytes: [UInt8]
-        do {
-            bytes = try Base64URL.decode(challenge, padding: .optional)
-        } catch {
-            throw UsageError("the challenge is not base64url (padded or not): \(error)", command: "sign-challenge")
+        let der: [UInt8]
+        switch try context.deviceAccess(command: Options.spec.name) {
+        case let .agent(agent):
+            // The agent decides what it signs (the same guard, applied there): this side checks only the syntax.
+            _ = try ChallengePolicy.decodedChallenge(challenge)
+            guard challenge.utf8.count <= AgentRequest.maximumSignedChallengeLength else {
+                throw UsageError("through the devtrust agent, a challenge is at most \(AgentRequest.maximumSignedChallengeLength) characters of base64url",
+                                 command: Options.spec.name)
+            }
+            if context.verbose { context.detail("the device key: the devtrust agent at \(agent.socket) (it applies the challenge guard itself)") }
+            der = try agent.signChallenge(challenge)
+        case .keystore:
+            let bytes = try ChallengePolicy.signableChallenge(challenge)
+            let store = try context.deviceStore()
+            der = try SigningDeadline.command(context, doing: "signing the challenge").bounding {
+                try store.loadKey().key.sign(message: bytes)
+            }.der
         }
-        guard !bytes.isEmpty else { throw UsageError("the challenge is empty", command: "sign-challenge") }
-        if let refusal = ChallengePolicy.refusal(bytes) {
-            throw UsageError("devtrust refuses to sign this challenge: \(refusal)", command: "sign-challenge")
-        }
-        let store = try context.deviceStore()
-        let signature = try SigningDeadline.command(context, doing: "signing the challenge").bounding {
-            try store.loadKey().key.sign(message: bytes)
-        }
-        let encoded = Base64.encode(signature.der)
+        let encoded = Base64.encode(der)
         context.output(context.json ? JSONWriter.string(.object(["signature": .string(encoded)])) : encoded)
     }
 }

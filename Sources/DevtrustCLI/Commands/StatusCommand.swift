@@ -132,12 +132,9 @@ enum StatusCommand: DevtrustCommand {
         let ownState = (try? own?.state()) ?? nil
         let signIns = ownState?.signIns ?? []
         let tokens = signIns.map { record in own.flatMap { try? $0.tokens(of: record) } }
-        let ownKeyNote = ownState?.key.map { ownKey in
-            "your own keystore \(own!.keystore.path) holds a key too (\(ownKey.backend.rawValue), fingerprint \(ownKey.fingerprint)) and "
-                + "\(ownState!.registrations.count) registration\(ownState!.registrations.count == 1 ? "" : "s"), which devtrust does not use while the agent answers: "
-                + "`devtrust --keystore \(own!.keystore.path) ...` (or DEVTRUST_KEYSTORE) still uses them; to move, "
-                + "`devtrust register --server URL` again through the agent, then `devtrust --keystore \(own!.keystore.path) reset --yes`"
-        }
+        let ownKey = ownState.flatMap { OwnKeystoreNote(state: $0, path: own!.keystore.path, agentKeystore: agentKeystore,
+                                                        agentKey: key?["fingerprint"]?.stringValue) }
+        let ownKeyNote = ownKey?.text
         if context.json {
             var document: JSONObject = ["agent": .object(["socket": .string(agent.socket), "policy": result["policy"] ?? .null]),
                                         "keystore": .string(agentKeystore)]
@@ -149,9 +146,9 @@ enum StatusCommand: DevtrustCommand {
             }
             document["registrations"] = .array(registrations)
             document["signIns"] = signInsJSON(signIns, tokens: tokens)
-            document["ownKeystore"] = ownState?.key.map { ownKey in
-                .object(["path": .string(own!.keystore.path), "fingerprint": .string(ownKey.fingerprint),
-                         "registrations": .integer(ownState!.registrations.count), "note": .string(ownKeyNote ?? "")])
+            document["ownKeystore"] = ownKey.map { note in
+                .object(["path": .string(note.path), "fingerprint": .string(note.key.fingerprint),
+                         "registrations": .integer(Int64(note.registrations)), "note": .string(note.text)])
             } ?? .null
             context.output(JSONWriter.string(.object(document)))
             return
@@ -250,4 +247,36 @@ enum StatusCommand: DevtrustCommand {
         document["signIns"] = .array([])
         return document
     }
+}
+
+/// A user's own keystore that holds a key while the system agent stands in for it: what `status`
+/// and `doctor` say of it, and the way to keep using it or to move.
+struct OwnKeystoreNote {
+    let path: String
+    let key: KeyRecord
+    let registrations: Int
+
+    /// Nil when the keystore holds no key, or the agent's key (root's keystore is the machine
+    /// keystore, /var/lib/devtrust): then there is nothing the agent stands in for.
+    /// `agentKeystore`, `agentKey`: the agent's keystore and key fingerprint, as it says them.
+    init?(state: KeystoreState, path: String, agentKeystore: String?, agentKey: String?) {
+        guard let key = state.key, key.fingerprint != agentKey, path != agentKeystore else { return nil }
+        self.path = path
+        self.key = key
+        registrations = state.registrations.count
+    }
+
+    /// What there is, and that it is not used.
+    var what: String {
+        "your own keystore \(path) holds a key too (\(key.backend.rawValue), fingerprint \(key.fingerprint)) and "
+            + "\(registrations) registration\(registrations == 1 ? "" : "s"), which devtrust does not use while the agent answers"
+    }
+
+    /// How to keep using it, or to move.
+    var way: String {
+        "`devtrust --keystore \(path) ...` (or DEVTRUST_KEYSTORE) still uses them; to move, "
+            + "`devtrust register --server URL` again through the agent, then `devtrust --keystore \(path) reset --yes`"
+    }
+
+    var text: String { what + ": " + way }
 }

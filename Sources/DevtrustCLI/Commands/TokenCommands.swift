@@ -1,3 +1,4 @@
+import DevtrustAgent
 import DevtrustCore
 import DevtrustDevice
 import DevtrustEncoding
@@ -19,6 +20,13 @@ enum DeviceDataCommand: DevtrustCommand {
 
     static func run(_ context: CommandContext, _ options: Options) throws {
         let claims = try ClaimOption.parse(options.claims, command: Options.spec.name)
+        if case let .agent(agent) = try context.deviceAccess(command: Options.spec.name) {
+            // The agent's collectors and the claims its policy allows, as for `token`.
+            if context.verbose { context.detail("the device key: the devtrust agent at \(agent.socket) (its keystore, its posture)") }
+            let deviceData = try agent.deviceData(claims: claims)
+            context.output(context.json ? JSONWriter.string(.object(["deviceData": .string(deviceData)])) : deviceData)
+            return
+        }
         let deviceTokens = try context.deviceTokens(try context.configuration())
         let deviceData = try deviceTokens.deviceData(addedClaims: claims, deadline: .command(context, doing: "signing the deviceData"))
         context.output(context.json ? JSONWriter.string(.object(["deviceData": .string(deviceData)])) : deviceData)
