@@ -575,3 +575,47 @@ enum DPoPCheck {
         #expect(json.contains(#""tokenType":"Bearer""#) && !json.contains("dpopJkt"), "\(json)")
     }
 }
+
+/// DPoP through the system agent at glewlwyd (mandatory nonces, rotating every 4 proofs), as a real
+/// user: the sign-in is theirs (in their own keystore), its proofs are the agent's, signed with the
+/// machine key, so glewlwyd binds the tokens to the machine key's thumbprint; refresh keeps proving it
+/// across nonce rotations, and the agent's audit names each proof.
+@Suite(.enabled(if: GlewlwydPeer.shouldRun && LocalUser.canMake)) struct DPoPThroughTheAgentGlewlwydTests {
+    @Test func aUsersSignInIsBoundToTheMachineKey() throws {
+        let peer = try GlewlwydPeer()
+        let machine = try MachineAgent()
+        try machine.start()
+        let alice = try machine.user("alice")
+        let jkt = try ProcessRunner.run(machine.binary, ["--keystore", machine.keystore, "pubkey", "--format", "thumbprint"],
+                                        environment: machine.agentEnvironment).output
+        let login = try alice.account.start(machine.binary, ["login", "--device-code", "--discovery", peer.dpopDiscovery, "--client-id", peer.clientID,
+                                                             "--scope", "openid offline_access", "--json"], environment: alice.environment)
+        var userCode: String?
+        #expect(login.waitFor { stdout, _ in
+            userCode = stdout.split(separator: "\n").compactMap { try? JSONParser.parse(String($0)).objectValue?["user_code"]?.stringValue }.first
+            return userCode != nil
+        }, "\(login.stderr)")
+        #expect(try peer.approve(try #require(userCode), plugin: "oidc-dpop").status == 0)
+        let finished = try #require(login.finish())
+        #expect(finished.status == 0, "\(finished)")
+        #expect(finished.stderr.contains("DPoP-bound to the device key \(jkt)"), "\(finished)")
+
+        // The sign-in is alice's own; the machine keystore holds none.
+        let accessToken = try alice.devtrust(["access-token"]).output
+        #expect(try peer.introspect(accessToken)["cnf"]?.objectValue?["jkt"] == .string(jkt))
+        let machineState = try JSONParser.parse(try ProcessRunner.run(machine.binary, ["--keystore", machine.keystore, "status", "--json"],
+                                                                      environment: machine.agentEnvironment).stdout).objectValue
+        #expect(machineState?["signIns"] == .array([]), "\(String(describing: machineState))")
+
+        // Refresh across nonce rotations: each proof the agent's, each accepted, the binding the same.
+        var previous = accessToken
+        for _ in 0..<6 {
+            let refreshed = try alice.devtrust(["access-token", "--refresh"])
+            #expect(refreshed.status == 0 && refreshed.output != previous, "\(refreshed)")
+            previous = refreshed.output
+        }
+        #expect(try peer.introspect(previous)["cnf"]?.objectValue?["jkt"] == .string(jkt))
+        let proofs = machine.audit.split(separator: "\n").filter { $0.contains("uid=\(alice.account.uid)") && $0.contains("op=dpop-proof") && $0.contains(#"outcome="ok""#) }
+        #expect(proofs.count >= 7, "\(machine.audit)")
+    }
+}
