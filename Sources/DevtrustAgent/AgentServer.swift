@@ -117,6 +117,11 @@ public final class AgentServer {
             if case .waiting = phase { return true }
             return false
         }
+
+        var isReplying: Bool {
+            if case .replying = phase { return true }
+            return false
+        }
     }
 
     /// `listener`: a listening socket, non-blocking; `termination`: a descriptor that becomes
@@ -159,7 +164,7 @@ public final class AgentServer {
             let polled = connections
             for connection in polled {
                 // A waiting or served connection is watched only for its client hanging up (POLLHUP, POLLERR).
-                let events = connection.isReading ? POLLIN : connection.isWaiting || connection.isServed ? 0 : POLLOUT
+                let events = connection.isReading ? POLLIN : connection.isReplying ? POLLOUT : 0
                 descriptors.append(pollfd(fd: connection.descriptor, events: Int16(events), revents: 0))
             }
             let soonest = (connections.compactMap(\.deadline) + [audit.nextDue].compactMap { $0 }).min()
@@ -236,15 +241,14 @@ public final class AgentServer {
         }
         guard let most else { return nil }
         let theirs = connections.filter { $0.peer.uid == most.uid }
-        return theirs.first(where: \.isReading) ?? theirs.first { if case .replying = $0.phase { return true } else { return false } }
-            ?? theirs.last(where: \.isWaiting)
+        return theirs.first(where: \.isReading) ?? theirs.first(where: \.isReplying) ?? theirs.last(where: \.isWaiting)
     }
 
     private func evict(_ connection: Connection, for newcomer: AgentPeer) {
         let why = "the agent holds \(limits.connections) connections, the most it holds, uid \(connection.peer.uid) the most of them: "
             + "this one was closed to make room for uid \(newcomer.uid)'s"
         // A client still sending, or waiting, is told why; one whose reply is half written gets no second one.
-        if case .replying = connection.phase {} else { sendRefusal(connection.descriptor, why: why) }
+        if !connection.isReplying { sendRefusal(connection.descriptor, why: why) }
         close(connection, outcome: "dropped: \(why)")
     }
 
