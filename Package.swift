@@ -213,7 +213,7 @@ let package = Package(
         .testTarget(name: "DevtrustConfigTests", dependencies: ["DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(
             name: "DevtrustCLITests",
-            dependencies: ["DevtrustBrowser", "DevtrustCLI", "DevtrustDoctor", "DevtrustTestSupport", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustConfig",
+            dependencies: ["DevtrustAgent", "DevtrustBrowser", "DevtrustCLI", "DevtrustDoctor", "DevtrustTestSupport", "DevtrustEncoding", "DevtrustJOSE", "DevtrustKeys", "DevtrustConfig",
                            "DevtrustCore", "DevtrustDevice", "DevtrustErrors", "DevtrustFlow", "DevtrustHTTP", "DevtrustKeystore", "DevtrustSignIn",
                            "DevtrustSignInService", "DevtrustSystem", "DevtrustTerminal", "DevtrustURL"]
         ),

@@ -24,10 +24,15 @@ The table (milliseconds) and where its numbers come from (docs/performance.md):
                      (an SPI or LPC TPM moves a few hundred bytes in about 1-5 ms); an
                      assumption, not a measurement
 
-Usage: tpm_latency_proxy.py SWTPM_PORT [--scale X]   (prints the TCTI to use, runs until killed)
+Usage: tpm_latency_proxy.py SWTPM_PORT [--scale X] [--delay NAME=MS ...] [--delays-file FILE] [--log FILE]
+  prints the TCTI to use, runs until killed; --scale multiplies the table, --delay sets one
+  command's time (after the scale), --delays-file names a JSON object of such times read again
+  for each command (when it exists: a test changes them while the proxy runs), --log appends
+  each command's name to FILE as it arrives (a test counts the commands a program sends)
 """
 
 import contextlib
+import json
 import socket
 import struct
 import sys
@@ -73,11 +78,14 @@ def receive_message(connection):
 class LatencyProxy:
     """Listens on a free loopback port pair (P, P+1) in front of swtpm's (port, port+1)."""
 
-    def __init__(self, swtpm_port, scale=1.0, latency=None):
+    def __init__(self, swtpm_port, scale=1.0, latency=None, fixed=None, log=None, delays_file=None):
         self.swtpm_port = swtpm_port
         self.scale = scale
         self.latency = dict(LATENCY_MS if latency is None else latency)
+        self.fixed = dict(fixed or {})   # milliseconds for some commands, not scaled
         self.commands = []   # the names of the commands passed on, in order
+        self._log = log
+        self._delays_file = delays_file
         self._lock = threading.Lock()
         self.port, self._listeners = self._listen_pair()
         for listener, upstream, delays in ((self._listeners[0], swtpm_port, True), (self._listeners[1], swtpm_port + 1, False)):
@@ -88,6 +96,16 @@ class LatencyProxy:
         return "swtpm:host=127.0.0.1,port=%d" % self.port
 
     def delay_ms(self, name):
+        if self._delays_file:
+            try:
+                with open(self._delays_file) as file:
+                    given = json.load(file)
+                if name in given:
+                    return float(given[name])
+            except (OSError, ValueError):
+                pass
+        if name in self.fixed:
+            return self.fixed[name]
         return self.latency.get(name, OTHER_MS) * self.scale
 
     @staticmethod
@@ -126,6 +144,9 @@ class LatencyProxy:
                     name = command_name(struct.unpack(">I", command[6:10])[0])
                     with self._lock:
                         self.commands.append(name)
+                        if self._log:
+                            with open(self._log, "a") as log:
+                                log.write(name + "\n")
                     # The modelled chip's time: a sleep is the point here (this is the bench's TPM, not a test's wait).
                     time.sleep(self.delay_ms(name) / 1000)
                     upstream.sendall(command)
@@ -162,10 +183,24 @@ class LatencyProxy:
 
 
 def main():
-    if len(sys.argv) < 2:
+    arguments = sys.argv[1:]
+    if not arguments or not arguments[0].isdigit():
         sys.exit(__doc__)
-    scale = float(sys.argv[sys.argv.index("--scale") + 1]) if "--scale" in sys.argv else 1.0
-    proxy = LatencyProxy(int(sys.argv[1]), scale=scale)
+    port, scale, fixed, log, delays_file = int(arguments.pop(0)), 1.0, {}, None, None
+    while arguments:
+        option = arguments.pop(0)
+        if option == "--scale" and arguments:
+            scale = float(arguments.pop(0))
+        elif option == "--delay" and arguments and "=" in arguments[0]:
+            name, milliseconds = arguments.pop(0).split("=", 1)
+            fixed[name] = float(milliseconds)
+        elif option == "--log" and arguments:
+            log = arguments.pop(0)
+        elif option == "--delays-file" and arguments:
+            delays_file = arguments.pop(0)
+        else:
+            sys.exit(__doc__)
+    proxy = LatencyProxy(port, scale=scale, fixed=fixed, log=log, delays_file=delays_file)
     print(proxy.tcti, flush=True)
     threading.Event().wait()
 

@@ -144,3 +144,7 @@ int devtrust_agent_termination_pipe(void) {
     if (sigprocmask(SIG_UNBLOCK, &stopping, NULL) != 0) return -1;
     return ends[0];
 }
+
+int devtrust_agent_wake_pipe(int ends[2]) {
+    return pipe2(ends, O_NONBLOCK | O_CLOEXEC);
+}

@@ -12,7 +12,8 @@ public enum AgentSocketLocation {
 
 /// No agent answered, or it stopped answering: its socket is missing, nothing listens there, it
 /// closed the connection before its reply (it stopped, or was killed), or it did not answer in
-/// time. A failure of the side that holds the key, like a TPM that does not answer (exit 6).
+/// time (it is busy: many requests wait for its TPM, or the TPM hangs). A failure of the side that
+/// holds the key, like a TPM that does not answer (exit 6).
 public struct AgentUnavailable: Error, Equatable, Sendable, CustomStringConvertible {
     public enum Reason: Equatable, Sendable {
         /// There is no socket at the path.
@@ -50,11 +51,18 @@ extension AgentUnavailable: ClassifiedError {
         case .refused: what = "no devtrust agent answers at \(socket) (the socket is there, but the agent is not running)"
         case .permissionDenied: what = "this user may not open the devtrust agent's socket \(socket)"
         case .closedDuringRequest: what = "the devtrust agent at \(socket) closed the connection before it answered: the agent is down (it stopped or was killed)"
-        case let .timedOut(seconds): what = "the devtrust agent at \(socket) did not answer within \(seconds) s"
+        case let .timedOut(seconds):
+            what = "the devtrust agent at \(socket) is busy: it did not answer within \(seconds) s (it signs one request at a time, "
+                + "and a TPM takes up to 0.6 s a signature)"
         case let .unreadableReply(detail): what = "the program at \(socket) did not answer as the devtrust agent does (\(detail))"
         case let .io(operation, code): what = "cannot \(operation) the devtrust agent's socket \(socket): \(String(cString: strerror(code)))"
         }
         let ownKeystore = "or use a keystore of your own with --keystore DIR"
+        if case .timedOut = reason {
+            // Running, and taking the connection: nothing to start.
+            return ErrorClassification(.tpm, summary: what, hint: ErrorHint("try again in a moment; if it keeps happening, the agent's log (journalctl -u devtrust.service) says who asks it for what, and whether its TPM answers",
+                                                                            joinedBy: "; "))
+        }
         if reason == .permissionDenied {
             return ErrorClassification(.tpm, summary: what, hint: ErrorHint("the socket's mode (SocketMode= of devtrust.socket) says who may connect: ask the machine's administrator; \(ownKeystore)",
                                                                             joinedBy: "; "))

@@ -14,8 +14,10 @@ import Glibc
 /// the agent collects itself and the claims the policy lets a client add; the caller's status; and
 /// the Device Registration step of a caller's `register`, whose registration it records for that
 /// caller at COMPLETE. Every decision is one audit line. Device tokens are minted by the one
-/// service that mints them (`DeviceTokenService`), over the machine keystore, keeping the key loaded.
-public final class AgentService {
+/// service that mints them (`DeviceTokenService`), over the machine keystore, keeping the key loaded
+/// (a TPM key in the TPM: a token costs one `Sign`). It runs on the agent's worker thread, one request
+/// at a time (`AgentServer`); so do its user lookups (NSS: LDAP or sssd may be slow), never the loop.
+public final class AgentService: AgentRequestHandler {
     /// Where the agent's key, configuration and posture come from.
     public struct Settings: Sendable {
         /// The machine keystore (the agent's user owns it: only it and root read the key).
@@ -117,6 +119,11 @@ public final class AgentService {
             audit(AgentAuditRecord(peer: peer, operation: request.operation, server: request.server, outcome: "refused: \(classification.summary)"))
             return .failure(classification)
         }
+    }
+
+    /// The agent stops: the machine key leaves the TPM (no transient object is left behind).
+    public func stop() {
+        keyCache.release()
     }
 
     private func refuseRate(_ peer: AgentPeer, _ request: AgentRequest, now: Int64) -> AgentReply {
@@ -367,10 +374,12 @@ extension AgentService {
         defer { listener.close() }
         let termination = AgentServer.terminationPipe()
         guard termination >= 0 else { throw AgentListenerError.io(path: "a pipe", operation: "make", errno: errno) }
-        let service = AgentService(settings: settings, audit: { say($0.line) }, warn: { say("devtrust agent: warning: " + $0) })
-        let server = AgentServer(listener: listener.descriptor, termination: termination, audit: { say($0.line) }, handle: service.handle)
+        // The service is made on the worker thread, which serves every request with it; its lines come back to the loop.
+        let server = AgentServer(listener: listener.descriptor, termination: termination, say: say) { say in
+            AgentService(settings: settings, audit: { say($0.line) }, warn: { say("devtrust agent: warning: " + $0) })
+        }
         say("devtrust agent: listening on \(listener.description) for \(keystorePath) (policy: \(settings.policy.source ?? "none, the defaults"))")
-        server.run()
+        try server.run()
         say("devtrust agent: stopped")
     }
 }

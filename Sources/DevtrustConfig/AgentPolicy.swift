@@ -12,10 +12,13 @@ public struct AgentPolicy: Equatable, Sendable {
 
     /// The groups whose members may use the agent (by name, as written, with their gids); nil: every local user.
     public var allowedGroups: [(name: String, gid: UInt32)]?
-    /// Requests one uid may make at once before it must wait...
-    public var burst = 120
-    /// ...and how many more it may make each second after: what a person never meets and a loop does.
-    public var perSecond = 10
+    /// Requests one uid may make at once before it must wait (a browser restoring its tabs, a
+    /// script's batch: a TPM signs them in 10-40 s)...
+    public var burst = 60
+    /// ...and how many more it may make each second after: what a person never meets and a loop
+    /// does. A TPM signs 2-5 times a second (200-600 ms each); one user's loop is held to a part
+    /// of that, and takes its turn with the others' requests (`AgentServer`).
+    public var perSecond = 1
     /// Names a client may add with `--claim` (none by default); never one devtrust measures or reserves.
     public var allowedClientClaims: [String] = []
     /// The file this came from; nil: the built-in defaults (no file).

@@ -1,6 +1,7 @@
 import DevtrustEncoding
 import DevtrustKeys
 import DevtrustKeystore
+import Synchronization
 
 /// The device key with the keystore state it was read with.
 public struct LoadedDevice: Sendable {
@@ -29,12 +30,38 @@ public struct ResetOutcome: Sendable {
 
 /// A device key kept loaded between uses, for a process that signs many times (the system
 /// agent): used again while the keystore names the same key record, loaded again once it names
-/// another. One process's, used from one thread at a time (the agent serves requests one by one).
-public final class LoadedKeyCache: @unchecked Sendable {
-    fileprivate var record: KeyRecord?
-    fileprivate var key: (any DeviceKey)?
+/// another. A TPM key stays loaded in the TPM (`ResidentTPMKey`): each signature is one `Sign`.
+/// `release()` lets the TPM go (the agent's stop): no transient object is left behind.
+public final class LoadedKeyCache: Sendable {
+    private let entry = Mutex<(record: KeyRecord, key: any DeviceKey)?>(nil)
 
     public init() {}
+
+    /// The key kept for `record`, if it is the one kept.
+    func key(for record: KeyRecord) -> (any DeviceKey)? {
+        entry.withLock { $0?.record == record ? $0?.key : nil }
+    }
+
+    /// Keeps `key` for `record` (a TPM key, loaded in the TPM from its first signature on), letting
+    /// go of the key kept before; the key to use.
+    func keep(_ key: any DeviceKey, for record: KeyRecord) -> any DeviceKey {
+        let kept: any DeviceKey = (key as? TPMDeviceKey).map(ResidentTPMKey.init) ?? key
+        let previous = entry.withLock { entry in
+            defer { entry = (record, kept) }
+            return entry?.key
+        }
+        (previous as? ResidentTPMKey)?.release()
+        return kept
+    }
+
+    /// Flushes a TPM key from the TPM and forgets the key.
+    public func release() {
+        let previous = entry.withLock { entry in
+            defer { entry = nil }
+            return entry?.key
+        }
+        (previous as? ResidentTPMKey)?.release()
+    }
 }
 
 /// The device's identity in one keystore: its key, whichever backend holds it,
@@ -91,19 +118,16 @@ public struct DeviceStore: Sendable {
     /// The device key, ready to sign (a TPM key is not touched until it signs), with the
     /// viewer's registrations.
     public func loadKey() throws -> LoadedDevice {
-        if let keyCache, let state = try keystore.load(), let record = state.key, record == keyCache.record, let key = keyCache.key {
+        if let keyCache, let state = try keystore.load(), let record = state.key, let key = keyCache.key(for: record) {
             return LoadedDevice(state: ownView(state), record: record, key: keyInUse(key))
         }
         guard var snapshot = try keystore.loadWithKey(), let record = snapshot.state.key, var file = snapshot.keyFile else {
             throw DeviceError.noDeviceKey(keystore: keystore.path)
         }
         snapshot.keyFile = nil
-        let key = try DeviceKeyFactory.load(record, file: &file, path: keystore.path + "/" + record.file, tpm: tpm(for: record),
+        var key = try DeviceKeyFactory.load(record, file: &file, path: keystore.path + "/" + record.file, tpm: tpm(for: record),
                                             random: random, notices: tpmNotices)
-        if let keyCache {
-            keyCache.record = record
-            keyCache.key = key
-        }
+        if let keyCache { key = keyCache.keep(key, for: record) }
         return LoadedDevice(state: ownView(snapshot.state), record: record, key: keyInUse(key))
     }
 
@@ -115,7 +139,7 @@ public struct DeviceStore: Sendable {
     /// Has a loaded TPM key's TPM load it and sign a test digest; checks that a
     /// software key's private part belongs to its public part.
     public func check(_ device: LoadedDevice) throws {
-        if let key = device.key as? TPMDeviceKey { try TPMKeyProvisioner.checkKeyLoads(key) }
+        if let key = device.key as? TPMDeviceKey ?? (device.key as? ResidentTPMKey)?.key { try TPMKeyProvisioner.checkKeyLoads(key) }
         if let key = device.key as? SoftwareDeviceKey, !key.isConsistent {
             throw KeystoreError.corrupt(path: keystore.path + "/" + device.record.file, detail: "its private key does not belong to its public key")
         }

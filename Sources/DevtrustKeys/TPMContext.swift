@@ -118,6 +118,32 @@ final class TPMContext {
         if tss.Esys_FlushContext(esys, object) == 0 { unflushed[object] = nil }
     }
 
+    /// Lets go of ESAPI's record of an object the TPM no longer holds (no TPM command): it is not
+    /// flushed, here or when the context goes, as its handle may be another object's by now.
+    func forget(_ object: ESYS_TR) {
+        unflushed[object] = nil
+        var object = object
+        _ = tss.Esys_TR_Close(esys, &object)
+    }
+
+    /// The TPM's handle of an object of this context.
+    func tpmHandle(of object: ESYS_TR) -> UInt32? {
+        var handle: TPM2_HANDLE = 0
+        return tss.Esys_TR_GetTpmHandle(esys, object, &handle) == 0 ? handle : nil
+    }
+
+    /// The transient object the TPM holds at `handle` (one ReadPublic), to be flushed or forgotten
+    /// like one this context loaded; nil when it holds none there.
+    func transientObject(at handle: UInt32) throws(TPMError) -> ESYS_TR? {
+        var object: ESYS_TR = ESYS_TR(ESYS_TR_NONE)
+        let rc = tss.Esys_TR_FromTPMPublic(esys, handle, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &object)
+        let error = rc == 0 ? nil : TPMError.from(rc, operation: "reading the object at \(TPMHandle.format(handle)) (ReadPublic)")
+        if let error, error.isObjectGone { return nil }
+        if let error { throw error }
+        track(object)
+        return object
+    }
+
     /// The persistent object at `handle`, or nil when there is none.
     func persistentObject(_ handle: UInt32) throws(TPMError) -> ESYS_TR? {
         var object: ESYS_TR = ESYS_TR(ESYS_TR_NONE)

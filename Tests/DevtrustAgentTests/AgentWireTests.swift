@@ -180,4 +180,36 @@ import Testing
         #expect(AgentService.jti(of: "eyJ0.\(payload).sig") == "abc")
         #expect(AgentService.jti(of: "junk") == nil)
     }
+
+    /// The loop's own audit (connections refused or dropped): one line per uid per interval, the
+    /// rest counted into one line when the interval ends, another uid's lines apart.
+    @Test func aUsersRefusedConnectionsAreAuditedOnceAnInterval() {
+        var audit = AgentConnectionAudit(interval: 10_000)
+        let mallory = AgentPeer(uid: 1001, gid: 1001, pid: 7), alice = AgentPeer(uid: 1000, gid: 1000, pid: 8)
+        let first = audit.record(AgentAuditRecord(peer: mallory, operation: nil, outcome: "refused: too many"), now: 0)
+        #expect(first.map(\.outcome) == ["refused: too many"])
+        for time in 1...40 {
+            #expect(audit.record(AgentAuditRecord(peer: mallory, operation: nil, outcome: time % 2 == 0 ? "refused: too many" : "dropped: silent"),
+                                 now: Int64(time)).isEmpty)
+        }
+        #expect(audit.record(AgentAuditRecord(peer: alice, operation: nil, outcome: "refused: junk"), now: 50).map(\.outcome) == ["refused: junk"])
+        #expect(audit.nextDue == 10_000 && audit.due(now: 9_999).isEmpty)
+        let summary = audit.due(now: 10_000)
+        #expect(summary.count == 1 && summary.first?.peer == mallory, "\(summary)")
+        #expect(summary.first?.outcome == "40 more since the last line: 20 dropped: silent; 20 refused: too many", "\(summary)")
+        #expect(audit.nextDue == nil)
+        // The next interval starts with its first line counted (one was said when it began), and the rest come out when the agent stops.
+        #expect(audit.record(AgentAuditRecord(peer: mallory, operation: nil, outcome: "dropped: silent"), now: 10_001).isEmpty)
+        #expect(audit.all().map(\.outcome) == ["1 more since the last line: 1 dropped: silent"])
+        // A uid quiet for an interval starts afresh with a line of its own.
+        #expect(audit.record(AgentAuditRecord(peer: mallory, operation: nil, outcome: "dropped: silent"), now: 30_000).count == 1)
+    }
+
+    /// A client that gets no answer in time is told the agent is busy, not that it is down.
+    @Test func aClientThatTimesOutIsToldTheAgentIsBusy() {
+        let classification = AgentUnavailable(socket: "/run/devtrust/agent.sock", reason: .timedOut(seconds: 30)).classification
+        #expect(classification.category == .tpm)
+        #expect(classification.message.contains("the devtrust agent at /run/devtrust/agent.sock is busy: it did not answer within 30 s"), "\(classification.message)")
+        #expect(!classification.message.contains("start the agent") && classification.message.contains("try again in a moment"), "\(classification.message)")
+    }
 }

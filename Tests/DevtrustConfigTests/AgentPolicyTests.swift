@@ -13,7 +13,7 @@ import Testing
     @Test func defaultsLetEveryLocalUserInAtARateAPersonNeverMeets() throws {
         let policy = try AgentPolicy.parse(Array("{}".utf8), file: "/p.json", group: Self.groups)
         #expect(policy.allowedGroups == nil && policy.allowedClientClaims.isEmpty && policy.source == "/p.json")
-        #expect(policy.burst == 120 && policy.perSecond == 10)
+        #expect(policy.burst == 60 && policy.perSecond == 1)
         #expect(policy.allows(groups: []) && policy.allows(groups: [1234]))
         // No file at the default path: the defaults; one the administrator named must be there.
         #expect(try AgentPolicy.load(path: "/nonexistent/agent.json", required: false) == AgentPolicy())

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A machine with the system agent (`devtrust agent`), made for one test: a machine keystore with a
-/// software key (root's, 0700, in the test's scratch directory), the agent's policy, configuration
+/// software key, or a key in the test's swtpm (root's, 0700, in the test's scratch directory), the agent's policy, configuration
 /// and cache of the test's own, its socket in a directory others can reach, and the agent as a real
 /// process (root's, as the test runner is). Real users (`LocalUser`) reach it through the kernel, so
 /// that who asks (SO_PEERCRED) and who may read the key are the kernel's decisions. Nothing of the
@@ -15,17 +15,21 @@ public final class MachineAgent: @unchecked Sendable {
     public var socket: String { scratch.file("run/agent.sock") }
     public var policy: String { scratch.file("agent.json") }
     public var configuration: String { scratch.file("machine/config.json") }
+    /// The TPM the agent uses (a machine key in a TPM), if any.
+    public var agentTCTI: String?
     /// The agent's own environment: its cache, configuration and home, all the test's.
     public var agentEnvironment: [String: String] {
         ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "HOME": scratch.file("machine/home"), "XDG_CACHE_HOME": scratch.file("machine/cache"),
-         "DEVTRUST_CONFIG": configuration, "XDG_CONFIG_HOME": scratch.file("machine/no-config"), "DEVTRUST_TCTI": "device:/nonexistent"]
+         "DEVTRUST_CONFIG": configuration, "XDG_CONFIG_HOME": scratch.file("machine/no-config"), "DEVTRUST_TCTI": agentTCTI ?? "device:/nonexistent"]
     }
     public private(set) var process: BackgroundProcess?
 
     /// - Parameters:
     ///   - policy: the policy file's contents (`/etc/devtrust/agent.json`'s stand-in).
     ///   - configuration: the agent's configuration (`/etc/devtrust/config.json`'s stand-in).
-    public init(policy: String = "{}\n", configuration: String = "{}\n") throws {
+    ///   - tpm: the TCTI of a TPM (a test's swtpm) to make the machine key in; the agent uses it
+    ///     too, unless `agentTCTI` names another way to it (a latency proxy). Nil: a software key.
+    public init(policy: String = "{}\n", configuration: String = "{}\n", tpm: String? = nil) throws {
         // Others may pass through the scratch directory, not list it; the machine's part is root's alone.
         chmod(scratch.path, 0o711)
         let tools = scratch.file("tools")
@@ -37,7 +41,9 @@ public final class MachineAgent: @unchecked Sendable {
         chmod(scratch.file("machine"), 0o700)
         scratch.write("agent.json", policy, mode: 0o644)
         scratch.write("machine/config.json", configuration, mode: 0o644)
-        let made = try ProcessRunner.run(binary, ["--keystore", keystore, "init", "--backend", "software", "-q"], environment: agentEnvironment)
+        agentTCTI = tpm
+        let made = try ProcessRunner.run(binary, ["--keystore", keystore, "init", "--backend", tpm == nil ? "software" : "tpm", "-q"],
+                                         environment: agentEnvironment)
         guard made.status == 0 else { throw FixtureError("init of the machine keystore: \(made)") }
     }
 

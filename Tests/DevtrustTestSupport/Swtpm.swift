@@ -61,6 +61,24 @@ public final class Swtpm: @unchecked Sendable {
         Foundation.kill(process.processIdentifier, number)
     }
 
+    /// Kills swtpm and starts it again on the same ports with the same state (a TPM that restarts:
+    /// its transient objects are gone, its persistent ones and its seeds are not).
+    public func restart() throws {
+        kill()
+        var lastError: Error = SwtpmError("swtpm did not restart")
+        // The ports are free once the killed swtpm is gone; another program may take one meanwhile.
+        for _ in 0..<20 {
+            do {
+                process = try Self.start(port: port, state: stateDirectory.path)
+                return
+            } catch {
+                lastError = error
+                usleep(100_000)
+            }
+        }
+        throw lastError
+    }
+
     /// Kills swtpm at once (a TPM that goes away).
     public func kill() {
         guard let process, process.isRunning else { return }

@@ -15,13 +15,19 @@ Usage: agent_client.py COMMAND SOCKET [ARGS...]
                                  prints one reply per line
   hold SOCKET COUNT HEX          opens COUNT connections, sends HEX on each (may be empty), prints
                                  "holding COUNT" and keeps them open until it is killed
+  flood SOCKET COUNT             keeps COUNT silent connections open until it is killed: each one
+                                 the agent closes is opened again, at once when it was dropped at
+                                 its deadline, a fifth of a second later when it was refused or
+                                 evicted; prints "holding COUNT" once it opened COUNT
 Frames: 4 bytes big-endian length, then the JSON.
 """
 import json
+import select
 import signal
 import socket
 import struct
 import sys
+import time
 import uuid
 
 
@@ -104,8 +110,46 @@ def main():
         print("holding %d" % count, flush=True)
         while True:
             signal.pause()
+    elif command == "flood":
+        flood(path, int(sys.argv[3]))
     else:
         sys.exit(__doc__)
+
+
+def flood(path, count):
+    held = set()
+
+    def top_up():
+        while len(held) < count:
+            try:
+                connection = connect(path)
+            except OSError:
+                return
+            connection.setblocking(False)
+            held.add(connection)
+
+    top_up()
+    print("holding %d" % count, flush=True)
+    refused = False
+    while True:
+        ready, _, _ = select.select(list(held), [], [], 0.5)
+        for connection in ready:
+            try:
+                data = connection.recv(4096)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if data:
+                refused = True  # a refusal (its end follows)
+                continue
+            connection.close()
+            held.discard(connection)
+        # One closed at its deadline is opened again at once; after a refusal, an attacker's pace (not a test's wait).
+        if refused:
+            time.sleep(0.2)
+            refused = False
+        top_up()
 
 
 if __name__ == "__main__":

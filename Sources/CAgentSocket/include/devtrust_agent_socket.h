@@ -39,4 +39,8 @@ int devtrust_agent_prepare_passed(int fd);
    programs the agent runs get the default; its writes use MSG_NOSIGNAL.) */
 int devtrust_agent_termination_pipe(void);
 
+/* A pipe whose two ends are non-blocking and close-on-exec: the agent's loop
+   and its worker thread wake each other with a byte (poll, then read). */
+int devtrust_agent_wake_pipe(int ends[2]);
+
 #endif
