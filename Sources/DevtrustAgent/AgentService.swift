@@ -268,10 +268,10 @@ public final class AgentService: AgentRequestHandler {
     /// The id is the client's to send (the server's answer passes through it), so the agent checks it.
     private func refuseAnothersRegistration(_ peer: AgentPeer, store: DeviceStore, server: String, registrationID: String) throws {
         let owner = settings.keystore.ownerID
-        let recorded = try store.wholeState().registrations.contains {
-            ($0.uid ?? owner) != peer.uid && $0.registrationId == registrationID && RegistrationSelector.sameServer($0.server, server)
-        }
-        let answered = pending.contains { $0.uid != peer.uid && $0.registrationID == registrationID && RegistrationSelector.sameServer($0.server, server) }
+        // At any server: a token names its registration by id alone (`deviceId`), and carries no
+        // audience, so an id held for another user at one server is theirs at every server.
+        let recorded = try store.wholeState().registrations.contains { ($0.uid ?? owner) != peer.uid && $0.registrationId == registrationID }
+        let answered = pending.contains { $0.uid != peer.uid && $0.registrationID == registrationID }
         if recorded || answered { throw AgentNotYourRegistration(deviceID: registrationID) }
     }
 

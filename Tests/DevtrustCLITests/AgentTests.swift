@@ -87,6 +87,16 @@ import Testing
         #expect(!complete.stdout.contains("\"ok\""), "\(complete)")
         let stillStolen = try bob.devtrust(["token", "--device-id", aliceID])
         #expect(stillStolen.status == 3 && stillStolen.stdout.isEmpty, "\(stillStolen)")
+        // The same under another server's name (a token carries its registration's id, no audience):
+        // an id another user holds is theirs at every server.
+        for elsewhere in ["https://not-the-server.example", server.url + "/other"] {
+            let otherStep = try bob.rawClient("request", [#"{"v":1,"op":"registration-step","server":"\#(elsewhere)","registrationId":"\#(aliceID)","challenge":"\#(Self.randomChallenge())","requiredParams":["publicKey","signature"]}"#])
+            #expect(otherStep.stdout.contains("notRegistered") && !otherStep.stdout.contains("signature"), "\(elsewhere): \(otherStep)")
+            let otherComplete = try bob.rawClient("request", [#"{"v":1,"op":"registration-complete","server":"\#(elsewhere)","registrationId":"\#(aliceID)","flowType":"REGISTRATION"}"#])
+            #expect(!otherComplete.stdout.contains("\"ok\""), "\(elsewhere): \(otherComplete)")
+            let elsewhereStolen = try bob.devtrust(["token", "--device-id", aliceID])
+            #expect(elsewhereStolen.status == 3 && elsewhereStolen.stdout.isEmpty, "\(elsewhere): \(elsewhereStolen)")
+        }
         // Bob with Alice's server: his own registration there, never hers.
         let bobsThere = try bob.devtrust(["token", "--server", server.url])
         #expect(try Self.header(bobsThere.output)["deviceId"] == .string(bobID))
