@@ -28,6 +28,9 @@ public struct AgentUnavailable: Error, Equatable, Sendable, CustomStringConverti
         case timedOut(seconds: Int)
         /// The reply is not one (a different program at the socket?).
         case unreadableReply(String)
+        /// What listens there runs as another user than root or the caller: not the system agent
+        /// (another user who took the socket's name), so nothing is sent to it.
+        case notTheAgent(uid: UInt32)
         /// Another error of the socket: the operation and errno.
         case io(operation: String, errno: Int32)
     }
@@ -56,11 +59,17 @@ extension AgentUnavailable: ClassifiedError {
                 + "and a TPM takes up to 0.6 s a signature)"
         case let .unreadableReply(detail): what = "the program at \(socket) did not answer as the devtrust agent does (\(detail))"
         case let .io(operation, code): what = "cannot \(operation) the devtrust agent's socket \(socket): \(String(cString: strerror(code)))"
+        case let .notTheAgent(uid):
+            what = "what answers at \(socket) runs as uid \(uid), neither root nor you: it is not the devtrust agent, and nothing was sent to it"
         }
         let ownKeystore = "or use a keystore of your own with --keystore DIR"
         if case .timedOut = reason {
             // Running, and taking the connection: nothing to start.
             return ErrorClassification(.tpm, summary: what, hint: ErrorHint("try again in a moment; if it keeps happening, the agent's log (journalctl -u devtrust.service) says who asks it for what, and whether its TPM answers",
+                                                                            joinedBy: "; "))
+        }
+        if case .notTheAgent = reason {
+            return ErrorClassification(.tpm, summary: what, hint: ErrorHint("tell the machine's administrator (another user's program holds the agent's socket name); \(ownKeystore)",
                                                                             joinedBy: "; "))
         }
         if reason == .permissionDenied {
@@ -111,6 +120,10 @@ public struct AgentClient: Sendable {
             }
         }
         defer { close(descriptor) }
+        // The kernel's record of who made the listening socket (systemd, or the agent: root; or an
+        // agent of the caller's own): another user's program at the name gets no request, and gives no answer.
+        guard let server = AgentPeer.of(descriptor) else { throw unavailable(.io(operation: "identify", errno: errno)) }
+        guard server.uid == 0 || server.uid == geteuid() else { throw unavailable(.notTheAgent(uid: server.uid)) }
         do {
             try send(frame, on: descriptor)
         } catch let error where error.reason == .closedDuringRequest {

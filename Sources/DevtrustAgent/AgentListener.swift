@@ -60,7 +60,9 @@ public struct AgentListener {
         if parent.st_uid != 0 && parent.st_uid != geteuid() {
             throw .untrustedDirectory(path: directory, why: "is owned by uid \(parent.st_uid), neither root nor the agent's user (uid \(geteuid()))")
         }
-        if parent.st_mode & 0o022 != 0 && parent.st_mode & UInt32(S_ISVTX) == 0 {
+        // Sticky or not: in a directory others can write to, they can take the socket's name first, and
+        // answer clients when the agent stops.
+        if parent.st_mode & 0o022 != 0 {
             throw .untrustedDirectory(path: directory, why: "is writable by \(parent.st_mode & 0o002 != 0 ? "anyone" : "its group") (mode \(String(parent.st_mode & 0o7777, radix: 8)))")
         }
         var status = stat()

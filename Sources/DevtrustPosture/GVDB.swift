@@ -22,6 +22,8 @@ struct GVDBFile {
 
     /// A parent chain longer than this is malformed (dconf's keys are paths of a few segments).
     static let maximumDepth = 64
+    /// Items of one hash a lookup compares by name (dconf's keys collide rarely).
+    static let maximumCollisions = 16
 
     private let bytes: [UInt8]
     private let bloomShift: UInt32
@@ -77,8 +79,16 @@ struct GVDBFile {
         guard var index = u32(bucketsStart + 4 * bucket).map(Int.init) else { return nil }
         var last = itemCount
         if bucket != bucketCount - 1, let next = u32(bucketsStart + 4 * (bucket + 1)).map(Int.init), next <= itemCount { last = next }
+        // Items of the key's own hash are compared along their parents; a real database has one, two at
+        // a collision: past a few, the file is crafted (each comparison walks up to 64 parents), and no
+        // more are looked at.
+        var sameHash = 0
         while index < last {
             let base = itemsStart + 24 * index
+            if u32(base) == hash {
+                sameHash += 1
+                guard sameHash <= Self.maximumCollisions else { return nil }
+            }
             if u32(base) == hash, names(item: index, name[...]) {
                 guard bytes[base + 14] == UInt8(ascii: "v"), let start = u32(base + 16).map(Int.init), let end = u32(base + 20).map(Int.init),
                       start <= end, end <= bytes.count else { return nil }

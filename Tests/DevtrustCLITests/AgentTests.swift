@@ -476,6 +476,11 @@ extension AgentTests {
         let anyone = try agent(socket: open + "/agent.sock", policy: machine.policy)
         #expect(anyone.status == 1 && anyone.stderr.contains("the agent's socket directory \(open) is writable by anyone (mode 777)"), "\(anyone)")
         #expect(!FileManager.default.fileExists(atPath: open + "/agent.sock"))
+        // Sticky too (as /tmp): another user can take the name first, and answer clients once the agent stops.
+        chmod(open, 0o1777)
+        let sticky = try agent(socket: open + "/agent.sock", policy: machine.policy)
+        #expect(sticky.status == 1 && sticky.stderr.contains("the agent's socket directory \(open) is writable by anyone (mode 1777)"), "\(sticky)")
+        chmod(open, 0o777)
         let bobs = machine.scratch.file("bobs-run")
         try FileManager.default.createDirectory(atPath: bobs, withIntermediateDirectories: true)
         try bob.own(bobs)
@@ -485,6 +490,42 @@ extension AgentTests {
         let placed = try agent(socket: machine.socket, policy: policy)
         #expect(placed.status != 0 && placed.stderr.contains("the agent's policy \(policy) is in \(open), which others can write to (mode 777)"), "\(placed)")
         #expect(placed.stderr.contains("(chmod go-w \(open))"), "\(placed)")
+    }
+
+    /// A client sends nothing to what listens at the agent's socket name unless it runs as root (or
+    /// as the caller): another user who took the name (a directory they could write to, or once the
+    /// agent stopped) learns no request, and the caller is told so (exit 6), not served their key.
+    @Test(.timeLimit(.minutes(1))) func aClientTalksOnlyToAnAgentOfRootsOrItsOwn() throws {
+        let machine = try MachineAgent()
+        let alice = try machine.user("alice"), mallory = try machine.user("mallory")
+        let theirs = machine.scratch.file("mallory-run")
+        try FileManager.default.createDirectory(atPath: theirs, withIntermediateDirectories: true)
+        try mallory.account.own(theirs)
+        chmod(theirs, 0o755)
+        // Mallory's own agent, with her own key, at a name she holds.
+        #expect(try mallory.devtrust(["init", "--backend", "software", "-q"]).status == 0)
+        let socket = theirs + "/agent.sock"
+        let impostor = try mallory.account.start(machine.binary, ["--keystore", mallory.home + "/data/devtrust", "agent", "--socket", socket,
+                                                                  "--policy", machine.policy], environment: mallory.environment)
+        #expect(impostor.waitFor { _, stderr in stderr.contains("devtrust agent: listening on") }, "\(impostor.stderr)")
+        let token = try alice.devtrust(["token"], environment: ["DEVTRUST_AGENT": socket])
+        #expect(token.status == 6 && token.stdout.isEmpty, "\(token)")
+        #expect(token.stderr.contains("what answers at \(socket) runs as uid \(mallory.account.uid), neither root nor you: it is not the devtrust agent"), "\(token)")
+        let register = try alice.devtrust(["pubkey"], environment: ["DEVTRUST_AGENT": socket])
+        #expect(register.status == 6 && register.stdout.isEmpty, "\(register)")
+        // An agent of the caller's own is theirs to use (a user's test agent, say): the rule is root or you.
+        let own = try mallory.devtrust(["pubkey"], environment: ["DEVTRUST_AGENT": socket])
+        let hers = try mallory.devtrust(["--keystore", mallory.home + "/data/devtrust", "pubkey"]).output
+        #expect(own.status == 0 && own.output == hers, "\(own)")
+        // Mallory's agent saw Alice connect (a connection is made before the client can ask the kernel
+        // who listens) and close without a request; the one request was Mallory's own.
+        let lines = impostor.stderr.split(separator: "\n").filter { $0.hasPrefix("devtrust agent: uid=") }
+        let alices = lines.filter { $0.contains("uid=\(alice.account.uid) ") }
+        #expect(!alices.isEmpty && alices.allSatisfy { $0.contains(#"op=- outcome="dropped: closed without a request""#) }, "\(impostor.stderr)")
+        #expect(lines.filter { $0.contains(#"outcome="ok""#) }.count == 1 && lines.contains { $0.contains("uid=\(mallory.account.uid) ") && $0.contains("op=pubkey") },
+                "\(impostor.stderr)")
+        // Her agent runs until it is ended (runuser does not pass it a signal).
+        mallory.account.endProcesses()
     }
 }
 

@@ -356,6 +356,9 @@ struct FixtureMachine: Sendable, CustomTestStringConvertible {
         let lockHash = GVDBFile.hash(Array(LockScreenCollector.lockEnabledKey.utf8))
         let database = try #require(GVDBFile(Self.crafted(size: 1 << 20, mode: "keys", hash: lockHash)))
         for _ in 0..<100 { #expect(database.value(LockScreenCollector.lockEnabledKey) == nil) }
+        // Empty names chained 62 deep, each item of the key's hash: every one would walk its whole chain.
+        let chained = try #require(GVDBFile(Self.crafted(size: 2 << 20, mode: "empty", hash: lockHash)))
+        for _ in 0..<100 { #expect(chained.value(LockScreenCollector.lockEnabledKey) == nil) }
     }
 
     /// A GVDB file of `size` bytes whose hash table has no bloom filter, one bucket, and every item
@@ -375,10 +378,10 @@ struct FixtureMachine: Sendable, CustomTestStringConvertible {
         for index in 0..<((size - itemsStart) / 24) {
             let base = itemsStart + 24 * index
             put32(hash, at: base)
-            if mode == "keys" {
+            if mode == "keys" || mode == "empty" {
                 put32(index == 0 ? UInt32.max : UInt32(min(index - 1, 62)), at: base + 4)
                 put32(0, at: base + 8)
-                put16(UInt16.max, at: base + 12)
+                put16(mode == "keys" ? UInt16.max : 0, at: base + 12)
             } else {
                 put32(UInt32.max, at: base + 4)
                 put32(0, at: base + 8)
