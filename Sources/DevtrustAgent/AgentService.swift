@@ -224,6 +224,12 @@ public final class AgentService: AgentRequestHandler {
         // Before anything is signed too: a registration that could not be recorded at COMPLETE is refused now, while the server has none.
         let others = device.state.registrations.filter { !RegistrationSelector.sameServer($0.server, server) }
         if others.count >= DeviceStore.maximumRegistrationsPerUser { throw AgentTooManyRegistrations(limit: DeviceStore.maximumRegistrationsPerUser, registeredAs: nil) }
+        // ...and one the machine keystore has no room for, all its users' together (replacing one's own adds none).
+        let everyones = try store.wholeState().registrations
+        let replacing = everyones.contains { $0.owner(keystoreOwner: settings.keystore.ownerID) == peer.uid && RegistrationSelector.sameServer($0.server, server) }
+        if !replacing && everyones.count >= DeviceStore.maximumRegistrations {
+            throw AgentTooManyRegistrations(limit: DeviceStore.maximumRegistrations, registeredAs: nil, wholeMachine: true)
+        }
         let service = tokens(for: peer, user: user, store: store)
         let inputs = try RegistrationProof.answer(challenge: challenge, requiredParams: requiredParams,
                                                   minter: service.registrationMinter(key: device.key, server: server),
@@ -255,6 +261,8 @@ public final class AgentService: AgentRequestHandler {
             try store.recordRegistration(record)
         } catch DeviceError.tooManyRegistrations(let limit) {
             throw AgentTooManyRegistrations(limit: limit, registeredAs: (registrationID, answered.server))
+        } catch DeviceError.keystoreFull(let limit) {
+            throw AgentTooManyRegistrations(limit: limit, registeredAs: (registrationID, answered.server), wholeMachine: true)
         }
         pending.removeAll { $0.uid == peer.uid && $0.registrationID == registrationID }
         var shown = record
@@ -335,18 +343,30 @@ extension AgentNoSuchStep: ClassifiedError {
     }
 }
 
-/// A user who has as many registrations as the agent keeps for one user (exit 1), at the Device
-/// Registration step (nothing signed, nothing registered) or, when one was recorded meanwhile, at
-/// COMPLETE (`registeredAs`: the server's record, which the agent did not record).
+/// A user who has as many registrations as the agent keeps for one user, or a machine keystore that
+/// holds as many as it keeps for all users together (`wholeMachine`; exit 1 either way), at the
+/// Device Registration step (nothing signed, nothing registered) or, when one was recorded
+/// meanwhile, at COMPLETE (`registeredAs`: the server's record, which the agent did not record).
 public struct AgentTooManyRegistrations: Error, Sendable, CustomStringConvertible {
     public let limit: Int
     public let registeredAs: (id: String, server: String)?
+    public var wholeMachine = false
 
     public var description: String { classification.message }
 }
 
 extension AgentTooManyRegistrations: ClassifiedError {
     public var classification: ErrorClassification {
+        if wholeMachine {
+            let full = "the devtrust agent keeps at most \(limit) registrations for all the users of this machine together, and holds that many"
+            let steps = "ask the machine's administrator; a user forgets their own with `devtrust reset`, and registering again with a server "
+                + "you are registered with replaces that one (`devtrust register --replace --server URL`)"
+            guard let registeredAs else {
+                return ErrorClassification(.failure, summary: full, hint: ErrorHint("nothing was signed or registered: " + steps, joinedBy: "; "))
+            }
+            return ErrorClassification(.failure, summary: full + ", so it did not record the registration \(registeredAs.id) that \(registeredAs.server) completed",
+                                       hint: ErrorHint(steps + "; the server keeps the device record \(registeredAs.id): remove it at the server", joinedBy: "; "))
+        }
         let steps = "`devtrust status` lists yours; `devtrust reset` forgets them all (after revoking your sign-ins), and registering again with "
             + "a server you are registered with replaces that one (`devtrust register --replace --server URL`)"
         guard let registeredAs else {
