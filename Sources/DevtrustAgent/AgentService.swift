@@ -80,6 +80,12 @@ public final class AgentService: AgentRequestHandler {
     public func handle(_ peer: AgentPeer, _ request: AgentRequest) -> AgentReply {
         let now = AgentServer.now()
         let user = users.user(peer.uid, now: now)
+        // Only root and uids with an account, whatever the policy says: a user has 65536 subordinate uids
+        // (/etc/subuid, newuidmap), and each would bring its own rate, turns and connections.
+        if peer.uid != 0, let why = user.withoutAccount {
+            audit(AgentAuditRecord(peer: peer, operation: request.operation, server: request.server, outcome: "refused: no account on this machine"))
+            return .failure(settings.policy.refusalWithoutAccount(uid: peer.uid, why: why).classification)
+        }
         // Root reads the machine keystore anyway; everyone else as the policy says.
         guard peer.uid == 0 || settings.policy.allows(groups: user.groups) else {
             let refusal = settings.policy.refusal(uid: peer.uid)
