@@ -57,7 +57,8 @@ public final class AgentService: AgentRequestHandler {
     /// Steps answered and not completed, per user at most; and for how long (a flow's context expires sooner).
     static let pendingPerUser = 8
     static let pendingMilliseconds: Int64 = 3_600_000
-    /// A user refused for their rate is audited once in this long, with the count refused since.
+    /// A user refused for their rate, or for who they are (no account, not in the policy's groups), is
+    /// audited once in this long for each, with the count refused since: a loop writes no line a request.
     static let rateAuditMilliseconds: Int64 = 10_000
 
     public let settings: Settings
@@ -65,7 +66,13 @@ public final class AgentService: AgentRequestHandler {
     private let users = AgentUsers()
     private let rateLimiter: AgentRateLimiter
     var pending = [PendingRegistration]()
-    private var rateRefusals = [UInt32: (audited: Int64, since: Int)]()
+    /// When each uid's refusal of each kind (`AgentAuditRecord.outcome`) was last audited, and how many since.
+    private var repeatedRefusals = [RepeatedRefusal: (audited: Int64, since: Int)]()
+
+    private struct RepeatedRefusal: Hashable {
+        let uid: UInt32
+        let outcome: String
+    }
     private let audit: (AgentAuditRecord) -> Void
     private let warn: (String) -> Void
 
@@ -83,13 +90,13 @@ public final class AgentService: AgentRequestHandler {
         // Only root and uids with an account, whatever the policy says: a user has 65536 subordinate uids
         // (/etc/subuid, newuidmap), and each would bring its own rate, turns and connections.
         if peer.uid != 0, let why = user.withoutAccount {
-            audit(AgentAuditRecord(peer: peer, operation: request.operation, server: request.server, outcome: "refused: no account on this machine"))
+            auditRepeated(peer, request, outcome: "refused: no account on this machine", now: now)
             return .failure(settings.policy.refusalWithoutAccount(uid: peer.uid, why: why).classification)
         }
         // Root reads the machine keystore anyway; everyone else as the policy says.
         guard peer.uid == 0 || settings.policy.allows(groups: user.groups) else {
             let refusal = settings.policy.refusal(uid: peer.uid)
-            audit(AgentAuditRecord(peer: peer, operation: request.operation, server: request.server, outcome: "refused: not allowed by the policy"))
+            auditRepeated(peer, request, outcome: "refused: not allowed by the policy", now: now)
             return .failure(refusal.classification)
         }
         guard rateLimiter.take(peer.uid, now: now) else { return refuseRate(peer, request, now: now) }
@@ -132,15 +139,26 @@ public final class AgentService: AgentRequestHandler {
         keyCache.release()
     }
 
-    private func refuseRate(_ peer: AgentPeer, _ request: AgentRequest, now: Int64) -> AgentReply {
-        var record = rateRefusals[peer.uid] ?? (audited: Int64.min, since: 0)
+    /// Audits a refusal that a loop meets again and again: the uid's first of its kind, then once
+    /// in `rateAuditMilliseconds`, with the count refused since. Uids quiet that long are forgotten
+    /// once many are kept (a user's subordinate uids are 65536).
+    private func auditRepeated(_ peer: AgentPeer, _ request: AgentRequest, outcome: String, now: Int64) {
+        let key = RepeatedRefusal(uid: peer.uid, outcome: outcome)
+        var record = repeatedRefusals[key] ?? (audited: Int64.min, since: 0)
         record.since += 1
         if record.audited == Int64.min || now - record.audited >= Self.rateAuditMilliseconds {
             audit(AgentAuditRecord(peer: peer, operation: request.operation, server: request.server,
-                                   outcome: "refused: rate limit" + (record.since > 1 ? " (\(record.since) refused since the last such line)" : "")))
+                                   outcome: outcome + (record.since > 1 ? " (\(record.since) refused since the last such line)" : "")))
             record = (now, 0)
         }
-        rateRefusals[peer.uid] = record
+        repeatedRefusals[key] = record
+        if repeatedRefusals.count > 4096 {
+            repeatedRefusals = repeatedRefusals.filter { now - $0.value.audited < Self.rateAuditMilliseconds }
+        }
+    }
+
+    private func refuseRate(_ peer: AgentPeer, _ request: AgentRequest, now: Int64) -> AgentReply {
+        auditRepeated(peer, request, outcome: "refused: rate limit", now: now)
         let policy = settings.policy
         return .failure(ErrorClassification(.failure, summary: "the devtrust agent refused: uid \(peer.uid) asked more than \(policy.burst) times at once, "
                                             + "then more than \(policy.perSecond) times a second (the rate limit of \(policy.source ?? AgentPolicy.defaultPath))",

@@ -1158,6 +1158,9 @@ extension AgentTests {
         #expect(replies.filter { $0.contains("\"signature\"") }.count == 0 && replies.allSatisfy { $0.contains("\"notPermitted\"") && $0.contains("has none") },
                 "\(Set(replies.map { String($0.prefix(200)) }))")
         #expect(machine.audit.contains("uid=\(uids[0]) ") && machine.audit.contains("outcome=\"refused: no account on this machine\""), "\(machine.audit.suffix(500))")
+        // A line for each uid's first refusal, the rest counted into its next (one 10 s later, if the run is that slow), not a line a request.
+        #expect(uids.allSatisfy { uid in (1...2).contains(machine.audit.split(separator: "\n").filter { $0.contains("uid=\(uid) ") }.count) },
+                "\(machine.audit.suffix(800))")
 
         // Alice's whole burst is hers: 59 signatures and a public key.
         let signed = try alice.rawClient("repeat", ["59", request])
