@@ -81,9 +81,17 @@ public enum AgentRequest: Equatable, Sendable {
         }
     }
 
-    /// Bounds on what a request carries (beyond the frame's): each field's length and count.
-    static let maximumServerLength = 2048
-    static let maximumIDLength = 256
+    /// Bounds on what a request carries (beyond the frame's): each field's length and count. A
+    /// registration's server, id and flow type are kept in the machine keystore for every user
+    /// (`DeviceStore.maximumRegistrations` of them at most): short ASCII, which its JSON writes as
+    /// it is, so that the largest keystore.json they allow stays far below what a keystore reads
+    /// (`Keystore.maximumManifestBytes`; `AgentWireTests.theLargestMachineKeystoreIsReadable`).
+    /// A server: an http(s) base URL (`serverURLProblem`), or the name `token --server` gives.
+    public static let maximumServerLength = 512
+    /// A registration id (`registrationId`, `deviceId`): what servers send (WSO2: a UUID, 36).
+    public static let maximumIDLength = 128
+    /// A flow type (`REGISTRATION`).
+    public static let maximumFlowTypeLength = 64
     static let maximumClaims = 64
     static let maximumClaimNameLength = 256
     static let maximumClaimValueLength = 4096
@@ -180,8 +188,8 @@ public enum AgentRequest: Equatable, Sendable {
                 self = .status
             case "token":
                 try reader.rejectUnknownFields(known: ["v", "op", "server", "deviceId", "claims"])
-                self = .token(server: try optionalText("server", limit: Self.maximumServerLength),
-                              deviceID: try optionalText("deviceId", limit: Self.maximumIDLength), claims: try Self.claims(reader))
+                self = .token(server: try Self.optionalServerName(reader, "server"), deviceID: try Self.optionalIdentifier(reader, "deviceId"),
+                              claims: try Self.claims(reader))
             case "registration-step":
                 try reader.rejectUnknownFields(known: ["v", "op", "server", "registrationId", "challenge", "requiredParams", "claims"])
                 let parameters = try reader.array("requiredParams")
@@ -196,15 +204,13 @@ public enum AgentRequest: Equatable, Sendable {
                     try Self.check(name, path: "requiredParams[\(index)]", limit: 64)
                     required.append(name)
                 }
-                self = .registrationStep(server: try text("server", limit: Self.maximumServerLength),
-                                         registrationID: try text("registrationId", limit: Self.maximumIDLength),
+                self = .registrationStep(server: try Self.serverURL(reader, "server"), registrationID: try Self.identifier(reader, "registrationId"),
                                          challenge: try text("challenge", limit: Self.maximumChallengeLength),
                                          requiredParams: required, claims: try Self.claims(reader))
             case "registration-complete":
                 try reader.rejectUnknownFields(known: ["v", "op", "server", "registrationId", "flowType"])
-                self = .registrationComplete(server: try text("server", limit: Self.maximumServerLength),
-                                             registrationID: try text("registrationId", limit: Self.maximumIDLength),
-                                             flowType: try text("flowType", limit: 64))
+                self = .registrationComplete(server: try Self.serverURL(reader, "server"), registrationID: try Self.identifier(reader, "registrationId"),
+                                             flowType: try Self.identifier(reader, "flowType", limit: Self.maximumFlowTypeLength))
             case "sign-challenge":
                 try reader.rejectUnknownFields(known: ["v", "op", "challenge"])
                 self = .signChallenge(challenge: try text("challenge", limit: Self.maximumSignedChallengeLength))
@@ -216,7 +222,7 @@ public enum AgentRequest: Equatable, Sendable {
                 self = try Self.dpopProof(reader, url: try text("url", limit: Self.maximumURLLength))
             case "sign-in-token":
                 try reader.rejectUnknownFields(known: ["v", "op", "server", "destination", "providerUrls", "destinations"])
-                let server = try optionalText("server", limit: Self.maximumServerLength)
+                let server = try Self.optionalServerName(reader, "server")
                 let destination = try optionalText("destination", limit: Self.maximumURLLength)
                 let choice: RegistrationChoice
                 switch (server, destination) {
@@ -238,8 +244,75 @@ public enum AgentRequest: Equatable, Sendable {
                 throw JSONFieldError(path: "op", kind: .invalidValue("no operation \"\(String(operation.prefix(64)))\""))
             }
         } catch {
+            if case .invalidValue = error.kind { throw AgentProtocolError("\(error)", refusedValue: true) }
             throw AgentProtocolError("\(error)")
         }
+    }
+
+    /// A server the agent records a registration with (`registration-step`, `registration-complete`):
+    /// an http(s) base URL, as `serverURLProblem` says.
+    private static func serverURL(_ reader: JSONObjectReader, _ key: String) throws(JSONFieldError) -> String {
+        let server = try reader.string(key)
+        if let problem = serverURLProblem(server) { throw JSONFieldError(path: key, kind: .invalidValue(problem)) }
+        return server
+    }
+
+    /// A server a registration is chosen by (`token`, `sign-in-token`): its URL, or its host, or host
+    /// and path (`token --server NAME`); printable ASCII of at most `maximumServerLength` bytes.
+    private static func optionalServerName(_ reader: JSONObjectReader, _ key: String) throws(JSONFieldError) -> String? {
+        guard let server = try reader.optionalString(key) else { return nil }
+        guard (1...maximumServerLength).contains(server.utf8.count), server.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw JSONFieldError(path: key, kind: .invalidValue("must be a server's URL or name: 1 to \(maximumServerLength) bytes of printable ASCII without spaces"))
+        }
+        return server
+    }
+
+    /// A registration id or a flow type, as the agent keeps it: `identifierProblem`.
+    private static func identifier(_ reader: JSONObjectReader, _ key: String, limit: Int = maximumIDLength) throws(JSONFieldError) -> String {
+        let value = try reader.string(key)
+        if let problem = identifierProblem(value, limit: limit) { throw JSONFieldError(path: key, kind: .invalidValue(problem)) }
+        return value
+    }
+
+    private static func optionalIdentifier(_ reader: JSONObjectReader, _ key: String) throws(JSONFieldError) -> String? {
+        guard reader.object[key] != nil else { return nil }
+        return try identifier(reader, key)
+    }
+
+    /// Why `server` is no server base URL the agent records a registration with, or nil: at most
+    /// `maximumServerLength` bytes of printable ASCII without spaces, quotes or backslashes (what
+    /// the keystore's JSON writes as it is); an http or https URL with a host (`Origin`'s rules) and
+    /// no user name, query or fragment. devtrust sends the base URL `register --server` normalised
+    /// (`ServerURL`), which is such a URL whenever it is short enough; a host that is not ASCII goes
+    /// in its IDNA form (xn--).
+    public static func serverURLProblem(_ server: String) -> String? {
+        guard (1...maximumServerLength).contains(server.utf8.count) else {
+            return "must be a server base URL of at most \(maximumServerLength) bytes (this one has \(server.utf8.count))"
+        }
+        guard server.utf8.allSatisfy({ (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) else {
+            return "must be a server base URL in printable ASCII, without spaces, quotes or backslashes (a host in its xn-- form)"
+        }
+        let reference = URLReference(server)
+        guard let scheme = reference.scheme.map(Origin.normalizedScheme), scheme == "https" || scheme == "http",
+              let authority = reference.authority, Origin(scheme: scheme, authority: authority) != nil else {
+            return "must be an https:// (or http://) server base URL with a host"
+        }
+        guard URLAuthority(authority).userInfo == nil else { return "must not carry a user name" }
+        guard reference.query == nil, reference.fragment == nil else { return "must be a server base URL, without a query or fragment" }
+        return nil
+    }
+
+    /// The characters of a registration id or flow type the agent keeps: RFC 3986's unreserved ones.
+    static let identifierCharacters = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
+
+    /// Why `value` is no registration id (or flow type) the agent keeps, or nil: 1 to `limit` ASCII
+    /// letters, digits, and `-`, `.`, `_`, `~` (RFC 3986's unreserved characters: a UUID, as WSO2
+    /// sends, and the flow type `REGISTRATION` are such).
+    public static func identifierProblem(_ value: String, limit: Int = maximumIDLength) -> String? {
+        guard (1...limit).contains(value.utf8.count), value.utf8.allSatisfy(identifierCharacters.contains) else {
+            return "must be 1 to \(limit) ASCII letters, digits, '-', '.', '_' or '~'"
+        }
+        return nil
     }
 
     /// Printable text of at most `limit` characters (no control characters: it may reach the audit and a keystore).
@@ -324,9 +397,13 @@ public enum AgentRequest: Equatable, Sendable {
 /// refusal goes back to the client (a usage error: the client sent what cannot be done).
 public struct AgentProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
+    /// A request the agent read, with a field whose value it does not take (a server that is no
+    /// URL, an id of characters it does not keep, a text too long), rather than one it cannot read.
+    public let refusedValue: Bool
 
-    public init(_ message: String) {
+    public init(_ message: String, refusedValue: Bool = false) {
         self.message = message
+        self.refusedValue = refusedValue
     }
 
     public var description: String { message }
@@ -334,8 +411,12 @@ public struct AgentProtocolError: Error, Equatable, Sendable, CustomStringConver
 
 extension AgentProtocolError: ClassifiedError {
     public var classification: ErrorClassification {
-        ErrorClassification(.usage, summary: "the devtrust agent could not read the request: \(message)",
-                            hint: ErrorHint("is this client a devtrust of the agent's version?", joinedBy: "; "))
+        guard refusedValue else {
+            return ErrorClassification(.usage, summary: "the devtrust agent could not read the request: \(message)",
+                                       hint: ErrorHint("is this client a devtrust of the agent's version?", joinedBy: "; "))
+        }
+        return ErrorClassification(.usage, summary: "the devtrust agent refused the request: \(message)",
+                                   hint: ErrorHint("what it takes is in docs/usage.md, \"The system agent\"", joinedBy: "; "))
     }
 }
 

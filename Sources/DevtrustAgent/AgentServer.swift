@@ -445,14 +445,37 @@ public struct AgentAuditRecord: Equatable, Sendable {
         self.outcome = outcome
     }
 
+    /// What of a server a line shows (a base URL is far shorter; the agent takes up to 512 bytes).
+    public static let maximumServerBytes = 256
+    /// What of an outcome a line shows (a refusal may repeat what the client sent: a server, an id, a field's name).
+    public static let maximumOutcomeBytes = 1024
+
     /// `devtrust agent: uid=1000 pid=4242 op=token server="https://idp" jti="..." outcome="ok"`: the
-    /// texts a client chose (a server) are JSON strings, so that no line break or quote in them
-    /// can make a line of their own.
+    /// texts a client chose (a server, an outcome that repeats what it sent) are JSON strings, so
+    /// that no line break or quote in them can make a line of their own, and shortened
+    /// (`shortened`), so that a line stays a line, whatever the client sent.
     public var line: String {
         var words = ["devtrust agent: uid=\(peer.uid)", "pid=\(peer.pid)", "op=\(operation ?? "-")"]
-        if let server { words.append("server=" + JSONWriter.string(.string(server))) }
+        if let server { words.append("server=" + JSONWriter.string(.string(Self.shortened(server, limit: Self.maximumServerBytes)))) }
         if let jti { words.append("jti=" + JSONWriter.string(.string(jti))) }
-        words.append("outcome=" + JSONWriter.string(.string(outcome)))
+        words.append("outcome=" + JSONWriter.string(.string(Self.shortened(outcome, limit: Self.maximumOutcomeBytes))))
         return words.joined(separator: " ")
+    }
+
+    /// `text` cut where its JSON string would pass `limit` bytes (counting 6 for every character but
+    /// printable ASCII, the most an escape or a character takes), with how much was cut:
+    /// `https://idp.example/aaaa…(+300 bytes)`.
+    static func shortened(_ text: String, limit: Int) -> String {
+        var written = 0
+        let scalars = text.unicodeScalars
+        for index in scalars.indices {
+            let scalar = scalars[index]
+            written += (0x20...0x7E).contains(scalar.value) ? (scalar == "\"" || scalar == "\\" ? 2 : 1) : 6
+            if written > limit {
+                let kept = String(scalars[..<index])
+                return kept + "…(+\(text.utf8.count - kept.utf8.count) bytes)"
+            }
+        }
+        return text
     }
 }

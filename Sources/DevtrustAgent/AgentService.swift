@@ -57,7 +57,8 @@ public final class AgentService: AgentRequestHandler {
     /// Steps answered and not completed, per user at most; and for how long (a flow's context expires sooner).
     static let pendingPerUser = 8
     static let pendingMilliseconds: Int64 = 3_600_000
-    /// A user refused for their rate is audited once in this long, with the count refused since.
+    /// A user refused for their rate, or for who they are (no account, not in the policy's groups), is
+    /// audited once in this long for each, with the count refused since: a loop writes no line a request.
     static let rateAuditMilliseconds: Int64 = 10_000
 
     public let settings: Settings
@@ -65,7 +66,13 @@ public final class AgentService: AgentRequestHandler {
     private let users = AgentUsers()
     private let rateLimiter: AgentRateLimiter
     var pending = [PendingRegistration]()
-    private var rateRefusals = [UInt32: (audited: Int64, since: Int)]()
+    /// When each uid's refusal of each kind (`AgentAuditRecord.outcome`) was last audited, and how many since.
+    private var repeatedRefusals = [RepeatedRefusal: (audited: Int64, since: Int)]()
+
+    private struct RepeatedRefusal: Hashable {
+        let uid: UInt32
+        let outcome: String
+    }
     private let audit: (AgentAuditRecord) -> Void
     private let warn: (String) -> Void
 
@@ -80,10 +87,16 @@ public final class AgentService: AgentRequestHandler {
     public func handle(_ peer: AgentPeer, _ request: AgentRequest) -> AgentReply {
         let now = AgentServer.now()
         let user = users.user(peer.uid, now: now)
+        // Only root and uids with an account, whatever the policy says: a user has 65536 subordinate uids
+        // (/etc/subuid, newuidmap), and each would bring its own rate, turns and connections.
+        if peer.uid != 0, let why = user.withoutAccount {
+            auditRepeated(peer, request, outcome: "refused: no account on this machine", now: now)
+            return .failure(settings.policy.refusalWithoutAccount(uid: peer.uid, why: why).classification)
+        }
         // Root reads the machine keystore anyway; everyone else as the policy says.
         guard peer.uid == 0 || settings.policy.allows(groups: user.groups) else {
             let refusal = settings.policy.refusal(uid: peer.uid)
-            audit(AgentAuditRecord(peer: peer, operation: request.operation, server: request.server, outcome: "refused: not allowed by the policy"))
+            auditRepeated(peer, request, outcome: "refused: not allowed by the policy", now: now)
             return .failure(refusal.classification)
         }
         guard rateLimiter.take(peer.uid, now: now) else { return refuseRate(peer, request, now: now) }
@@ -126,15 +139,26 @@ public final class AgentService: AgentRequestHandler {
         keyCache.release()
     }
 
-    private func refuseRate(_ peer: AgentPeer, _ request: AgentRequest, now: Int64) -> AgentReply {
-        var record = rateRefusals[peer.uid] ?? (audited: Int64.min, since: 0)
+    /// Audits a refusal that a loop meets again and again: the uid's first of its kind, then once
+    /// in `rateAuditMilliseconds`, with the count refused since. Uids quiet that long are forgotten
+    /// once many are kept (a user's subordinate uids are 65536).
+    private func auditRepeated(_ peer: AgentPeer, _ request: AgentRequest, outcome: String, now: Int64) {
+        let key = RepeatedRefusal(uid: peer.uid, outcome: outcome)
+        var record = repeatedRefusals[key] ?? (audited: Int64.min, since: 0)
         record.since += 1
         if record.audited == Int64.min || now - record.audited >= Self.rateAuditMilliseconds {
             audit(AgentAuditRecord(peer: peer, operation: request.operation, server: request.server,
-                                   outcome: "refused: rate limit" + (record.since > 1 ? " (\(record.since) refused since the last such line)" : "")))
+                                   outcome: outcome + (record.since > 1 ? " (\(record.since) refused since the last such line)" : "")))
             record = (now, 0)
         }
-        rateRefusals[peer.uid] = record
+        repeatedRefusals[key] = record
+        if repeatedRefusals.count > 4096 {
+            repeatedRefusals = repeatedRefusals.filter { now - $0.value.audited < Self.rateAuditMilliseconds }
+        }
+    }
+
+    private func refuseRate(_ peer: AgentPeer, _ request: AgentRequest, now: Int64) -> AgentReply {
+        auditRepeated(peer, request, outcome: "refused: rate limit", now: now)
         let policy = settings.policy
         return .failure(ErrorClassification(.failure, summary: "the devtrust agent refused: uid \(peer.uid) asked more than \(policy.burst) times at once, "
                                             + "then more than \(policy.perSecond) times a second (the rate limit of \(policy.source ?? AgentPolicy.defaultPath))",
@@ -224,6 +248,12 @@ public final class AgentService: AgentRequestHandler {
         // Before anything is signed too: a registration that could not be recorded at COMPLETE is refused now, while the server has none.
         let others = device.state.registrations.filter { !RegistrationSelector.sameServer($0.server, server) }
         if others.count >= DeviceStore.maximumRegistrationsPerUser { throw AgentTooManyRegistrations(limit: DeviceStore.maximumRegistrationsPerUser, registeredAs: nil) }
+        // ...and one the machine keystore has no room for, all its users' together (replacing one's own adds none).
+        let everyones = try store.wholeState().registrations
+        let replacing = everyones.contains { $0.owner(keystoreOwner: settings.keystore.ownerID) == peer.uid && RegistrationSelector.sameServer($0.server, server) }
+        if !replacing && everyones.count >= DeviceStore.maximumRegistrations {
+            throw AgentTooManyRegistrations(limit: DeviceStore.maximumRegistrations, registeredAs: nil, wholeMachine: true)
+        }
         let service = tokens(for: peer, user: user, store: store)
         let inputs = try RegistrationProof.answer(challenge: challenge, requiredParams: requiredParams,
                                                   minter: service.registrationMinter(key: device.key, server: server),
@@ -255,6 +285,8 @@ public final class AgentService: AgentRequestHandler {
             try store.recordRegistration(record)
         } catch DeviceError.tooManyRegistrations(let limit) {
             throw AgentTooManyRegistrations(limit: limit, registeredAs: (registrationID, answered.server))
+        } catch DeviceError.keystoreFull(let limit) {
+            throw AgentTooManyRegistrations(limit: limit, registeredAs: (registrationID, answered.server), wholeMachine: true)
         }
         pending.removeAll { $0.uid == peer.uid && $0.registrationID == registrationID }
         var shown = record
@@ -335,18 +367,30 @@ extension AgentNoSuchStep: ClassifiedError {
     }
 }
 
-/// A user who has as many registrations as the agent keeps for one user (exit 1), at the Device
-/// Registration step (nothing signed, nothing registered) or, when one was recorded meanwhile, at
-/// COMPLETE (`registeredAs`: the server's record, which the agent did not record).
+/// A user who has as many registrations as the agent keeps for one user, or a machine keystore that
+/// holds as many as it keeps for all users together (`wholeMachine`; exit 1 either way), at the
+/// Device Registration step (nothing signed, nothing registered) or, when one was recorded
+/// meanwhile, at COMPLETE (`registeredAs`: the server's record, which the agent did not record).
 public struct AgentTooManyRegistrations: Error, Sendable, CustomStringConvertible {
     public let limit: Int
     public let registeredAs: (id: String, server: String)?
+    public var wholeMachine = false
 
     public var description: String { classification.message }
 }
 
 extension AgentTooManyRegistrations: ClassifiedError {
     public var classification: ErrorClassification {
+        if wholeMachine {
+            let full = "the devtrust agent keeps at most \(limit) registrations for all the users of this machine together, and holds that many"
+            let steps = "ask the machine's administrator; a user forgets their own with `devtrust reset`, and registering again with a server "
+                + "you are registered with replaces that one (`devtrust register --replace --server URL`)"
+            guard let registeredAs else {
+                return ErrorClassification(.failure, summary: full, hint: ErrorHint("nothing was signed or registered: " + steps, joinedBy: "; "))
+            }
+            return ErrorClassification(.failure, summary: full + ", so it did not record the registration \(registeredAs.id) that \(registeredAs.server) completed",
+                                       hint: ErrorHint(steps + "; the server keeps the device record \(registeredAs.id): remove it at the server", joinedBy: "; "))
+        }
         let steps = "`devtrust status` lists yours; `devtrust reset` forgets them all (after revoking your sign-ins), and registering again with "
             + "a server you are registered with replaces that one (`devtrust register --replace --server URL`)"
         guard let registeredAs else {

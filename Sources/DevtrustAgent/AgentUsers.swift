@@ -1,10 +1,14 @@
 import Glibc
 
-/// What the agent knows of a local user: their home (where the desktop's lock-screen settings are)
-/// and their groups (what the policy allows by), from the system's user and group databases.
-/// Looked up by the uid the kernel gave, and kept a short while: a lookup can be slow (LDAP, sssd).
+/// What the agent knows of a local user: whether they have an account (only root and users with
+/// one are served), their home (where the desktop's lock-screen settings are) and their groups
+/// (what the policy allows by), from the system's user and group databases. Looked up by the uid
+/// the kernel gave, and kept a short while: a lookup can be slow (LDAP, sssd).
 final class AgentUsers {
     struct User {
+        /// Why the uid has no account the agent knows of (none in the user database, or the database
+        /// did not answer); nil: it has one.
+        let withoutAccount: String?
         let home: String?
         /// The account's primary and supplementary gids.
         let groups: [UInt32]
@@ -17,17 +21,24 @@ final class AgentUsers {
     func user(_ uid: UInt32, now: Int64) -> User {
         if let known = users[uid], now - known.fetchedAt < Self.keptMilliseconds { return known }
         if users.count > 4096 { users.removeAll() }
-        let user = Self.lookUp(uid, now: now)
-        users[uid] = user
+        let (user, answered) = Self.lookUp(uid, now: now)
+        // A database that did not answer is asked again next time (LDAP may be back).
+        if answered { users[uid] = user }
         return user
     }
 
-    private static func lookUp(_ uid: UInt32, now: Int64) -> User {
+    /// The user, and whether the database answered (with an entry or without).
+    private static func lookUp(_ uid: UInt32, now: Int64) -> (User, answered: Bool) {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 16 * 1024)
-        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil else {
-            return User(home: nil, groups: [], fetchedAt: now)
+        let code = getpwuid_r(uid, &entry, &buffer, buffer.count, &result)
+        // getpwuid_r(3): no entry is 0 (or ENOENT, ESRCH, EBADF, EPERM with some databases) and no result.
+        if result == nil {
+            let missing = [0, ENOENT, ESRCH, EBADF, EPERM].contains(code)
+            let why = missing ? "uid \(uid) has none (no entry in the user database)"
+                : "the user database did not answer for uid \(uid) (\(String(cString: strerror(code))))"
+            return (User(withoutAccount: why, home: nil, groups: [], fetchedAt: now), missing)
         }
         let home = entry.pw_dir.map { String(cString: $0) }.flatMap { $0.hasPrefix("/") ? $0 : nil }
         var groups = [gid_t](repeating: 0, count: 256)
@@ -36,7 +47,7 @@ final class AgentUsers {
             groups = [gid_t](repeating: 0, count: Int(count))
             if getgrouplist(entry.pw_name, entry.pw_gid, &groups, &count) < 0 { count = 0 }
         }
-        return User(home: home, groups: [entry.pw_gid] + groups.prefix(Int(max(0, count))), fetchedAt: now)
+        return (User(withoutAccount: nil, home: home, groups: [entry.pw_gid] + groups.prefix(Int(max(0, count))), fetchedAt: now), true)
     }
 }
 

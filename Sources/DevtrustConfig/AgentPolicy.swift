@@ -113,6 +113,14 @@ public struct AgentPolicy: Equatable, Sendable {
     public func refusal(uid: UInt32) -> AgentPolicyRefusal {
         AgentPolicyRefusal(uid: uid, file: source ?? Self.defaultPath, groups: allowedGroups?.map(\.name) ?? [])
     }
+
+    /// What a uid without an account is told (`why`: that it has none, or that the user database
+    /// did not answer). The agent serves only root and uids with an account, whatever the policy
+    /// says: a uid without one (a user namespace's subordinate uids, /etc/subuid: 65536 a user)
+    /// would otherwise bring its own rate and connections, and one person could be thousands.
+    public func refusalWithoutAccount(uid: UInt32, why: String) -> AgentPolicyRefusal {
+        AgentPolicyRefusal(uid: uid, file: source ?? Self.defaultPath, groups: [], withoutAccount: why)
+    }
 }
 
 /// A policy file that cannot be used: the agent does not start with it (exit 2, as a bad configuration).
@@ -148,14 +156,18 @@ public struct AgentPolicyRefusal: Error, Equatable, Sendable, CustomStringConver
     public let uid: UInt32
     public let file: String
     public let groups: [String]
+    /// Why the uid counts as one without an account (refused before any group is looked at); nil:
+    /// it has one, and is not in the policy's groups.
+    public var withoutAccount: String?
 
     public var description: String { classification.message }
 }
 
 extension AgentPolicyRefusal: ClassifiedError {
     public var classification: ErrorClassification {
-        ErrorClassification(.notPermitted, summary: "the devtrust agent's policy (\(file)) does not let uid \(uid) use this machine's key"
-                            + (groups.isEmpty ? "" : ": it allows members of \(groups.joined(separator: ", ")) only"),
-                            hint: ErrorHint("ask the machine's administrator", joinedBy: "; "))
+        let why = withoutAccount.map { ": it serves only root and users with an account on this machine, and \($0)" }
+            ?? (groups.isEmpty ? "" : ": it allows members of \(groups.joined(separator: ", ")) only")
+        return ErrorClassification(.notPermitted, summary: "the devtrust agent's policy (\(file)) does not let uid \(uid) use this machine's key" + why,
+                                   hint: ErrorHint("ask the machine's administrator", joinedBy: "; "))
     }
 }

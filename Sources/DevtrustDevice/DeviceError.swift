@@ -25,6 +25,8 @@ public enum DeviceError: Error, Equatable, Sendable, CustomStringConvertible {
     case keyChangedDuringRegistration
     /// The user has as many registrations as a keystore keeps for one user.
     case tooManyRegistrations(limit: Int)
+    /// The keystore holds as many registrations as it keeps, every user's together (the machine keystore).
+    case keystoreFull(limit: Int)
     /// The sign-in's tokens are DPoP-bound to a key (its thumbprint) that is no longer the device key.
     case dpopKeyChanged(boundTo: String, deviceKey: String)
     /// The sign-in's tokens are bearer tokens: no proof goes with them.
@@ -71,6 +73,9 @@ extension DeviceError: ClassifiedError {
         case let .tooManyRegistrations(limit):
             return classified(.failure, "this device keeps at most \(limit) registrations for one user, and you have that many",
                               "nothing was recorded: `devtrust status` lists them; `devtrust reset` forgets them")
+        case let .keystoreFull(limit):
+            return classified(.failure, "this keystore keeps at most \(limit) registrations, every user's together, and holds that many",
+                              "nothing was recorded: `devtrust status` lists them; `devtrust reset` forgets a user's")
         case let .dpopKeyChanged(boundTo, deviceKey):
             return classified(.notRegistered, "the sign-in's tokens are DPoP-bound to the key \(boundTo), but the device key is now \(deviceKey)",
                               "run `devtrust login` again")

@@ -70,6 +70,12 @@ public struct DeviceStore: Sendable {
     /// The most registrations one user may have in a keystore (each is one server; the system
     /// agent's machine keystore holds every user's, and one user must not fill it for all).
     public static let maximumRegistrationsPerUser = 32
+    /// The most registrations a keystore holds, every user's together: the system agent's machine
+    /// keystore holds them all, and however many users (or uids) register, its keystore.json must
+    /// stay readable. With the agent's bounds on what a registration carries (`AgentRequest`: a
+    /// server of 512 bytes, an id of 128, ASCII) the largest is about 500 KB, half of what a keystore
+    /// reads (`Keystore.maximumManifestBytes`). A keystore of one's own never comes near it.
+    public static let maximumRegistrations = 512
 
     public let keystore: Keystore
     public let clock: any Clock
@@ -222,7 +228,8 @@ public struct DeviceStore: Sendable {
     /// Records a completed registration in one commit. It replaces an earlier
     /// registration of the same user with the same server, and is refused when the
     /// device key was replaced while the flow ran (the server registered the old key),
-    /// or when the user has `maximumRegistrationsPerUser` with other servers.
+    /// or when the user has `maximumRegistrationsPerUser` with other servers, or the keystore
+    /// holds `maximumRegistrations` (a replacement is recorded still: it adds none).
     public func recordRegistration(_ record: RegistrationRecord) throws {
         let owner = keystore.ownerID
         let user = record.owner(keystoreOwner: owner)
@@ -233,6 +240,9 @@ public struct DeviceStore: Sendable {
             state.registrations.removeAll { $0.owner(keystoreOwner: owner) == user && RegistrationSelector.sameServer($0.server, record.server) }
             guard state.registrations.filter({ $0.owner(keystoreOwner: owner) == user }).count < Self.maximumRegistrationsPerUser else {
                 throw DeviceError.tooManyRegistrations(limit: Self.maximumRegistrationsPerUser)
+            }
+            guard state.registrations.count < Self.maximumRegistrations else {
+                throw DeviceError.keystoreFull(limit: Self.maximumRegistrations)
             }
             state.registrations.append(record)
         }

@@ -55,6 +55,10 @@ public struct Keystore: Sendable {
     /// Files devtrust owns: the ones the manifest does not name are deleted.
     static let ownedPrefixes = [keyFilePrefix, signInFilePrefix]
 
+    /// The largest keystore.json a keystore reads (any of its files, in fact: `PrivateDirectory`);
+    /// `update` writes no larger one (it would lock everyone out of the keystore).
+    public static let maximumManifestBytes = PrivateDirectory.maximumFileSize
+
     public let path: String
     public let ownerID: UInt32
     public var lockTimeoutMilliseconds: Int
@@ -128,7 +132,12 @@ public struct Keystore: Sendable {
         do {
             result = try body(&state, staging)
             if state != before || !staging.writtenFiles.isEmpty {
-                try directory.writeAtomically(KeystoreFormat.manifestName, KeystoreFormat.encode(state))
+                let manifest = KeystoreFormat.encode(state)
+                // Larger than a keystore reads, it would make the keystore unreadable to everyone, for good: the old one stays.
+                guard manifest.count <= Self.maximumManifestBytes else {
+                    throw KeystoreError.stateTooLarge(path: directory.pathOf(KeystoreFormat.manifestName), bytes: manifest.count, limit: Self.maximumManifestBytes)
+                }
+                try directory.writeAtomically(KeystoreFormat.manifestName, manifest)
             }
         } catch {
             // Whatever got committed keeps its key file; other staged files go

@@ -13,6 +13,8 @@ public enum KeystoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case unsupportedVersion(path: String, found: Int64, supported: Int64)
     case locked(path: String, waitedSeconds: Int)
     case keyFileMissing(path: String)
+    /// A state too large for the keystore to read back (`Keystore.maximumManifestBytes`): not written.
+    case stateTooLarge(path: String, bytes: Int, limit: Int)
     case io(path: String, operation: String, errno: Int32)
 
     /// What failed, then what to do, joined as `separator` says.
@@ -37,6 +39,8 @@ public enum KeystoreError: Error, Equatable, Sendable, CustomStringConvertible {
             return "the keystore \(path) is locked by another devtrust process (waited \(waited) s)"
         case let .keyFileMissing(path):
             return "the key file \(path) named by the keystore is missing"
+        case let .stateTooLarge(path, bytes, limit):
+            return "\(path) would be \(bytes) bytes, more than the \(limit) a keystore is read up to, so devtrust did not write it: the keystore is as it was"
         case let .io(path, operation, code):
             return "cannot \(operation) \(path): \(String(cString: strerror(code)))"
         }
@@ -61,6 +65,8 @@ public enum KeystoreError: Error, Equatable, Sendable, CustomStringConvertible {
             return "try again when it has finished."
         case .keyFileMissing:
             return "the device key is lost (unless you have a copy of that file: put it back): `devtrust init --force` makes a new one and forgets the registrations made with this one (then register again)."
+        case .stateTooLarge:
+            return "forget what is no longer used (`devtrust status` lists the registrations and sign-ins; `devtrust logout` forgets a sign-in, `devtrust reset` the registrations)."
         case .io:
             return nil
         }
@@ -70,7 +76,7 @@ public enum KeystoreError: Error, Equatable, Sendable, CustomStringConvertible {
     public var separator: String {
         switch self {
         case .unsafePermissions, .wrongOwner, .notRegularFile, .corrupt: return ". "
-        case .notDirectory, .unsupportedVersion, .locked, .keyFileMissing, .io: return "; "
+        case .notDirectory, .unsupportedVersion, .locked, .keyFileMissing, .stateTooLarge, .io: return "; "
         }
     }
 

@@ -2,6 +2,7 @@
 import DevtrustDevice
 import DevtrustEncoding
 import DevtrustErrors
+import DevtrustKeystore
 import Testing
 
 /// The agent's wire protocol, in bytes: what a frame reader keeps and decides, what a request may
@@ -64,8 +65,8 @@ import Testing
         (#"{"v":1,"op":"sign-anything"}"#, "field \"op\": no operation \"sign-anything\""),
         (#"{"v":1,"op":"pubkey","uid":0}"#, "unknown field \"uid\""),
         (#"{"v":1,"op":"token","uid":0}"#, "unknown field \"uid\""),
-        (#"{"v":1,"op":"token","server":"https://a\nb"}"#, "field \"server\": must be 1 to 2048 bytes of printable text"),
-        (#"{"v":1,"op":"token","deviceId":""}"#, "field \"deviceId\": must be 1 to 256 bytes"),
+        (#"{"v":1,"op":"token","server":"https://a\nb"}"#, "field \"server\": must be a server's URL or name: 1 to 512 bytes of printable ASCII"),
+        (#"{"v":1,"op":"token","deviceId":""}"#, "field \"deviceId\": must be 1 to 128 ASCII letters, digits"),
         (#"{"v":1,"op":"token","claims":[["a"]]}"#, "field \"claims[0]\": must be [NAME, VALUE]"),
         (#"{"v":1,"op":"token","claims":{"a":"b"}}"#, "field \"claims\" must be an array"),
         (#"{"v":1,"op":"registration-step","server":"https://a","registrationId":"r","challenge":"c","requiredParams":[1]}"#,
@@ -116,6 +117,98 @@ import Testing
         }
     }
 
+    /// A registration's server, id and flow type, as the review's proof of concept sent them
+    /// (poc-fill-keystore.py: a 2048-byte server and a 256-byte id of U+0085, which the keystore's
+    /// JSON writes as \u0085: 220 KB of keystore.json per uid, unreadable after 5 uids), and the
+    /// other ways out of the bounds: each refused, naming its field, as a value the agent does not
+    /// take (exit 2), before anything is signed or recorded.
+    @Test(arguments: [
+        ("registration-step", "server", "s1000-00" + String(repeating: "\u{85}", count: 992), "must be a server base URL of at most 512 bytes (this one has 1992)"),
+        ("registration-step", "server", "https://idp.example/\u{85}", "must be a server base URL in printable ASCII"),
+        ("registration-step", "server", "https://idp.example/" + String(repeating: "a", count: 2028), "must be a server base URL of at most 512 bytes (this one has 2048)"),
+        ("registration-step", "server", "https://bücher.example", "must be a server base URL in printable ASCII, without spaces, quotes or backslashes (a host in its xn-- form)"),
+        ("registration-step", "server", "idp.example", "must be an https:// (or http://) server base URL with a host"),
+        ("registration-step", "server", "ftp://idp.example", "must be an https:// (or http://) server base URL with a host"),
+        ("registration-step", "server", "https://:443/t/acme", "must be an https:// (or http://) server base URL with a host"),
+        ("registration-complete", "server", "https://me@idp.example", "must not carry a user name"),
+        ("registration-complete", "server", "https://idp.example/t/acme?x=1", "must be a server base URL, without a query or fragment"),
+        ("registration-complete", "server", "https://idp.example/\"x", "must be a server base URL in printable ASCII"),
+        ("registration-step", "registrationId", "100000" + String(repeating: "\u{85}", count: 120), "must be 1 to 128 ASCII letters, digits, '-', '.', '_' or '~'"),
+        ("registration-complete", "registrationId", String(repeating: "a", count: 129), "must be 1 to 128 ASCII letters"),
+        ("registration-complete", "registrationId", "r/1", "must be 1 to 128 ASCII letters"),
+        ("registration-complete", "registrationId", "r 1", "must be 1 to 128 ASCII letters"),
+        ("registration-complete", "flowType", "REGISTRATION\u{85}", "must be 1 to 64 ASCII letters"),
+        ("registration-complete", "flowType", String(repeating: "R", count: 65), "must be 1 to 64 ASCII letters"),
+        ("token", "deviceId", "\u{85}", "must be 1 to 128 ASCII letters"),
+        ("token", "server", String(repeating: "a", count: 513), "must be a server's URL or name: 1 to 512 bytes of printable ASCII without spaces"),
+        ("token", "server", "idp example", "must be a server's URL or name"),
+        ("sign-in-token", "server", "https://idp.example/\u{85}", "must be a server's URL or name"),
+    ])
+    func whatTheMachineKeystoreKeepsIsShortPlainText(operation: String, field: String, value: String, problem: String) throws {
+        var request: JSONObject
+        let id = "74070bae-df8c-42bf-8754-5173c237c936"
+        switch operation {
+        case "registration-step":
+            request = AgentRequest.registrationStep(server: "https://idp.example", registrationID: id, challenge: "q3x3Zp3j0JvFf1m7m3kF5G8W2sV6l9d0QhYp4n1eT0Y",
+                                                    requiredParams: ["publicKey"], claims: []).json.objectValue ?? [:]
+        case "registration-complete":
+            request = AgentRequest.registrationComplete(server: "https://idp.example", registrationID: id, flowType: "REGISTRATION").json.objectValue ?? [:]
+        case "sign-in-token":
+            request = AgentRequest.signInToken(choice: .server("https://idp.example"), destinations: []).json.objectValue ?? [:]
+        default:
+            request = AgentRequest.token(server: "https://idp.example", deviceID: id, claims: []).json.objectValue ?? [:]
+        }
+        // As it was, the request is taken; with the field's value, it is refused, naming the field.
+        _ = try AgentRequest(json: JSONWriter.bytes(.object(request)))
+        request[field] = .string(value)
+        #expect {
+            try AgentRequest(json: JSONWriter.bytes(.object(request)))
+        } throws: { error in
+            guard let error = error as? AgentProtocolError else { return false }
+            let classification = error.classification
+            return classification.category == .usage && error.message.hasPrefix("field \"\(field)\": \(problem)")
+                && classification.summary.hasPrefix("the devtrust agent refused the request: field \"\(field)\"")
+                && classification.message.contains("what it takes is in docs/usage.md, \"The system agent\"")
+        }
+    }
+
+    /// What servers send is taken: the base URLs `register --server` makes (`ServerURL`), the
+    /// reference server's, an IPv6 host, a URL of 512 bytes; WSO2's ids (UUIDs), an id of 128.
+    @Test func whatServersSendIsTaken() throws {
+        let longest = "https://idp.example/" + String(repeating: "t", count: AgentRequest.maximumServerLength - 20)
+        for server in ["https://api.asgardeo.io/t/acme", "http://127.0.0.1:43121", "https://[::1]:9443/t/carbon.super", "https://localhost:9443",
+                       "https://xn--bcher-kva.example/o/a_b~c-d.e%20f", "HTTPS://IDP.example:443/", longest] {
+            #expect(AgentRequest.serverURLProblem(server) == nil, "\(server)")
+            let request = AgentRequest.registrationComplete(server: server, registrationID: "74070bae-df8c-42bf-8754-5173c237c936", flowType: "REGISTRATION")
+            #expect(try AgentRequest(json: JSONWriter.bytes(request.json)) == request)
+        }
+        for id in ["74070bae-df8c-42bf-8754-5173c237c936", "74070BAE-DF8C-42BF-8754-5173C237C936", "r-1", "a.b_c~d", String(repeating: "a", count: 128)] {
+            #expect(AgentRequest.identifierProblem(id) == nil, "\(id)")
+            let request = AgentRequest.token(server: "idp.example/t/acme", deviceID: id, claims: [])
+            #expect(try AgentRequest(json: JSONWriter.bytes(request.json)) == request)
+        }
+    }
+
+    /// The largest machine keystore the bounds allow: as many registrations as it keeps, each with
+    /// the longest server, id and flow type the agent takes and the largest uid, is far below what
+    /// a keystore reads (before, 5 uids made it unreadable: the review's 1,048,835 bytes).
+    @Test func theLargestMachineKeystoreIsReadable() throws {
+        let server = "https://idp.example/" + String(repeating: "~", count: AgentRequest.maximumServerLength - 20)
+        let id = String(repeating: "~", count: AgentRequest.maximumIDLength), flowType = String(repeating: "_", count: AgentRequest.maximumFlowTypeLength)
+        #expect(AgentRequest.serverURLProblem(server) == nil && AgentRequest.identifierProblem(id) == nil
+                && AgentRequest.identifierProblem(flowType, limit: AgentRequest.maximumFlowTypeLength) == nil)
+        let fingerprint = String(repeating: "A", count: 43)
+        var state = KeystoreState()
+        state.key = KeyRecord(backend: .tpm, file: "key-\(fingerprint).tss2", fingerprint: fingerprint, createdAt: "2026-11-30T00:00:00Z")
+        state.registrations = (0..<DeviceStore.maximumRegistrations).map { index in
+            RegistrationRecord(registrationId: id, server: server, flowType: flowType, keyFingerprint: fingerprint,
+                               registeredAt: "2026-11-30T00:00:00Z", uid: UInt32.max - UInt32(index / DeviceStore.maximumRegistrationsPerUser))
+        }
+        let size = KeystoreFormat.encode(state).count
+        #expect(size < Keystore.maximumManifestBytes / 2, "\(size) bytes of keystore.json, for a limit of \(Keystore.maximumManifestBytes)")
+        #expect(size > DeviceStore.maximumRegistrations * (server.utf8.count + id.utf8.count), "\(size)")
+    }
+
     @Test func aRequestCarriesBoundedClaims() throws {
         let many = "[" + (0...AgentRequest.maximumClaims).map { #"["c\#($0)","v"]"# }.joined(separator: ",") + "]"
         #expect(throws: AgentProtocolError.self) { try AgentRequest(json: Array(#"{"v":1,"op":"token","claims":\#(many)}"#.utf8)) }
@@ -159,6 +252,22 @@ import Testing
                                       jti: "j", outcome: "ok")
         #expect(record.line == #"devtrust agent: uid=1000 pid=42 op=token server="https://a\ndevtrust agent: uid=0 \"x\"" jti="j" outcome="ok""#)
         #expect(!record.line.contains("\n"))
+    }
+
+    /// What a client chose is shortened in the audit: a line stays a line (before, the review's
+    /// 2 KB server of U+0085 was escaped to 12 KB in every line).
+    @Test func anAuditLineShortensWhatAClientChose() {
+        let peer = AgentPeer(uid: 1000, gid: 1000, pid: 42)
+        let server = "https://idp.example/" + String(repeating: "a", count: 492)
+        let line = AgentAuditRecord(peer: peer, operation: "token", server: server, outcome: "ok").line
+        let kept = "https://idp.example/" + String(repeating: "a", count: AgentAuditRecord.maximumServerBytes - 20)
+        #expect(line == #"devtrust agent: uid=1000 pid=42 op=token server="\#(kept)…(+256 bytes)" outcome="ok""#, "\(line)")
+        let junk = "refused: unknown field \"" + String(repeating: "\u{85}", count: 60_000) + "\""
+        let refused = AgentAuditRecord(peer: peer, operation: nil, server: String(repeating: "\u{85}", count: 2048), outcome: junk).line
+        #expect(refused.utf8.count < AgentAuditRecord.maximumServerBytes + AgentAuditRecord.maximumOutcomeBytes + 200, "\(refused.utf8.count) bytes")
+        #expect(refused.contains(#"outcome="refused: unknown field \"\u0085"#) && refused.contains("…(+") && !refused.contains("\n"))
+        let short = AgentAuditRecord(peer: peer, operation: "token", server: "https://idp.example", outcome: "refused: x").line
+        #expect(short == #"devtrust agent: uid=1000 pid=42 op=token server="https://idp.example" outcome="refused: x""#)
     }
 
     @Test func aUserMayAskABurstThenAtTheRate() {

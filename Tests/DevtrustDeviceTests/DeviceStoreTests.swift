@@ -74,6 +74,39 @@ import Testing
         #expect(try alice.state().registrations.count == 2)
     }
 
+    /// A keystore keeps at most `maximumRegistrations`, every user's together (the system agent's
+    /// machine keystore holds them all): one more is refused and nothing changes; a user's new
+    /// registration with a server they are registered with replaces theirs, and is recorded still.
+    @Test func aKeystoreHoldsAtMostItsRegistrationsForAllUsersTogether() throws {
+        let directory = TemporaryDirectory()
+        let keystore = Keystore(path: directory.file("ks"))
+        guard case let .created(key, _, _) = try DeviceStore(keystore: keystore).initialize(backend: .software, force: false) else {
+            Issue.record("no key")
+            return
+        }
+        func record(_ id: String, _ server: String, uid: UInt32) -> RegistrationRecord {
+            RegistrationRecord(registrationId: id, server: server, flowType: "REGISTRATION", keyFingerprint: key.fingerprint, registeredAt: "t", uid: uid)
+        }
+        let limit = DeviceStore.maximumRegistrations, perUser = DeviceStore.maximumRegistrationsPerUser
+        try keystore.update { state, _ in
+            state.registrations = (0..<(limit - 1)).map { record("r-\($0)", "https://s\($0 % perUser).example", uid: 2000 + UInt32($0 / perUser)) }
+        }
+        let alice = DeviceStore(keystore: keystore, viewer: 5000), bob = DeviceStore(keystore: keystore, viewer: 5001)
+        try alice.recordRegistration(record("alice-1", "https://idp.example", uid: 5000))
+        let full = try #require(FileManager.default.contents(atPath: keystore.manifestPath))
+        #expect(throws: DeviceError.keystoreFull(limit: limit)) {
+            try bob.recordRegistration(record("bob-1", "https://idp.example", uid: 5001))
+        }
+        #expect(FileManager.default.contents(atPath: keystore.manifestPath) == full)
+        #expect(try bob.state().registrations.isEmpty && alice.wholeState().registrations.count == limit)
+        // Alice registers again with her server: hers is replaced, the keystore holds as many as before.
+        try alice.recordRegistration(record("alice-2", "https://idp.example", uid: 5000))
+        #expect(try alice.state().registrations.map(\.registrationId) == ["alice-2"] && alice.wholeState().registrations.count == limit)
+        #expect(DeviceError.keystoreFull(limit: limit).classification.message
+                == "this keystore keeps at most \(limit) registrations, every user's together, and holds that many; nothing was recorded: "
+                + "`devtrust status` lists them; `devtrust reset` forgets a user's")
+    }
+
     /// A store with a key cache (the agent) loads the key once, and again once the keystore names another.
     @Test func aCachedKeyIsUsedWhileTheKeystoreNamesIt() throws {
         let directory = TemporaryDirectory()

@@ -30,6 +30,36 @@ import Testing
         #expect(snapshot.keyFile == Array("KEY".utf8))
     }
 
+    /// A state whose keystore.json would be larger than a keystore reads is not written: the
+    /// keystore stays as it was, readable (before, it was written, and every later read said
+    /// "keystore.json is corrupt", to everyone, until a reset), and what the update staged is removed.
+    @Test func aStateLargerThanAKeystoreReadsIsNotWritten() throws {
+        let directory = TemporaryDirectory()
+        let keystore = Keystore(path: directory.file("ks"))
+        try Self.install(keystore, Self.record())
+        try keystore.update { state, _ in
+            state.registrations = [RegistrationRecord(registrationId: "r", server: "https://s", flowType: "REGISTRATION", keyFingerprint: "fp", registeredAt: "t")]
+        }
+        let before = try #require(FileManager.default.contents(atPath: keystore.manifestPath))
+        let server = "https://idp.example/" + String(repeating: "a", count: 4000)
+        #expect {
+            try keystore.update { state, staging in
+                try staging.writeKeyFile(named: "key-new.pem", contents: Array("NEW".utf8))
+                state.key = Self.record("key-new.pem")
+                state.registrations = (0..<300).map {
+                    RegistrationRecord(registrationId: "r\($0)", server: server, flowType: "REGISTRATION", keyFingerprint: "fp", registeredAt: "t", uid: 1000)
+                }
+            }
+        } throws: { error in
+            guard case let .stateTooLarge(path, bytes, limit)? = error as? KeystoreError else { return false }
+            return path == keystore.manifestPath && bytes > Keystore.maximumManifestBytes && limit == Keystore.maximumManifestBytes
+                && (error as? KeystoreError)?.classification.message.contains("so devtrust did not write it: the keystore is as it was; forget what is no longer used") == true
+        }
+        #expect(FileManager.default.contents(atPath: keystore.manifestPath) == before)
+        #expect(try keystore.load()?.registrations.map(\.registrationId) == ["r"])
+        #expect(directory.entries("ks") == [".lock", "key-0123456789abcdef.pem", "keystore.json"])
+    }
+
     @Test func replacingTheKeyRemovesTheOldFile() throws {
         let directory = TemporaryDirectory()
         let keystore = Keystore(path: directory.file("ks"))

@@ -169,6 +169,10 @@ enum RegisterCommand: DevtrustCommand {
     /// collectors, the claims its policy allows) and records the registration for this user at COMPLETE.
     private static func agentKey(_ agent: AgentClient, _ context: CommandContext, _ options: Options, server: ServerURL,
                                  claims: [(String, String)]) throws -> RegistrationKey {
+        // Before the flow: a server the agent would not record is refused now, not after the user's prompts.
+        if let problem = AgentRequest.serverURLProblem(server.description) {
+            throw UsageError("--server \(server): through the devtrust agent, the server \(problem)", command: "register")
+        }
         let (state, keystore) = try agent.ownState()
         let previous = state.registrations.first { RegistrationSelector.sameServer($0.server, server.description) }
         context.detail("the device key: the devtrust agent at \(agent.socket) (its keystore \(keystore))")
