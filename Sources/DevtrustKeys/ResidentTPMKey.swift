@@ -145,10 +145,24 @@ public final class ResidentTPMKey: DeviceKey {
     /// machine key, and one that signs directly with the machine keystore at this very moment loses
     /// its copy and fails, once); every other object is let go of, untouched.
     private static func takenBack(_ context: TPMContext, _ expected: TPMObjectNames) throws(TPMError) -> ESYS_TR? {
+        let handles: [UInt32]
+        do throws(TPMError) {
+            handles = try context.transientHandles()
+        } catch where !error.isConnectionLost {
+            return nil  // a TPM that will not list them: the key is loaded, as before
+        }
         var taken: ESYS_TR?
         do throws(TPMError) {
-            for handle in try context.transientHandles() {
-                guard let object = try context.transientObject(at: handle) else { continue }
+            for handle in handles {
+                // An object that went meanwhile, or one ESAPI cannot read (another program's, of a
+                // kind it does not know), is not the key; only a lost TPM ends the search.
+                let object: ESYS_TR
+                do throws(TPMError) {
+                    guard let found = try context.transientObject(at: handle) else { continue }
+                    object = found
+                } catch where !error.isConnectionLost {
+                    continue
+                }
                 let isKey: Bool
                 do throws(TPMError) {
                     // ESAPI's name from the public area just read; the qualified name only for a candidate.
@@ -159,8 +173,8 @@ public final class ResidentTPMKey: DeviceKey {
                     }
                 } catch {
                     context.forget(object)
-                    if error.isObjectGone { continue }
-                    throw error
+                    if error.isConnectionLost { throw error }
+                    continue
                 }
                 if !isKey {
                     context.forget(object)
