@@ -17,7 +17,8 @@ thresholds in scripts/bench-thresholds.json):
      software key, the socket round trip included <= jose jws sig
   7. `devtrust token` through the system agent, TPM key, on swtpm behind
      scripts/tpm_latency_proxy.py (a chip's time per command) <= 1.15 x the
-     modelled Sign alone, and exactly one Sign per token (the key stays loaded)
+     modelled Sign alone, and exactly one ReadPublic and one Sign per token
+     (the key stays loaded; the ReadPublic checks it is still the object at its handle)
 
 Exits 1 when a goal is missed. Usage:
   bench.py --binary RELEASE_DEVTRUST --bench RELEASE_DEVTRUST_BENCH --thresholds FILE
@@ -263,7 +264,8 @@ def modelled_tpm_token(args, directory, tcti, keystore, environment, thresholds,
     """`devtrust token` on a TPM with a chip's latency (scripts/tpm_latency_proxy.py in front of
     swtpm), against the modelled Sign alone: what a per-request token costs on a laptop, directly
     (it loads the key for each token) and through the system agent (issue 28), which keeps the key
-    loaded in the TPM, so that a token costs one Sign."""
+    loaded in the TPM, so that a token costs one Sign (after a ReadPublic that checks the object at
+    the key's handle)."""
     proxy = LatencyProxy(int(tcti.rsplit("=", 1)[1]))
     runs = 9
     try:
@@ -275,7 +277,7 @@ def modelled_tpm_token(args, directory, tcti, keystore, environment, thresholds,
         record_registration(keystore)
         with running_agent(args, directory, "tpm", keystore, modelled) as socket_path:
             through_agent = [args.binary, "--agent", socket_path, "token"]
-            # The first token loads the key (ReadPublic, Load); the rest find it loaded.
+            # The first token loads the key (its parent's ReadPublic, Load); the rest find it loaded.
             for _ in range(2):
                 timed(through_agent, modelled)
             proxy.commands.clear()

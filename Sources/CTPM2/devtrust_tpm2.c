@@ -168,3 +168,44 @@ TSS2_RC devtrust_create_primary_from(const struct devtrust_tss2 *tss, ESYS_CONTE
     return tss->Esys_CreatePrimary(context, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
                                    &sensitive, &template, &outside_info, &creation_pcr, object, NULL, NULL, NULL, NULL);
 }
+
+TSS2_RC devtrust_read_public_names(const struct devtrust_tss2 *tss, ESYS_CONTEXT *context, ESYS_TR object,
+                                   uint8_t name[68], uint16_t *name_size, uint8_t qualified_name[68], uint16_t *qualified_name_size) {
+    TPM2B_NAME *read_name = NULL, *read_qualified_name = NULL;
+    TSS2_RC rc = tss->Esys_ReadPublic(context, object, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, NULL, &read_name, &read_qualified_name);
+    if (rc == TSS2_RC_SUCCESS && (read_name->size > 68 || read_qualified_name->size > 68)) rc = TSS2_ESYS_RC_MALFORMED_RESPONSE;
+    if (rc == TSS2_RC_SUCCESS) {
+        memcpy(name, read_name->name, read_name->size);
+        *name_size = read_name->size;
+        memcpy(qualified_name, read_qualified_name->name, read_qualified_name->size);
+        *qualified_name_size = read_qualified_name->size;
+    }
+    tss->Esys_Free(read_name);
+    tss->Esys_Free(read_qualified_name);
+    return rc;
+}
+
+TSS2_RC devtrust_transient_handles(const struct devtrust_tss2 *tss, ESYS_CONTEXT *context, uint32_t *handles, uint32_t capacity, uint32_t *count) {
+    *count = 0;
+    TPM2_HANDLE next = TPM2_TRANSIENT_FIRST;
+    TPMI_YES_NO more = TPM2_YES;
+    while (more == TPM2_YES && *count < capacity) {
+        TPMS_CAPABILITY_DATA *data = NULL;
+        TSS2_RC rc = tss->Esys_GetCapability(context, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                             TPM2_CAP_HANDLES, next, TPM2_MAX_CAP_HANDLES, &more, &data);
+        if (rc != TSS2_RC_SUCCESS) return rc;
+        const TPML_HANDLE *listed = &data->data.handles;
+        uint32_t added = 0;
+        for (uint32_t i = 0; i < listed->count && i < TPM2_MAX_CAP_HANDLES && *count < capacity; i++) {
+            TPM2_HANDLE handle = listed->handle[i];
+            /* Only transient objects, in ascending order (a TPM that answers otherwise ends the list). */
+            if (handle >> 24 != TPM2_HT_TRANSIENT || handle < next) continue;
+            handles[(*count)++] = handle;
+            next = handle + 1;
+            added++;
+        }
+        tss->Esys_Free(data);
+        if (added == 0) break;
+    }
+    return TSS2_RC_SUCCESS;
+}

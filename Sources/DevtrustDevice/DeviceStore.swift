@@ -30,8 +30,10 @@ public struct ResetOutcome: Sendable {
 
 /// A device key kept loaded between uses, for a process that signs many times (the system
 /// agent): used again while the keystore names the same key record, loaded again once it names
-/// another. A TPM key stays loaded in the TPM (`ResidentTPMKey`): each signature is one `Sign`.
-/// `release()` lets the TPM go (the agent's stop): no transient object is left behind.
+/// another. A TPM key stays loaded in the TPM (`ResidentTPMKey`): each signature is one `Sign`,
+/// after a ReadPublic that checks the key is still the object at its handle. `release()` lets the
+/// TPM go (the agent's stop): no transient object is left behind; one a killed agent left is taken
+/// back when the key is first used.
 public final class LoadedKeyCache: Sendable {
     private let entry = Mutex<(record: KeyRecord, key: any DeviceKey)?>(nil)
 

@@ -207,6 +207,8 @@ package struct DoctorExplanation {
                                      fix: "use the kernel's resource manager (device:/dev/tpmrm0) or tpm2-abrmd, or free the slots with tpm2_flushcontext -t")
         case let .busy(operation):
             return DoctorExplanation(detail: "the TPM was busy and did not run \(operation) (TPM_RC_RETRY)", fix: "run `devtrust doctor` again")
+        case .keyReplaced:
+            return DoctorExplanation(detail: error.description, fix: "run `devtrust doctor` again")
         case let .unsupportedKey(reason):
             return DoctorExplanation(detail: "not a usable TPM device key: \(reason)", fix: lost, destroysKey: true)
         case let .commandFailed(operation, code):

@@ -2,32 +2,37 @@ import CTPM2
 import Synchronization
 
 /// A TPM device key kept loaded in its TPM between signatures, for a process that signs many
-/// times (the system agent): the TPM is opened, the parent identified (its ReadPublic) and the key
-/// loaded once, so that each signature after the first is one `Sign` (a `Load` costs a TPM chip as
-/// much as a Sign again). `TPMDeviceKey` itself, which a command signs with once and exits, opens,
-/// loads and flushes for every signature.
+/// times (the system agent): the TPM is opened and the key loaded once, so that each signature after
+/// the first is a ReadPublic and a `Sign` (a `Load` costs a TPM chip as much as a Sign again).
+/// `TPMDeviceKey` itself, which a command signs with once and exits, opens, loads and flushes for
+/// every signature.
 ///
-/// The TPM can lose the loaded key: it restarted or was reset (a connection that breaks, or an
-/// answer that the handle is gone), or another program flushed it. The key is then loaded again
-/// once, from the same key file under the same identified parent, and the signature tried again;
-/// a key the TPM holds under another name than the one loaded first is never signed with, and every
-/// signature is verified with the key's public part (from the keystore's record) before it is
-/// returned, so that no signature by another key ever leaves.
+/// On a TPM without a resource manager (swtpm, /dev/tpm0) every program sees the key's transient
+/// handle: another can flush the key and load its own object, which then gets the same handle. So
+/// before each signature the object at the handle is checked (one ReadPublic) to have the key's
+/// name and qualified name (the key, under its parent: a public-only copy of it, which LoadExternal
+/// makes, has the name but not the qualified name); a handle that holds another object is let go
+/// without flushing it (it is not this process's), and the key is loaded again, once, and signed
+/// with. The same when the TPM lost the key (restarted or reset: the connection breaks or the handle
+/// is empty). Every signature is also verified with the key's public part (from the keystore's
+/// record) before it is returned: no signature by another key ever leaves, even if another object
+/// takes the handle between the check and the Sign.
 ///
-/// It holds one of the TPM's transient object slots (a TPM without a resource manager, such as
-/// swtpm or /dev/tpm0, has three) until `release()`, which the process calls when it stops.
+/// The key holds one of the TPM's transient object slots (swtpm has three) until `release()`, which
+/// the process calls when it stops. A process that is killed cannot: its key stays loaded. So before
+/// loading the key, the TPM's transient objects are looked at, and one with the key's names is
+/// taken back (and any other copy of the key flushed: it holds a slot for nothing): an agent
+/// restarted after `kill -9` holds the same one slot.
 public final class ResidentTPMKey: DeviceKey {
     public let key: TPMDeviceKey
     private let state = Mutex(State())
 
-    /// The open TPM, the key loaded in it, and the name it was first loaded with (the TPM's name
-    /// for the key file's public area, which ESAPI checks against the file at `Load`).
+    /// The open TPM, the key loaded in it, and the names the TPM gave the key when it was loaded or
+    /// taken back: what the object at its handle must have still.
     private struct State {
         var context: TPMContext?
         var object: ESYS_TR?
-        var name: [UInt8]?
-        /// The TPM handle the key had in a connection that was lost: the TPM may hold it still.
-        var lostHandle: UInt32?
+        var names: TPMObjectNames?
     }
 
     public var backend: KeyBackend { .tpm }
@@ -43,30 +48,32 @@ public final class ResidentTPMKey: DeviceKey {
 
     public func sign(digest: SHA256Digest) throws -> ECDSASignature {
         let key = self.key
-        let signature = try state.withLock { state throws(TPMError) -> ECDSASignature in
-            do throws(TPMError) {
+        return try state.withLock { state throws -> ECDSASignature in
+            do {
                 return try Self.sign(digest, key: key, state: &state)
-            } catch let error where error.isConnectionLost || error.isObjectGone {
-                // Lost with the TPM's restart, or flushed by another program: loaded again, once.
-                Self.forget(&state, connectionLost: error.isConnectionLost)
-                do throws(TPMError) {
+            } catch let error where Self.meansKeyNotHeld(error) {
+                // Lost with the TPM's restart, flushed or replaced by another program: loaded again, once.
+                Self.forget(&state, error)
+                do {
                     return try Self.sign(digest, key: key, state: &state)
-                } catch let again where again.isConnectionLost || again.isObjectGone {
-                    Self.forget(&state, connectionLost: again.isConnectionLost)
+                } catch let again where Self.meansKeyNotHeld(again) {
+                    Self.forget(&state, again)
                     throw again
                 }
             }
         }
-        // The keystore's public key: nothing signed by another key leaves, whatever the TPM did.
-        guard key.publicKey.isValidSignature(signature, for: digest) else { throw KeySelfTestFailure(backend: .tpm) }
-        return signature
     }
 
-    /// Flushes the key from the TPM and closes the connection; a signature after it loads the key again.
+    /// Flushes the key from the TPM (when the object at its handle is still the key: another
+    /// program's is let go of, not flushed) and closes the connection; a signature after it loads the
+    /// key again.
     public func release() {
         state.withLock { state in
-            if let context = state.context, let object = state.object { context.flush(object) }
+            if let context = state.context, let object = state.object {
+                if let names = state.names, (try? context.names(of: object)) == names { context.flush(object) } else { context.forget(object) }
+            }
             state.object = nil
+            state.names = nil
             state.context = nil
         }
     }
@@ -76,13 +83,22 @@ public final class ResidentTPMKey: DeviceKey {
         state.withLock { $0.object != nil }
     }
 
-    private static func sign(_ digest: SHA256Digest, key: TPMDeviceKey, state: inout State) throws(TPMError) -> ECDSASignature {
-        let (context, object) = try loaded(key, state: &state)
-        return try context.sign(object, digest: digest)
+    /// Signs with the key at its handle, after checking that it is the key there (unless it was
+    /// loaded or taken back just now), and verifies the signature with the key's public part.
+    private static func sign(_ digest: SHA256Digest, key: TPMDeviceKey, state: inout State) throws -> ECDSASignature {
+        let (context, object, justChecked) = try held(key, state: &state)
+        if !justChecked, try context.names(of: object) != state.names {
+            throw TPMError.keyReplaced(handle: context.tpmHandle(of: object))
+        }
+        let signature = try context.sign(object, digest: digest)
+        // The keystore's public key: nothing signed by another key leaves, whatever the TPM did.
+        guard key.publicKey.isValidSignature(signature, for: digest) else { throw KeySelfTestFailure(backend: .tpm) }
+        return signature
     }
 
-    /// The open TPM and the key in it: opened, and loaded, when they are not.
-    private static func loaded(_ key: TPMDeviceKey, state: inout State) throws(TPMError) -> (TPMContext, ESYS_TR) {
+    /// The open TPM and the key in it: opened, and taken back or loaded, when they are not; and
+    /// whether its names were read from the TPM just now.
+    private static func held(_ key: TPMDeviceKey, state: inout State) throws(TPMError) -> (TPMContext, ESYS_TR, justChecked: Bool) {
         let context: TPMContext
         if let open = state.context {
             context = open
@@ -90,27 +106,30 @@ public final class ResidentTPMKey: DeviceKey {
             context = try TPMContext.open(key.selection)
             state.context = context
         }
-        if let object = state.object { return (context, object) }
-        let object: ESYS_TR
-        if let reclaimed = try reclaimed(context, state: &state) {
-            object = reclaimed
-        } else {
-            object = try load(key, context)
+        if let object = state.object { return (context, object, false) }
+        if let expected = key.loadedNames, let object = try takenBack(context, expected) {
+            state.object = object
+            state.names = expected
+            return (context, object, true)
         }
-        let name: [UInt8]
+        let object = try load(key, context)
         do throws(TPMError) {
-            name = try context.name(of: object)
+            // ESAPI checked the name the TPM gave the key at Load against the key file's public area.
+            // The names the TPM gives the object now are what it must have at each signature (those
+            // worked out before only serve to recognise a copy already loaded: for a parent devtrust
+            // did not make as an owner primary they would be wrong).
+            let loadedName = try context.name(of: object)
+            let names = try context.names(of: object)
+            guard names.name == loadedName else { throw .keyReplaced(handle: context.tpmHandle(of: object)) }
+            state.object = object
+            state.names = names
+            return (context, object, true)
         } catch {
-            context.flush(object)
+            // Not flushed: another object may hold the handle by now; a copy of the key that is
+            // still there is taken back when the key is loaded again.
+            context.forget(object)
             throw error
         }
-        if let expected = state.name, expected != name {
-            context.flush(object)
-            throw .responseNotAuthentic(operation: "loading the device key again: the TPM names it differently from when it was first loaded")
-        }
-        state.name = name
-        state.object = object
-        return (context, object)
     }
 
     /// Identifies the parent, loads the key under it and lets the parent go (a loaded key needs it no more).
@@ -120,27 +139,73 @@ public final class ResidentTPMKey: DeviceKey {
         return try context.load(key.keyFile, parent: parent.object)
     }
 
-    /// After a lost connection to a TPM that kept running, the key is still loaded at its handle:
-    /// taken again when the object there has the key's name, so that it neither holds a slot for
-    /// nothing nor is loaded twice; an object of another name is not this process's to touch.
-    private static func reclaimed(_ context: TPMContext, state: inout State) throws(TPMError) -> ESYS_TR? {
-        guard let handle = state.lostHandle, let name = state.name else { return nil }
-        state.lostHandle = nil
-        guard let object = try context.transientObject(at: handle) else { return nil }
-        if (try? context.name(of: object)) == name { return object }
-        context.forget(object)
-        return nil
+    /// The key already loaded in the TPM, as a process that was killed (or lost its connection) left
+    /// it: the first transient object with the key's names, taken as this process's own. Any other
+    /// copy of the key is flushed (it holds a slot for nothing: only root's processes can load the
+    /// machine key, and one that signs directly with the machine keystore at this very moment loses
+    /// its copy and fails, once); every other object is let go of, untouched.
+    private static func takenBack(_ context: TPMContext, _ expected: TPMObjectNames) throws(TPMError) -> ESYS_TR? {
+        let handles: [UInt32]
+        do throws(TPMError) {
+            handles = try context.transientHandles()
+        } catch where !error.isConnectionLost {
+            return nil  // a TPM that will not list them: the key is loaded, as before
+        }
+        var taken: ESYS_TR?
+        do throws(TPMError) {
+            for handle in handles {
+                // An object that went meanwhile, or one ESAPI cannot read (another program's, of a
+                // kind it does not know), is not the key; only a lost TPM ends the search.
+                let object: ESYS_TR
+                do throws(TPMError) {
+                    guard let found = try context.transientObject(at: handle) else { continue }
+                    object = found
+                } catch where !error.isConnectionLost {
+                    continue
+                }
+                let isKey: Bool
+                do throws(TPMError) {
+                    // ESAPI's name from the public area just read; the qualified name only for a candidate.
+                    if try context.name(of: object) == expected.name {
+                        isKey = try context.names(of: object) == expected
+                    } else {
+                        isKey = false
+                    }
+                } catch {
+                    context.forget(object)
+                    if error.isConnectionLost { throw error }
+                    continue
+                }
+                if !isKey {
+                    context.forget(object)
+                } else if taken == nil {
+                    taken = object
+                } else {
+                    context.flush(object)
+                }
+            }
+        } catch {
+            if let taken { context.forget(taken) }
+            throw error
+        }
+        return taken
     }
 
-    /// Lets go of a key the TPM no longer holds, without flushing its handle (another object may
-    /// have it by now); with the connection lost, of the connection too.
-    private static func forget(_ state: inout State, connectionLost: Bool) {
-        if let context = state.context, let object = state.object {
-            if connectionLost { state.lostHandle = context.tpmHandle(of: object) }
-            context.forget(object)
-        }
+    /// Whether `error` says that the key is not (or may not be) the object at its handle any more.
+    private static func meansKeyNotHeld(_ error: any Error) -> Bool {
+        if error is KeySelfTestFailure { return true }
+        guard let error = error as? TPMError else { return false }
+        return error.isConnectionLost || error.isObjectGone || error.isKeyReplaced
+    }
+
+    /// Lets go of a key the TPM may no longer hold at its handle, without flushing it (another object
+    /// may have the handle by now; a copy of the key that is still there is taken back when it is
+    /// loaded again); with the connection lost, of the connection too.
+    private static func forget(_ state: inout State, _ error: any Error) {
+        if let context = state.context, let object = state.object { context.forget(object) }
         state.object = nil
-        if connectionLost { state.context = nil }
+        state.names = nil
+        if (error as? TPMError)?.isConnectionLost == true { state.context = nil }
     }
 }
 
@@ -150,5 +215,10 @@ extension TPMError {
     var isObjectGone: Bool {
         guard case let .commandFailed(_, code) = self, let tpmCode = code.tpmCode else { return false }
         return tpmCode == TPMResponseCode.handle || (0x910...0x916).contains(tpmCode)
+    }
+
+    var isKeyReplaced: Bool {
+        if case .keyReplaced = self { return true }
+        return false
     }
 }

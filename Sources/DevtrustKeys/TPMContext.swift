@@ -144,6 +144,26 @@ final class TPMContext {
         return object
     }
 
+    /// The name and qualified name the TPM gives the object it holds at `object`'s handle now (one
+    /// ReadPublic, no session): another object than the one ESAPI knows there, when another program
+    /// flushed it and loaded its own (a TPM without a resource manager). ESAPI takes them as the object's.
+    func names(of object: ESYS_TR) throws(TPMError) -> TPMObjectNames {
+        var name = [UInt8](repeating: 0, count: 68), qualifiedName = [UInt8](repeating: 0, count: 68)
+        var nameSize: UInt16 = 0, qualifiedNameSize: UInt16 = 0
+        try check(devtrust_read_public_names(functions, esys, object, &name, &nameSize, &qualifiedName, &qualifiedNameSize),
+                  "reading the object at \(tpmHandle(of: object).map(TPMHandle.format) ?? "its handle") (ReadPublic)")
+        return TPMObjectNames(name: Array(name.prefix(Int(nameSize))), qualifiedName: Array(qualifiedName.prefix(Int(qualifiedNameSize))))
+    }
+
+    /// The handles of the transient objects the TPM holds (GetCapability): every program's, on a TPM
+    /// without a resource manager; only this connection's through one.
+    func transientHandles() throws(TPMError) -> [UInt32] {
+        var handles = [UInt32](repeating: 0, count: 64)
+        var count: UInt32 = 0
+        try check(devtrust_transient_handles(functions, esys, &handles, UInt32(handles.count), &count), "listing the TPM's transient objects (GetCapability)")
+        return Array(handles.prefix(Int(count)))
+    }
+
     /// The persistent object at `handle`, or nil when there is none.
     func persistentObject(_ handle: UInt32) throws(TPMError) -> ESYS_TR? {
         var object: ESYS_TR = ESYS_TR(ESYS_TR_NONE)

@@ -108,6 +108,20 @@ public struct TPMDeviceKey: DeviceKey {
         }
     }
 
+    /// The names the TPM gives this key loaded under its recorded parent, worked out without a TPM
+    /// command: a TPM without a resource manager whose slots are all taken cannot even read a
+    /// persistent object (it is read into a slot), and that is when a copy of the key already loaded
+    /// has to be found. The recorded parent is taken for a primary of the owner hierarchy, as devtrust
+    /// makes its storage root keys (and the copies it signs through when another object holds their
+    /// handle). Nil without a record (an older keystore) or when the names are not SHA-256 ones; also
+    /// wrong, and so matching no loaded object, for a storage key that is not a primary.
+    var loadedNames: TPMObjectNames? {
+        guard let name = TPMObjectNames.name(ofPublicArea: keyFile.publicArea),
+              let parentQualifiedName = parentRecord.flatMap({ TPMObjectNames.ownerPrimaryQualifiedName(of: $0.name) }),
+              let qualifiedName = TPMObjectNames.qualifiedName(of: name, under: parentQualifiedName) else { return nil }
+        return TPMObjectNames(name: name, qualifiedName: qualifiedName)
+    }
+
     /// The primary a key file naming the owner hierarchy (0x40000001) is made
     /// under: made from the SRK template; or, when the owner hierarchy has a
     /// password, a persistent copy of it at one of devtrust's handles,

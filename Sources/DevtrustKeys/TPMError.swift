@@ -108,6 +108,10 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
     /// No free slot for a transient object: something else left objects loaded
     /// in a TPM that has no resource manager.
     case outOfObjectMemory(operation: String)
+    /// The object at `handle`, where devtrust had just loaded (or found) the device key, was another
+    /// one by the time it was to sign: another program flushed the key and loaded its own object
+    /// there, twice in a row (a TPM without a resource manager). Nothing was signed.
+    case keyReplaced(handle: UInt32?)
     /// A key file that is not a usable TSS2 P-256 signing key.
     case unsupportedKey(String)
     case commandFailed(operation: String, code: TPMResponseCode)
@@ -160,6 +164,8 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
             return "the TPM has no free session slot for \(operation): another program left sessions loaded. Use the kernel's resource manager (device:/dev/tpmrm0) or tpm2-abrmd, or free them with tpm2_flushcontext -l (loaded sessions) and -s (saved ones)"
         case let .outOfObjectMemory(operation):
             return "the TPM has no free slot for \(operation): another program left objects loaded. Use the kernel's resource manager (device:/dev/tpmrm0) or tpm2-abrmd, or free the slots with tpm2_flushcontext -t"
+        case let .keyReplaced(handle):
+            return "another program replaced the device key in the TPM: the object at \(handle.map(TPMHandle.format) ?? "the key's handle"), where devtrust had just loaded the key again, is another one (a TPM without a resource manager lets the programs that share it flush each other's objects). Nothing was signed. Run the command again; if this keeps happening, find the program that flushes other programs' objects (as `tpm2_flushcontext -t` does), or use the TPM through the kernel's resource manager (device:/dev/tpmrm0)."
         case let .unsupportedKey(reason):
             return "not a usable TPM device key: \(reason)"
         case let .commandFailed(operation, code):

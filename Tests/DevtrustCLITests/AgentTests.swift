@@ -893,7 +893,8 @@ extension AgentTests {
         proxy.delays = ["Sign": 4000]
         let sent = proxy.commands.count
         let slow = try alice.account.start(machine.binary, ["token"], environment: alice.environment)
-        #expect(proxy.waitForCommands(sent + 1) && proxy.commands.last == "Sign", "\(proxy.commands)")
+        // Its key checked at its handle (ReadPublic), then the Sign, held.
+        #expect(proxy.waitForCommands(sent + 2) && proxy.commands.last == "Sign", "\(proxy.commands)")
         let held = Date()
         let next = try bob.account.start(machine.binary, ["token"], environment: bob.environment)
         for (bytes, words) in [("0000000568656c6c6f", "the request is not JSON"), ("ffffffff", "larger than the 65536 a request may be")] {
@@ -907,7 +908,7 @@ extension AgentTests {
         #expect(try Self.header(first.output)["deviceId"] == .string(aliceID) && Self.header(second.output)["deviceId"] == .string(bobID))
         #expect(try Self.deviceCheck(first.output, at: server)["user"] == .string("alice@example.com"))
         #expect(try Self.deviceCheck(second.output, at: server)["user"] == .string("bob@example.com"))
-        #expect(Array(proxy.commands.dropFirst(sent)) == ["Sign", "Sign"], "\(proxy.commands)")
+        #expect(Array(proxy.commands.dropFirst(sent)) == ["ReadPublic", "Sign", "ReadPublic", "Sign"], "\(proxy.commands)")
     }
 
     /// Two users' loops: Alice asks for 8 tokens at once, Bob for 2 while hers wait. The worker takes
@@ -926,8 +927,8 @@ extension AgentTests {
         proxy.delays = ["Sign": 700]
         let sent = proxy.commands.count
         let alices = try alice.account.start(ExternalTool.python.rawValue, [driver, "8", "--", machine.binary, "token"], environment: alice.environment)
-        // Her second Sign: all 8 of her requests are in (they started together), 6 wait.
-        #expect(proxy.waitForCommands(sent + 2), "\(proxy.commands)")
+        // Her second Sign (each is a ReadPublic, then the Sign): all 8 of her requests are in (they started together), 6 wait.
+        #expect(proxy.waitForCommands(sent + 4), "\(proxy.commands)")
         let bobs = try bob.account.start(ExternalTool.python.rawValue, [driver, "2", "--", machine.binary, "token"], environment: bob.environment)
         let hers = try #require(alices.finish(seconds: 120)), his = try #require(bobs.finish(seconds: 120))
         #expect(hers.status == 0 && his.status == 0, "\(hers) \(his)")
@@ -944,13 +945,14 @@ extension AgentTests {
         for (token, user) in zip(tokens, Array(repeating: alice.account.uid, count: 8) + [bob.account.uid, bob.account.uid]) {
             #expect(try Self.header(token)["deviceId"] == ids[user].map(JSONValue.string))
         }
-        #expect(Array(proxy.commands.dropFirst(sent)) == Array(repeating: "Sign", count: 10), "\(proxy.commands)")
+        #expect(Array(proxy.commands.dropFirst(sent)) == Array(repeating: ["ReadPublic", "Sign"], count: 10).flatMap { $0 }, "\(proxy.commands)")
     }
 
-    /// The machine key stays loaded in the TPM: each token is one Sign, and one transient object is
-    /// the agent's. When another program flushes it, or swtpm restarts (its transient objects gone,
-    /// the connection broken), the agent loads it again, once, and signs with the same key; when
-    /// the agent stops, the key leaves the TPM.
+    /// The machine key stays loaded in the TPM: each token is one Sign, after the ReadPublic that
+    /// checks the key is still the object at its handle, and one transient object is the agent's.
+    /// When another program flushes it, or swtpm restarts (its transient objects gone, the connection
+    /// broken), the agent loads it again, once, and signs with the same key; when the agent stops,
+    /// the key leaves the TPM.
     @Test(.enabled(if: Swtpm.shouldRun)) func theMachineKeyStaysLoadedInTheTPM() throws {
         let tpm = try Swtpm()
         let proxy = try TPMLatencyProxy(tpm)
@@ -968,16 +970,17 @@ extension AgentTests {
             #expect(token.status == 0, "\(token)")
             tokens.append(token.output)
         }
-        #expect(Array(proxy.commands.dropFirst(sent)) == Array(repeating: "Sign", count: 5), "\(proxy.commands)")
+        #expect(Array(proxy.commands.dropFirst(sent)) == Array(repeating: ["ReadPublic", "Sign"], count: 5).flatMap { $0 }, "\(proxy.commands)")
 
-        // Another program flushes every transient object: the Sign fails, the key is loaded again, once.
+        // Another program flushes every transient object: the check finds the handle empty, the TPM's
+        // transient objects hold no copy of the key, and it is loaded again (its parent identified), once.
         let flushed = try tpm.tool("tpm2_flushcontext", ["-t"])
         #expect(try flushed.status == 0 && tpm.transientHandles().isEmpty, "\(flushed)")
         let beforeFlushed = proxy.commands.count
         let afterFlush = try alice.devtrust(["token"])
         #expect(afterFlush.status == 0, "\(afterFlush)\n\(machine.audit)")
         tokens.append(afterFlush.output)
-        #expect(Array(proxy.commands.dropFirst(beforeFlushed)) == ["Sign", "ReadPublic", "Load", "Sign"], "\(proxy.commands)")
+        #expect(Array(proxy.commands.dropFirst(beforeFlushed)) == ["ReadPublic", "GetCapability", "ReadPublic", "Load", "ReadPublic", "Sign"], "\(proxy.commands)")
 
         // swtpm restarts: the connection breaks and the key is gone; loaded again, once.
         try tpm.restart()
@@ -991,7 +994,7 @@ extension AgentTests {
         let again = proxy.commands.count
         let next = try alice.devtrust(["token"])
         tokens.append(next.output)
-        #expect(Array(proxy.commands.dropFirst(again)) == ["Sign"], "\(proxy.commands)")
+        #expect(Array(proxy.commands.dropFirst(again)) == ["ReadPublic", "Sign"], "\(proxy.commands)")
 
         // Every token verifies with the machine key and names Alice's registration.
         let claims = try Self.verified(tokens, by: machine)
@@ -1250,5 +1253,184 @@ extension AgentTests {
         let replies = floods.compactMap { $0.finish() }.flatMap { $0.stdout.split(separator: "\n") }
         #expect(replies.count == 90 && !replies.contains { $0.contains("\"signature\"") }, "\(Set(replies.map { String($0.prefix(160)) }))")
         #expect(proxy.commands.filter { $0 == "Sign" }.count == signs + 1, "\(proxy.commands.suffix(10))")
+    }
+}
+
+/// The agent's machine key in a TPM that has no resource manager (swtpm; /dev/tpm0, which the
+/// packaged unit allows): other programs see its transient object, can flush it and load theirs on
+/// its handle, and what a killed agent loaded stays loaded.
+extension AgentTests {
+    /// The name and qualified name tpm2_readpublic gives the object at `handle`.
+    static func objectNames(at handle: String, in tpm: Swtpm) throws -> String {
+        let read = try tpm.tool("tpm2_readpublic", ["-c", handle])
+        let fields = Dictionary(read.stdout.split(separator: "\n").compactMap { line -> (String, String)? in
+            let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            return parts.count == 2 ? (parts[0], parts[1]) : nil
+        }, uniquingKeysWith: { first, _ in first })
+        guard read.status == 0, let name = fields["name"], let qualified = fields["qualified name"] else {
+            throw FixtureError("tpm2_readpublic -c \(handle): \(read)")
+        }
+        return name + "/" + qualified
+    }
+
+    /// The TPM's transient objects: their names and qualified names, by handle.
+    static func transientObjects(in tpm: Swtpm) throws -> [String: String] {
+        var objects = [String: String]()
+        for handle in try tpm.transientHandles() { objects[handle] = try objectNames(at: handle, in: tpm) }
+        return objects
+    }
+
+    /// Another program's `tool ARGUMENTS` (a tpm2-tools command that loads one object), run until the
+    /// object lands on `handle` (the TPM gives an object the first free handle): the objects that
+    /// landed elsewhere are flushed. Whether one landed there.
+    static func load(at handle: String, in tpm: Swtpm, _ tool: String, _ arguments: [String]) throws -> Bool {
+        var elsewhere = [String]()
+        defer { for filler in elsewhere { _ = try? tpm.tool("tpm2_flushcontext", [filler]) } }
+        for _ in 0..<3 {
+            let before = Set(try tpm.transientHandles())
+            let loaded = try tpm.tool(tool, arguments)
+            let new = Set(try tpm.transientHandles()).subtracting(before)
+            guard loaded.status == 0, new.count == 1, let landed = new.first else { throw FixtureError("\(tool): \(loaded), new objects \(new)") }
+            if landed == handle { return true }
+            elsewhere.append(landed)
+        }
+        return false
+    }
+
+    /// Another program flushes the machine key from a TPM without a resource manager and loads its own
+    /// signing key, which lands on the handle the agent's key had; later it loads the machine key's
+    /// public part alone (LoadExternal: the key's very name, no private part) on the handle the agent
+    /// loaded the key at again. The agent signs with neither: before it signs it checks the object at
+    /// its handle (its name, then its qualified name: under which parent it is), lets go of a handle
+    /// that holds another object without flushing it (it is not the agent's), loads the machine key
+    /// again and signs with it, once.
+    @Test(.enabled(if: Swtpm.shouldRun)) func anotherProgramsObjectAtTheKeysHandleIsNeverSignedWith() throws {
+        let tpm = try Swtpm()
+        let proxy = try TPMLatencyProxy(tpm)
+        let machine = try Self.tpmMachine(tpm, through: proxy)
+        let agent = try machine.start()
+        let server = try ReferenceServer()
+        let alice = try machine.user("alice")
+        let id = try Self.register(alice, as: "alice@example.com", at: server)
+        let keyHandle = try #require(try tpm.transientHandles().first)
+        let machineKey = try Self.objectNames(at: keyHandle, in: tpm)
+        #expect(try Self.transientObjects(in: tpm) == [keyHandle: machineKey])
+        let work = TemporaryDirectory("other-program")
+        let publicPart = try tpm.tool("tpm2_readpublic", ["-c", keyHandle, "-o", work.file("machine-key.pub")])
+        #expect(publicPart.status == 0, "\(publicPart)")
+        var tokens = [String]()
+
+        // Another program flushes every transient object and makes an unrestricted signing key, at the agent's handle.
+        #expect(try tpm.tool("tpm2_flushcontext", ["-t"]).status == 0)
+        #expect(try Self.load(at: keyHandle, in: tpm, "tpm2_createprimary", ["-C", "o", "-G", "ecc256", "-a", "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|sign",
+                                                                             "-c", work.file("other.ctx")]))
+        let other = try Self.objectNames(at: keyHandle, in: tpm)
+        #expect(try Self.transientObjects(in: tpm) == [keyHandle: other] && other != machineKey)
+        var sent = proxy.commands.count
+        let afterSwap = try alice.devtrust(["token"])
+        try #require(afterSwap.status == 0, "\(afterSwap)\n\(machine.audit)")
+        tokens.append(afterSwap.output)
+        var commands = Array(proxy.commands.dropFirst(sent))
+        #expect(commands.filter { $0 == "Sign" } == ["Sign"] && commands.filter { $0 == "Load" } == ["Load"] && commands.last == "Sign", "\(commands)")
+        // Theirs is where it was, untouched; the machine key is loaded beside it.
+        var objects = try Self.transientObjects(in: tpm)
+        #expect(objects.count == 2 && objects[keyHandle] == other, "\(objects)")
+        let reloadedHandle = try #require(objects.first { $0.value == machineKey }?.key, "\(objects)")
+        sent = proxy.commands.count
+        let steady = try alice.devtrust(["token"])
+        try #require(steady.status == 0, "\(steady)")
+        tokens.append(steady.output)
+        #expect(Array(proxy.commands.dropFirst(sent)) == ["ReadPublic", "Sign"], "\(proxy.commands)")
+
+        // It flushes everything again and loads the machine key's public part alone at the agent's
+        // handle: the key's name, another qualified name (under no parent), and it cannot sign.
+        #expect(try tpm.tool("tpm2_flushcontext", ["-t"]).status == 0)
+        #expect(try Self.load(at: reloadedHandle, in: tpm, "tpm2_loadexternal", ["-C", "o", "-u", work.file("machine-key.pub"), "-c", work.file("external.ctx")]))
+        let copy = try Self.objectNames(at: reloadedHandle, in: tpm)
+        #expect(copy.hasPrefix(machineKey.prefix(while: { $0 != "/" }) + "/") && copy != machineKey, "\(copy) \(machineKey)")
+        sent = proxy.commands.count
+        let afterCopy = try alice.devtrust(["token"])
+        try #require(afterCopy.status == 0, "\(afterCopy)\n\(machine.audit)")
+        tokens.append(afterCopy.output)
+        commands = Array(proxy.commands.dropFirst(sent))
+        #expect(commands.filter { $0 == "Sign" } == ["Sign"] && commands.filter { $0 == "Load" } == ["Load"] && commands.last == "Sign", "\(commands)")
+        objects = try Self.transientObjects(in: tpm)
+        #expect(objects.count == 2 && objects[reloadedHandle] == copy && objects.values.contains(machineKey), "\(objects)")
+
+        // Every token is the machine key's, for Alice's registration.
+        let claims = try Self.verified(tokens, by: machine)
+        #expect(claims.count == 3 && claims.allSatisfy { $0 != nil }, "\(tokens)")
+        #expect(try tokens.allSatisfy { try Self.header($0)["deviceId"] == .string(id) })
+        #expect(try Self.deviceCheck(afterCopy.output, at: server)["user"] == .string("alice@example.com"))
+
+        // Stopped, the agent flushes its own key and nothing else.
+        kill(agent.pid, SIGTERM)
+        let ended = try #require(agent.finish())
+        #expect(ended.status == 0, "\(ended)")
+        #expect(try Self.transientObjects(in: tpm) == [reloadedHandle: copy])
+    }
+
+    /// A TPM without a resource manager keeps what a killed process loaded. The agent killed with
+    /// `kill -9` twice (Restart=on-failure starts it again each time) takes back the machine key it
+    /// finds loaded, without a Load: one copy of the key stays in the TPM, never a second. A copy that
+    /// another process left (as an earlier devtrust's crashes left them; here root's tpm2_load of the
+    /// key file) is flushed, even with the TPM's slots all taken; another program's object is left alone.
+    @Test(.enabled(if: Swtpm.shouldRun)) func aKilledAgentLeavesNoSecondCopyOfTheKeyInTheTPM() throws {
+        let tpm = try Swtpm()
+        let proxy = try TPMLatencyProxy(tpm)
+        let machine = try Self.tpmMachine(tpm, through: proxy)
+        var agent = try machine.start()
+        let server = try ReferenceServer()
+        let alice = try machine.user("alice")
+        let id = try Self.register(alice, as: "alice@example.com", at: server)
+        let keyHandle = try #require(try tpm.transientHandles().first)
+        let machineKey = try Self.objectNames(at: keyHandle, in: tpm)
+        #expect(try Self.transientObjects(in: tpm) == [keyHandle: machineKey])
+        var tokens = [String]()
+
+        for _ in 0..<2 {
+            kill(agent.pid, SIGKILL)
+            _ = agent.finish()
+            #expect(try Self.transientObjects(in: tpm) == [keyHandle: machineKey])
+            agent = try machine.start()
+            let sent = proxy.commands.count
+            let token = try alice.devtrust(["token"])
+            try #require(token.status == 0, "\(token)\n\(machine.audit)")
+            tokens.append(token.output)
+            let commands = Array(proxy.commands.dropFirst(sent))
+            #expect(!commands.contains("Load") && commands.last == "Sign", "\(commands)")
+            #expect(try Self.transientObjects(in: tpm) == [keyHandle: machineKey])
+        }
+
+        // Killed again; meanwhile another program loads its own key, and a second copy of the machine
+        // key is left loaded: the TPM's three slots are taken.
+        kill(agent.pid, SIGKILL)
+        _ = agent.finish()
+        let work = TemporaryDirectory("other-program")
+        let keyFile = try #require(try FileManager.default.contentsOfDirectory(atPath: machine.keystore).first { $0.hasPrefix("key-") && $0.hasSuffix(".pem") })
+        let loaded = try tpm.tool("tpm2_load", ["-r", machine.keystore + "/" + keyFile, "-c", work.file("copy.ctx")])
+        #expect(loaded.status == 0, "\(loaded)")
+        let made = try tpm.tool("tpm2_createprimary", ["-C", "o", "-G", "ecc256", "-a", "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|sign",
+                                                        "-c", work.file("other.ctx")])
+        #expect(made.status == 0, "\(made)")
+        var objects = try Self.transientObjects(in: tpm)
+        let others = objects.filter { $0.value != machineKey }
+        #expect(objects.count == 3 && others.count == 1 && objects.values.filter { $0 == machineKey }.count == 2, "\(objects)")
+
+        agent = try machine.start()
+        let full = try alice.devtrust(["token"])
+        try #require(full.status == 0, "\(full)\n\(machine.audit)")
+        tokens.append(full.output)
+        objects = try Self.transientObjects(in: tpm)
+        #expect(objects.count == 2 && objects.values.filter { $0 == machineKey }.count == 1 && objects.filter { $0.value != machineKey } == others, "\(objects)")
+
+        let claims = try Self.verified(tokens, by: machine)
+        #expect(claims.count == 3 && claims.allSatisfy { $0 != nil }, "\(tokens)")
+        #expect(try tokens.allSatisfy { try Self.header($0)["deviceId"] == .string(id) })
+        #expect(try Self.deviceCheck(full.output, at: server)["user"] == .string("alice@example.com"))
+
+        kill(agent.pid, SIGTERM)
+        _ = agent.finish()
+        #expect(try Self.transientObjects(in: tpm) == others)
     }
 }

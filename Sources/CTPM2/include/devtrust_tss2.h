@@ -62,6 +62,19 @@ TSS2_RC devtrust_create_primary_from(const struct devtrust_tss2 *_Nonnull tss, E
 TSS2_RC devtrust_object_name(const struct devtrust_tss2 *_Nonnull tss, ESYS_CONTEXT *_Nonnull context, ESYS_TR object,
                              uint8_t name[_Nonnull 68], uint16_t *_Nonnull name_size);
 
+/* TPM2_ReadPublic of `object` without a session: the name and the qualified
+   name the TPM gives the object it holds at that handle now (ESAPI checks the
+   name against the public area it returns, and takes them as the object's). */
+TSS2_RC devtrust_read_public_names(const struct devtrust_tss2 *_Nonnull tss, ESYS_CONTEXT *_Nonnull context, ESYS_TR object,
+                                   uint8_t name[_Nonnull 68], uint16_t *_Nonnull name_size,
+                                   uint8_t qualified_name[_Nonnull 68], uint16_t *_Nonnull qualified_name_size);
+
+/* The handles of the transient objects the TPM holds (GetCapability
+   TPM2_CAP_HANDLES from TPM2_TRANSIENT_FIRST), at most `capacity` of them; a
+   resource manager lists only the connection's own. */
+TSS2_RC devtrust_transient_handles(const struct devtrust_tss2 *_Nonnull tss, ESYS_CONTEXT *_Nonnull context,
+                                   uint32_t *_Nonnull handles, uint32_t capacity, uint32_t *_Nonnull count);
+
 /* One fixed TPM property (TPM2_PT_*) by GetCapability. */
 TSS2_RC devtrust_tpm_property(const struct devtrust_tss2 *_Nonnull tss, ESYS_CONTEXT *_Nonnull context,
                               uint32_t property, uint32_t *_Nonnull value);
