@@ -302,9 +302,17 @@ public final class AgentService: AgentRequestHandler {
         let owner = settings.keystore.ownerID
         // At any server: a token names its registration by id alone (`deviceId`), and carries no
         // audience, so an id held for another user at one server is theirs at every server.
-        let recorded = try store.wholeState().registrations.contains { ($0.uid ?? owner) != peer.uid && $0.registrationId == registrationID }
-        let answered = pending.contains { $0.uid != peer.uid && $0.registrationID == registrationID }
+        // And in any spelling a server may take for the same id: registration ids are UUIDs, which servers
+        // (and their databases) compare without regard to case, and some without the hyphens.
+        let asked = Self.comparable(registrationID)
+        let recorded = try store.wholeState().registrations.contains { ($0.uid ?? owner) != peer.uid && Self.comparable($0.registrationId) == asked }
+        let answered = pending.contains { $0.uid != peer.uid && Self.comparable($0.registrationID) == asked }
         if recorded || answered { throw AgentNotYourRegistration(deviceID: registrationID) }
+    }
+
+    /// A registration id as servers may compare it: lower case, without hyphens.
+    static func comparable(_ registrationID: String) -> String {
+        String(registrationID.lowercased().filter { $0 != "-" })
     }
 
     /// The `jti` of a JWT this agent just minted, for the audit (its payload, decoded).

@@ -89,13 +89,16 @@ import Testing
         #expect(stillStolen.status == 3 && stillStolen.stdout.isEmpty, "\(stillStolen)")
         // The same under another server's name (a token carries its registration's id, no audience):
         // an id another user holds is theirs at every server.
-        for elsewhere in ["https://not-the-server.example", server.url + "/other"] {
-            let otherStep = try bob.rawClient("request", [#"{"v":1,"op":"registration-step","server":"\#(elsewhere)","registrationId":"\#(aliceID)","challenge":"\#(Self.randomChallenge())","requiredParams":["publicKey","signature"]}"#])
-            #expect(otherStep.stdout.contains("notRegistered") && !otherStep.stdout.contains("signature"), "\(elsewhere): \(otherStep)")
-            let otherComplete = try bob.rawClient("request", [#"{"v":1,"op":"registration-complete","server":"\#(elsewhere)","registrationId":"\#(aliceID)","flowType":"REGISTRATION"}"#])
-            #expect(!otherComplete.stdout.contains("\"ok\""), "\(elsewhere): \(otherComplete)")
-            let elsewhereStolen = try bob.devtrust(["token", "--device-id", aliceID])
-            #expect(elsewhereStolen.status == 3 && elsewhereStolen.stdout.isEmpty, "\(elsewhere): \(elsewhereStolen)")
+        // In another spelling of the same UUID too (servers compare UUIDs without regard to case or hyphens).
+        for (elsewhere, spelling) in [("https://not-the-server.example", aliceID), (server.url + "/other", aliceID),
+                                      ("https://not-the-server.example", aliceID.uppercased()),
+                                      ("https://not-the-server.example", aliceID.replacingOccurrences(of: "-", with: ""))] {
+            let otherStep = try bob.rawClient("request", [#"{"v":1,"op":"registration-step","server":"\#(elsewhere)","registrationId":"\#(spelling)","challenge":"\#(Self.randomChallenge())","requiredParams":["publicKey","signature"]}"#])
+            #expect(otherStep.stdout.contains("notRegistered") && !otherStep.stdout.contains("signature"), "\(elsewhere) \(spelling): \(otherStep)")
+            let otherComplete = try bob.rawClient("request", [#"{"v":1,"op":"registration-complete","server":"\#(elsewhere)","registrationId":"\#(spelling)","flowType":"REGISTRATION"}"#])
+            #expect(!otherComplete.stdout.contains("\"ok\""), "\(elsewhere) \(spelling): \(otherComplete)")
+            let elsewhereStolen = try bob.devtrust(["token", "--device-id", spelling])
+            #expect(elsewhereStolen.status == 3 && elsewhereStolen.stdout.isEmpty, "\(elsewhere) \(spelling): \(elsewhereStolen)")
         }
         // Bob with Alice's server: his own registration there, never hers.
         let bobsThere = try bob.devtrust(["token", "--server", server.url])
