@@ -1,5 +1,6 @@
 import CAgentSocket
 import DevtrustErrors
+import DevtrustSystem
 import Glibc
 
 /// Where the agent listens: the socket systemd passes (socket activation: `LISTEN_PID`, `LISTEN_FDS`,
@@ -57,14 +58,10 @@ public struct AgentListener {
         let directory = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         var parent = stat()
         guard stat(directory, &parent) == 0 else { throw .io(path: directory, operation: "examine the directory", errno: errno) }
-        if parent.st_uid != 0 && parent.st_uid != geteuid() {
-            throw .untrustedDirectory(path: directory, why: "is owned by uid \(parent.st_uid), neither root nor the agent's user (uid \(geteuid()))")
-        }
-        // Sticky or not: in a directory others can write to, they can take the socket's name first, and
-        // answer clients when the agent stops.
-        if parent.st_mode & 0o022 != 0 {
-            throw .untrustedDirectory(path: directory, why: "is writable by \(parent.st_mode & 0o002 != 0 ? "anyone" : "its group") (mode \(String(parent.st_mode & 0o7777, radix: 8)))")
-        }
+        // FileTrust's rule for what tells devtrust what to trust: root's or the agent's user's, and
+        // writable by no one else, sticky or not (in a sticky directory others can still take the
+        // socket's name first, and answer clients when the agent stops).
+        if let problem = FileTrust.problem(parent) { throw .untrustedDirectory(path: directory, why: problem) }
         var status = stat()
         if lstat(path, &status) == 0 {
             guard status.st_mode & S_IFMT == S_IFSOCK else { throw .notASocket(path: path) }
