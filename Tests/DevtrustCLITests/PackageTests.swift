@@ -100,6 +100,13 @@ import Testing
         Set(field.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).split(separator: " ").first.map(String.init) ?? "" })
     }
 
+    /// The groups a unit file names in `SupplementaryGroups=` (space-separated, over any lines).
+    static func supplementaryGroups(ofUnit path: String) throws -> [String] {
+        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+            .filter { $0.hasPrefix("SupplementaryGroups=") }
+            .flatMap { $0.dropFirst("SupplementaryGroups=".count).split(separator: " ").map(String.init) }
+    }
+
     /// The Debian package that holds a library, found by its soname in the system's dpkg database.
     static func owner(ofLibrary soname: String) throws -> String {
         let found = try ProcessRunner.run("/usr/bin/dpkg-query", ["--search", "*/" + soname])
@@ -146,8 +153,9 @@ import Testing
     }
 
     /// Depends: the package of every library the binary links (libc; libcrypto when it is
-    /// dynamic). Recommends: the package of every library devtrust dlopens, by the soname in
-    /// its C shims, and the default TCTI's; nothing else.
+    /// dynamic), and the package that makes each group the agent's unit runs in (tpm-udev: tss;
+    /// systemd does not start a unit whose group is missing). Recommends: the package of every
+    /// library devtrust dlopens, by the soname in its C shims, and the default TCTI's; nothing else.
     @Test(.enabled(if: shouldRun, skipped))
     func theDependenciesAreTheLibrariesTheBinaryLinksAndLoads() throws {
         let built = try Built.get()
@@ -159,7 +167,15 @@ import Testing
         #expect(needed.contains("libc.so.6"), "\(objdump)")
         // Exactly those: nothing the binary can do without (libssl3 with a static libcrypto) is forced on a machine.
         let depends = Self.packages(try built.field("Depends"))
-        #expect(depends == Set(try needed.map(Self.owner(ofLibrary:))), "\(needed) -> \(depends)")
+        let groups = try Self.supplementaryGroups(ofUnit: Repository.path("debian/devtrust.service"))
+        #expect(groups == ["tss"])
+        #expect(depends == Set(try needed.map(Self.owner(ofLibrary:))).union(["tpm-udev"]), "\(needed) -> \(depends)")
+        // tpm-udev's own script makes the group (read where it is installed: the TPM tests need it).
+        let groupMaker = "/var/lib/dpkg/info/tpm-udev.postinst"
+        if FileManager.default.fileExists(atPath: groupMaker) || ExternalTool.isCI {
+            let script = try String(contentsOfFile: groupMaker, encoding: .utf8)
+            #expect(groups.allSatisfy { script.contains("addgroup --system \($0)") }, "\(script)")
+        }
 
         var loaded = ["libtss2-tcti-device.so.0"]
         for header in ["Sources/CTPM2/include/devtrust_tpm2.h", "Sources/CCurl/include/devtrust_curl.h", "Sources/CQRCode/include/devtrust_qrcode.h"] {
