@@ -53,9 +53,10 @@ extension AgentClient {
         return .withoutToken(reason: reason, message: message)
     }
 
-    /// `reset` as a user: the agent forgets the caller's registrations; those it forgot.
-    public func forgetRegistrations() throws -> [JSONObject] {
-        let result = try call(.forgetRegistrations)
+    /// `reset` as a user: the agent forgets the caller's registrations; with `uid` (root only), that
+    /// uid's, whichever account made them. Those it forgot (with their uid and account when named).
+    public func forgetRegistrations(uid: UInt32? = nil) throws -> [JSONObject] {
+        let result = try call(.forgetRegistrations(uid: uid))
         guard let forgotten = result["forgotten"]?.arrayValue else {
             throw AgentUnavailable(socket: socket, reason: .unreadableReply("no forgotten registrations in its answer"))
         }

@@ -45,8 +45,10 @@ public enum AgentRequest: Equatable, Sendable {
     /// that `choice` names (a server, or a provider's authorization endpoint), when every URL it goes
     /// to (`destinations`) is on that registration's origin; else why the sign-in goes without one.
     case signInToken(choice: RegistrationChoice, destinations: [String])
-    /// `reset` as a user: forget the caller's registrations (never the key, never another's).
-    case forgetRegistrations
+    /// `reset` as a user: forget the caller's registrations (never the key, never another's); and
+    /// root's `reset --uid UID`: forget the registrations of `uid`, whichever account made them (a
+    /// departed user's, before their uid is given to another). Only root names a uid.
+    case forgetRegistrations(uid: UInt32?)
 
     /// The operation's name on the wire and in the audit.
     public var operation: String {
@@ -149,8 +151,8 @@ public enum AgentRequest: Equatable, Sendable {
                 break
             }
             object["destinations"] = .array(destinations.map(JSONValue.string))
-        case .forgetRegistrations:
-            break
+        case let .forgetRegistrations(uid):
+            if let uid { object["uid"] = .integer(Int64(uid)) }
         }
         return .object(object)
     }
@@ -238,8 +240,15 @@ public enum AgentRequest: Equatable, Sendable {
                 }
                 self = .signInToken(choice: choice, destinations: try Self.urls(reader, "destinations"))
             case "forget-registrations":
-                try reader.rejectUnknownFields(known: ["v", "op"])
-                self = .forgetRegistrations
+                try reader.rejectUnknownFields(known: ["v", "op", "uid"])
+                var uid: UInt32?
+                if let value = reader.object["uid"] {
+                    guard let number = value.int64Value, let named = UInt32(exactly: number) else {
+                        throw JSONFieldError(path: "uid", kind: .invalidValue("must be a uid, 0 to 4294967295"))
+                    }
+                    uid = named
+                }
+                self = .forgetRegistrations(uid: uid)
             default:
                 throw JSONFieldError(path: "op", kind: .invalidValue("no operation \"\(String(operation.prefix(64)))\""))
             }

@@ -47,7 +47,8 @@ public final class AgentService: AgentRequestHandler {
 
     /// A Device Registration step the agent answered for a user, until its flow completes.
     struct PendingRegistration {
-        let uid: UInt32
+        let holder: RegistrationHolder
+        var uid: UInt32 { holder.uid }
         let server: String
         let registrationID: String
         let keyFingerprint: String
@@ -105,9 +106,9 @@ public final class AgentService: AgentRequestHandler {
             let result: JSONObject
             switch request {
             case .publicKey:
-                result = try publicKey(peer)
+                result = try publicKey(peer, user: user)
             case .status:
-                result = try status(peer)
+                result = try status(peer, user: user)
             case let .token(server, deviceID, claims):
                 let (token, registration) = try token(peer, user: user, server: server, deviceID: deviceID, claims: claims)
                 outcome = AgentAuditRecord(peer: peer, operation: request.operation, server: registration.server, jti: Self.jti(of: token), outcome: "ok")
@@ -119,7 +120,7 @@ public final class AgentService: AgentRequestHandler {
                     outcome = AgentAuditRecord(peer: peer, operation: request.operation, server: server, jti: Self.jti(of: deviceData), outcome: "ok")
                 }
             case let .registrationComplete(server, registrationID, flowType):
-                result = try registrationComplete(peer, server: server, registrationID: registrationID, flowType: flowType)
+                result = try registrationComplete(peer, user: user, server: server, registrationID: registrationID, flowType: flowType)
             case .signChallenge, .deviceData, .dpopProof, .signInToken, .forgetRegistrations:
                 let answer = try answerClient(peer, user: user, request)
                 outcome = AgentAuditRecord(peer: peer, operation: request.operation, server: answer.server ?? request.server, jti: answer.jti, outcome: answer.outcome)
@@ -165,9 +166,16 @@ public final class AgentService: AgentRequestHandler {
                                             hint: ErrorHint("wait a moment and ask again; a loop that asks for a token per request should reuse none, but slow down", joinedBy: "; ")))
     }
 
-    /// The machine keystore as `peer` sees it: the key, and their own registrations only.
-    func store(for peer: AgentPeer) -> DeviceStore {
-        DeviceStore(keystore: settings.keystore, clock: settings.clock, tpm: settings.tpm, random: settings.random, viewer: peer.uid, keyCache: keyCache)
+    /// The machine keystore as `peer` sees it: the key, and their own registrations only (those their
+    /// uid recorded while it was their account's).
+    func store(for peer: AgentPeer, _ user: AgentUsers.User) -> DeviceStore {
+        DeviceStore(keystore: settings.keystore, clock: settings.clock, tpm: settings.tpm, random: settings.random, viewer: peer.uid,
+                    viewerAccount: user.account, keyCache: keyCache)
+    }
+
+    /// Who the caller is to the registrations: their uid, and the account that has it now.
+    static func holder(_ peer: AgentPeer, _ user: AgentUsers.User) -> RegistrationHolder {
+        RegistrationHolder(uid: peer.uid, account: user.account)
     }
 
     func tokens(for peer: AgentPeer, user: AgentUsers.User, store: DeviceStore) -> DeviceTokenService {
@@ -199,14 +207,14 @@ public final class AgentService: AgentRequestHandler {
         return allowed
     }
 
-    private func publicKey(_ peer: AgentPeer) throws -> JSONObject {
-        let device = try store(for: peer).loadKey()
+    private func publicKey(_ peer: AgentPeer, user: AgentUsers.User) throws -> JSONObject {
+        let device = try store(for: peer, user).loadKey()
         return ["publicKey": .string(device.key.publicKey.spkiBase64), "backend": .string(device.record.backend.rawValue),
                 "fingerprint": .string(device.record.fingerprint)]
     }
 
-    private func status(_ peer: AgentPeer) throws -> JSONObject {
-        let state = try store(for: peer).state()
+    private func status(_ peer: AgentPeer, user: AgentUsers.User) throws -> JSONObject {
+        let state = try store(for: peer, user).state()
         var key = JSONValue.null
         if let record = state.key {
             key = .object(["backend": .string(record.backend.rawValue), "fingerprint": .string(record.fingerprint), "createdAt": .string(record.createdAt)])
@@ -214,6 +222,7 @@ public final class AgentService: AgentRequestHandler {
         var registrations = [JSONValue]()
         for var record in state.registrations {
             record.uid = nil
+            record.account = nil
             registrations.append(.object(record.keystoreObject))
         }
         return ["keystore": .string(settings.keystore.path), "key": key, "registrations": .array(registrations),
@@ -223,7 +232,7 @@ public final class AgentService: AgentRequestHandler {
     private func token(_ peer: AgentPeer, user: AgentUsers.User, server: String?, deviceID: String?,
                        claims: [GivenClaim]) throws -> (String, RegistrationRecord) {
         let added = try allowedClaims(claims)
-        let store = store(for: peer)
+        let store = store(for: peer, user)
         // Only the caller's registrations: a device id of anyone else's is not theirs to name.
         let state = try store.state()
         let registration: RegistrationRecord
@@ -241,16 +250,17 @@ public final class AgentService: AgentRequestHandler {
     private func registrationStep(_ peer: AgentPeer, user: AgentUsers.User, server: String, registrationID: String, challenge: String,
                                   requiredParams: [String], claims: [GivenClaim], now: Int64) throws -> JSONObject {
         let added = try allowedClaims(claims)
-        let store = store(for: peer)
+        let store = store(for: peer, user)
+        let holder = Self.holder(peer, user)
         // Before anything is signed: an id another user holds is never answered for this one.
-        try refuseAnothersRegistration(peer, store: store, server: server, registrationID: registrationID)
+        try refuseAnothersRegistration(holder, store: store, registrationID: registrationID)
         let device = try store.loadKey()
         // Before anything is signed too: a registration that could not be recorded at COMPLETE is refused now, while the server has none.
         let others = device.state.registrations.filter { !RegistrationSelector.sameServer($0.server, server) }
         if others.count >= DeviceStore.maximumRegistrationsPerUser { throw AgentTooManyRegistrations(limit: DeviceStore.maximumRegistrationsPerUser, registeredAs: nil) }
         // ...and one the machine keystore has no room for, all its users' together (replacing one's own adds none).
         let everyones = try store.wholeState().registrations
-        let replacing = everyones.contains { $0.owner(keystoreOwner: settings.keystore.ownerID) == peer.uid && RegistrationSelector.sameServer($0.server, server) }
+        let replacing = everyones.contains { $0.belongs(to: holder, keystoreOwner: settings.keystore.ownerID) && RegistrationSelector.sameServer($0.server, server) }
         if !replacing && everyones.count >= DeviceStore.maximumRegistrations {
             throw AgentTooManyRegistrations(limit: DeviceStore.maximumRegistrations, registeredAs: nil, wholeMachine: true)
         }
@@ -263,24 +273,26 @@ public final class AgentService: AgentRequestHandler {
         if own.count >= Self.pendingPerUser, let oldest = own.first {
             pending.removeAll { $0.uid == oldest.uid && $0.registrationID == oldest.registrationID }
         }
-        pending.append(PendingRegistration(uid: peer.uid, server: server, registrationID: registrationID, keyFingerprint: device.record.fingerprint,
+        pending.append(PendingRegistration(holder: holder, server: server, registrationID: registrationID, keyFingerprint: device.record.fingerprint,
                                            answeredAt: now))
         var result = JSONObject()
         for (name, value) in inputs { result[name] = .string(value) }
         return result
     }
 
-    private func registrationComplete(_ peer: AgentPeer, server: String, registrationID: String, flowType: String) throws -> JSONObject {
+    private func registrationComplete(_ peer: AgentPeer, user: AgentUsers.User, server: String, registrationID: String, flowType: String) throws -> JSONObject {
+        let holder = Self.holder(peer, user)
         // Only a step this agent answered for this user: nobody records another's registration as theirs.
-        guard let answered = pending.last(where: { $0.uid == peer.uid && $0.registrationID == registrationID
+        guard let answered = pending.last(where: { $0.holder == holder && $0.registrationID == registrationID
                                                   && RegistrationSelector.sameServer($0.server, server) }) else {
-            let registered = (try? store(for: peer).state().registrations.contains { RegistrationSelector.sameServer($0.server, server) }) ?? false
+            let registered = (try? store(for: peer, user).state().registrations.contains { RegistrationSelector.sameServer($0.server, server) }) ?? false
             throw AgentNoSuchStep(registrationID: registrationID, server: server, registeredThere: registered)
         }
         let record = RegistrationRecord(registrationId: registrationID, server: answered.server, flowType: flowType, keyFingerprint: answered.keyFingerprint,
-                                        registeredAt: Timestamp.format(secondsSinceEpoch: settings.clock.secondsSinceEpoch()), uid: peer.uid)
-        let store = store(for: peer)
-        try refuseAnothersRegistration(peer, store: store, server: answered.server, registrationID: registrationID)
+                                        registeredAt: Timestamp.format(secondsSinceEpoch: settings.clock.secondsSinceEpoch()), uid: peer.uid,
+                                        account: user.account)
+        let store = store(for: peer, user)
+        try refuseAnothersRegistration(holder, store: store, registrationID: registrationID)
         do {
             try store.recordRegistration(record)
         } catch DeviceError.tooManyRegistrations(let limit) {
@@ -291,6 +303,7 @@ public final class AgentService: AgentRequestHandler {
         pending.removeAll { $0.uid == peer.uid && $0.registrationID == registrationID }
         var shown = record
         shown.uid = nil
+        shown.account = nil
         return ["registration": .object(shown.keystoreObject), "backend": (try? store.state().key?.backend.rawValue).flatMap { $0 }.map(JSONValue.string) ?? .null]
     }
 
@@ -298,16 +311,21 @@ public final class AgentService: AgentRequestHandler {
     /// one machine key: an id another user holds (recorded, or a step answered for them) is never
     /// answered or recorded for this one, or its tokens would carry the other user's device trust.
     /// The id is the client's to send (the server's answer passes through it), so the agent checks it.
-    private func refuseAnothersRegistration(_ peer: AgentPeer, store: DeviceStore, server: String, registrationID: String) throws {
+    private func refuseAnothersRegistration(_ holder: RegistrationHolder, store: DeviceStore, registrationID: String) throws {
         let owner = settings.keystore.ownerID
         // At any server: a token names its registration by id alone (`deviceId`), and carries no
         // audience, so an id held for another user at one server is theirs at every server.
         // And in any spelling a server may take for the same id: registration ids are UUIDs, which servers
         // (and their databases) compare without regard to case, and some without the hyphens.
+        // And an id another user's registration had before it was forgotten (their `reset`, their
+        // `register --replace`, root forgetting a departed account's), while the key is the same: the
+        // server still has it as that user's device. Whose an id is: its uid, and the account that had it.
         let asked = Self.comparable(registrationID)
-        let recorded = try store.wholeState().registrations.contains { ($0.uid ?? owner) != peer.uid && Self.comparable($0.registrationId) == asked }
-        let answered = pending.contains { $0.uid != peer.uid && Self.comparable($0.registrationID) == asked }
-        if recorded || answered { throw AgentNotYourRegistration(deviceID: registrationID) }
+        let state = try store.wholeState()
+        let recorded = state.registrations.contains { !$0.belongs(to: holder, keystoreOwner: owner) && Self.comparable($0.registrationId) == asked }
+        let forgotten = state.formerRegistrations.contains { !holder.holds(uid: $0.uid, account: $0.account) && Self.comparable($0.registrationId) == asked }
+        let answered = pending.contains { $0.holder != holder && Self.comparable($0.registrationID) == asked }
+        if recorded || forgotten || answered { throw AgentNotYourRegistration(deviceID: registrationID) }
     }
 
     /// A registration id as servers may compare it: lower case, without hyphens.

@@ -78,6 +78,11 @@ public struct DeviceStore: Sendable {
     /// server of 512 bytes, an id of 128, ASCII) the largest is about 500 KB, half of what a keystore
     /// reads (`Keystore.maximumManifestBytes`). A keystore of one's own never comes near it.
     public static let maximumRegistrations = 512
+    /// The most forgotten registrations a keystore remembers whose they were (`FormerRegistration`),
+    /// every user's together. Past it, the oldest of the uid that has the most goes: a user who forgets
+    /// registrations over and over pushes out only their own. With the largest registrations, the
+    /// largest keystore is about 650 KB.
+    public static let maximumFormerRegistrations = 512
 
     public let keystore: Keystore
     public let clock: any Clock
@@ -91,19 +96,22 @@ public struct DeviceStore: Sendable {
     public var keyInUse: @Sendable (any DeviceKey) -> any DeviceKey = { $0 }
     /// Whose registrations `state()` and `loadKey()` show: the keystore owner's in a keystore of
     /// one's own (all of them, but those the agent made for other users), a client's in the agent's.
-    public let viewer: UInt32
+    public var viewer: UInt32 { holder.uid }
+    /// The viewer, and the account that has the uid now when that is known (the agent's client): a
+    /// registration an account recorded is not another account's that has the uid since.
+    public let holder: RegistrationHolder
     /// Where the loaded key is kept between uses (the agent), if anywhere.
     public let keyCache: LoadedKeyCache?
 
     public init(keystore: Keystore, clock: any Clock = SystemClock(), tpm: TPMSelection = TPMSelection(explicit: nil, environment: [:]),
                 random: any RandomSource = SystemRandom(), tpmNotices: TPMNotices = TPMNotices(), viewer: UInt32? = nil,
-                keyCache: LoadedKeyCache? = nil) {
+                viewerAccount: String? = nil, keyCache: LoadedKeyCache? = nil) {
         self.keystore = keystore
         self.clock = clock
         self.tpm = tpm
         self.random = random
         self.tpmNotices = tpmNotices
-        self.viewer = viewer ?? keystore.ownerID
+        self.holder = RegistrationHolder(uid: viewer ?? keystore.ownerID, account: viewerAccount)
         self.keyCache = keyCache
     }
 
@@ -120,7 +128,7 @@ public struct DeviceStore: Sendable {
     private func ownView(_ state: KeystoreState) -> KeystoreState {
         // A keystore of one's own holds only its owner's registrations: nothing to filter.
         guard state.registrations.contains(where: { $0.uid != nil }) || viewer != keystore.ownerID else { return state }
-        return state.belonging(to: viewer, keystoreOwner: keystore.ownerID)
+        return state.belonging(to: holder, keystoreOwner: keystore.ownerID)
     }
 
     /// The device key, ready to sign (a TPM key is not touched until it signs), with the
@@ -193,6 +201,8 @@ public struct DeviceStore: Sendable {
             let dropped = state.registrations
             state.key = record
             state.registrations = []
+            // Ids registered for the old key are nobody's danger with the new one: no token they name verifies.
+            state.formerRegistrations = []
             if let handle = created.createdPersistentHandle, !state.tpmPersistentHandles.contains(handle) {
                 state.tpmPersistentHandles.append(handle)
             }
@@ -234,31 +244,55 @@ public struct DeviceStore: Sendable {
     /// holds `maximumRegistrations` (a replacement is recorded still: it adds none).
     public func recordRegistration(_ record: RegistrationRecord) throws {
         let owner = keystore.ownerID
-        let user = record.owner(keystoreOwner: owner)
+        let user = RegistrationHolder(uid: record.owner(keystoreOwner: owner), account: record.account)
         try keystore.update { state, _ in
             guard let key = state.key, key.fingerprint == record.keyFingerprint else {
                 throw DeviceError.keyChangedDuringRegistration
             }
-            state.registrations.removeAll { $0.owner(keystoreOwner: owner) == user && RegistrationSelector.sameServer($0.server, record.server) }
-            guard state.registrations.filter({ $0.owner(keystoreOwner: owner) == user }).count < Self.maximumRegistrationsPerUser else {
+            let replaced = state.registrations.filter { $0.belongs(to: user, keystoreOwner: owner) && RegistrationSelector.sameServer($0.server, record.server) }
+            state.registrations.removeAll { $0.belongs(to: user, keystoreOwner: owner) && RegistrationSelector.sameServer($0.server, record.server) }
+            guard state.registrations.filter({ $0.belongs(to: user, keystoreOwner: owner) }).count < Self.maximumRegistrationsPerUser else {
                 throw DeviceError.tooManyRegistrations(limit: Self.maximumRegistrationsPerUser)
             }
             guard state.registrations.count < Self.maximumRegistrations else {
                 throw DeviceError.keystoreFull(limit: Self.maximumRegistrations)
             }
             state.registrations.append(record)
+            state.formerRegistrations.removeAll { $0 == FormerRegistration(record, keystoreOwner: owner) }
+            Self.remember(replaced.filter { $0.registrationId != record.registrationId }, in: &state, keystoreOwner: owner)
         }
     }
 
-    /// Forgets the registrations of `user` (the system agent's `reset` for one of its users): the key
-    /// and every other user's registrations stay. The registrations forgotten.
-    public func forgetRegistrations(of user: UInt32) throws -> [RegistrationRecord] {
+    /// Forgets the registrations of `user` (the system agent's `reset` for one of its users, or root's
+    /// for a uid whichever account had it): the key and every other user's registrations stay. The
+    /// registrations forgotten.
+    public func forgetRegistrations(of user: RegistrationHolder) throws -> [RegistrationRecord] {
         let owner = keystore.ownerID
-        guard let current = try keystore.load(), current.registrations.contains(where: { $0.owner(keystoreOwner: owner) == user }) else { return [] }
+        guard let current = try keystore.load(), current.registrations.contains(where: { $0.belongs(to: user, keystoreOwner: owner) }) else { return [] }
         return try keystore.update { state, _ in
-            let forgotten = state.registrations.filter { $0.owner(keystoreOwner: owner) == user }
-            state.registrations.removeAll { $0.owner(keystoreOwner: owner) == user }
+            let forgotten = state.registrations.filter { $0.belongs(to: user, keystoreOwner: owner) }
+            state.registrations.removeAll { $0.belongs(to: user, keystoreOwner: owner) }
+            Self.remember(forgotten, in: &state, keystoreOwner: owner)
             return forgotten
+        }
+    }
+
+    /// Keeps whose the forgotten registrations of a keystore of several users were (those the agent
+    /// recorded for a uid), within `maximumFormerRegistrations`: past it, the oldest of the uid that
+    /// has the most goes.
+    static func remember(_ forgotten: [RegistrationRecord], in state: inout KeystoreState, keystoreOwner: UInt32) {
+        for record in forgotten where record.uid != nil {
+            let former = FormerRegistration(record, keystoreOwner: keystoreOwner)
+            state.formerRegistrations.removeAll { $0 == former }
+            state.formerRegistrations.append(former)
+        }
+        while state.formerRegistrations.count > maximumFormerRegistrations {
+            var counts = [UInt32: Int]()
+            for former in state.formerRegistrations { counts[former.uid, default: 0] += 1 }
+            let most = counts.values.max() ?? 0
+            // The first (oldest) of a uid with the most.
+            guard let index = state.formerRegistrations.firstIndex(where: { counts[$0.uid] == most }) else { break }
+            state.formerRegistrations.remove(at: index)
         }
     }
 

@@ -8,10 +8,10 @@ import DevtrustKeys
 public enum KeystoreField {
     /// The top-level object.
     public enum Manifest: String, CaseIterable, Sendable {
-        case version, key, registrations, tpmPersistentHandles, signIns
+        case version, key, registrations, tpmPersistentHandles, signIns, formerRegistrations
 
         /// The first keystore version that has the field.
-        var since: Int64 { self == .signIns ? 2 : 1 }
+        var since: Int64 { self == .signIns || self == .formerRegistrations ? 2 : 1 }
     }
 
     public enum Key: String, CaseIterable, Sendable {
@@ -19,7 +19,11 @@ public enum KeystoreField {
     }
 
     public enum Registration: String, CaseIterable, Sendable {
-        case registrationId, server, flowType, keyFingerprint, registeredAt, uid
+        case registrationId, server, flowType, keyFingerprint, registeredAt, uid, account
+    }
+
+    public enum FormerRegistration: String, CaseIterable, Sendable {
+        case registrationId, uid, account
     }
 
     public enum SignIn: String, CaseIterable, Sendable {
@@ -64,6 +68,20 @@ extension RegistrationRecord {
             case .keyFingerprint: .string(keyFingerprint)
             case .registeredAt: .string(registeredAt)
             case .uid: uid.map { .integer($0) }
+            case .account: account.map { .string($0) }
+            }
+        }
+    }
+}
+
+extension FormerRegistration {
+    /// The record as keystore.json holds it.
+    public var keystoreObject: JSONObject {
+        KeystoreField.object(KeystoreField.FormerRegistration.allCases) { field in
+            switch field {
+            case .registrationId: .string(registrationId)
+            case .uid: .integer(uid)
+            case .account: account.map { .string($0) }
             }
         }
     }

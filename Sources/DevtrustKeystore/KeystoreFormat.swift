@@ -12,13 +12,15 @@ public enum KeystoreFormat {
     public static let manifestName = "keystore.json"
 
     public static func encode(_ state: KeystoreState) -> [UInt8] {
-        let document = KeystoreField.object(KeystoreField.Manifest.allCases) { field -> JSONValue in
+        let document = KeystoreField.object(KeystoreField.Manifest.allCases) { field -> JSONValue? in
             switch field {
             case .version: .integer(currentVersion)
             case .key: state.key.map { .object($0.keystoreObject) } ?? .null
             case .registrations: .array(state.registrations.map { .object($0.keystoreObject) })
             case .tpmPersistentHandles: .array(state.tpmPersistentHandles.map { .string(TPMHandle.format($0)) })
             case .signIns: .array(state.signIns.map { .object($0.keystoreObject()) })
+            // Only when there are any: every keystore of one's own stays as it was.
+            case .formerRegistrations: state.formerRegistrations.isEmpty ? nil : .array(state.formerRegistrations.map { .object($0.keystoreObject) })
             }
         }
         return Array((JSONWriter.pretty(.object(document)) + "\n").utf8)
@@ -89,20 +91,32 @@ public enum KeystoreFormat {
             try record.rejectUnknownFields(Field.allCases)
             // A registration's user (added within version 2, written only when set): an older devtrust
             // refuses the field rather than take another user's registration for its own.
-            var uid: UInt32?
-            if record.object[Field.uid.rawValue] != nil {
-                guard version >= 2, let value = record.object[Field.uid.rawValue]?.int64Value, let owner = UInt32(exactly: value) else {
-                    throw JSONFieldError(path: record.fieldPath(Field.uid), kind: .invalidValue("must be a uid, 0 to 4294967295 (version 2 only)"))
-                }
-                uid = owner
-            }
+            let uid = try uid(record, Field.uid, version: version)
+            let account = try account(record, Field.account, uid: uid)
             state.registrations.append(RegistrationRecord(
                 registrationId: try record.string(Field.registrationId),
                 server: try record.string(Field.server),
                 flowType: try record.string(Field.flowType),
                 keyFingerprint: try record.string(Field.keyFingerprint),
                 registeredAt: try record.string(Field.registeredAt),
-                uid: uid))
+                uid: uid,
+                account: account))
+        }
+        // Added within version 2, like `uid`: an older devtrust refuses the file rather than forget whose ids they were.
+        if reader.object[Manifest.formerRegistrations.rawValue] != nil {
+            guard version >= 2 else {
+                throw JSONFieldError(path: Manifest.formerRegistrations.rawValue, kind: .invalidValue("is version 2's"))
+            }
+            for (index, element) in try reader.array(Manifest.formerRegistrations.rawValue).enumerated() {
+                typealias Field = KeystoreField.FormerRegistration
+                let record = try JSONObjectReader(element, path: "\(Manifest.formerRegistrations.rawValue)[\(index)]")
+                try record.rejectUnknownFields(Field.allCases)
+                guard let uid = try uid(record, Field.uid, version: version) else {
+                    throw JSONFieldError(path: record.fieldPath(Field.uid), kind: .missingRequiredField)
+                }
+                state.formerRegistrations.append(FormerRegistration(registrationId: try record.string(Field.registrationId), uid: uid,
+                                                                    account: try account(record, Field.account, uid: uid)))
+            }
         }
         if state.key == nil && !state.registrations.isEmpty {
             throw JSONFieldError(path: Manifest.registrations.rawValue, kind: .invalidValue("registrations are recorded but there is no key"))
@@ -136,6 +150,25 @@ public enum KeystoreFormat {
             }
         }
         return state
+    }
+
+    /// A record's user (added within version 2, written only when set): an older devtrust refuses the
+    /// field rather than take another user's registration for its own.
+    private static func uid<Field: RawRepresentable>(_ record: JSONObjectReader, _ field: Field, version: Int64) throws -> UInt32? where Field.RawValue == String {
+        guard let value = record.object[field.rawValue] else { return nil }
+        guard version >= 2, let number = value.int64Value, let uid = UInt32(exactly: number) else {
+            throw JSONFieldError(path: record.fieldPath(field), kind: .invalidValue("must be a uid, 0 to 4294967295 (version 2 only)"))
+        }
+        return uid
+    }
+
+    /// The account that had a record's uid (`AccountName`), only with a uid.
+    private static func account<Field: RawRepresentable>(_ record: JSONObjectReader, _ field: Field, uid: UInt32?) throws -> String? where Field.RawValue == String {
+        guard let account = try record.optionalString(field) else { return nil }
+        guard uid != nil, AccountName.isRecorded(account) else {
+            throw JSONFieldError(path: record.fieldPath(field), kind: .invalidValue("must be an account name of at most \(AccountName.maximumPlainLength) printable ASCII characters, or sha256: and 64 hex digits, and only with a uid"))
+        }
+        return account
     }
 
     static func isPlainFileName(_ name: String) -> Bool {

@@ -52,7 +52,7 @@ import Testing
         .dpopProof(method: "POST", url: "http://127.0.0.1:8080/r", nonce: "n-1_x!~", accessTokenHash: "sda5G2fCr6XjIpiNlGJjjTVN34oe9526mH-BXCK0uu4"),
         .signInToken(choice: .server("https://idp.example/t/acme"), destinations: ["https://idp.example/t/acme/oauth2/authorize"]),
         .signInToken(choice: .provider(destination: "https://op.example/authorize", providerURLs: ["https://op.example"]), destinations: []),
-        .forgetRegistrations,
+        .forgetRegistrations(uid: nil), .forgetRegistrations(uid: 0), .forgetRegistrations(uid: UInt32.max),
     ])
     func everyRequestReadsBackAsItWasWritten(request: AgentRequest) throws {
         #expect(try AgentRequest(json: JSONWriter.bytes(request.json)) == request)
@@ -65,6 +65,8 @@ import Testing
         (#"{"v":1,"op":"sign-anything"}"#, "field \"op\": no operation \"sign-anything\""),
         (#"{"v":1,"op":"pubkey","uid":0}"#, "unknown field \"uid\""),
         (#"{"v":1,"op":"token","uid":0}"#, "unknown field \"uid\""),
+        (#"{"v":1,"op":"forget-registrations","uid":-1}"#, "field \"uid\": must be a uid, 0 to 4294967295"),
+        (#"{"v":1,"op":"forget-registrations","uid":"1001"}"#, "field \"uid\": must be a uid, 0 to 4294967295"),
         (#"{"v":1,"op":"token","server":"https://a\nb"}"#, "field \"server\": must be a server's URL or name: 1 to 512 bytes of printable ASCII"),
         (#"{"v":1,"op":"token","deviceId":""}"#, "field \"deviceId\": must be 1 to 128 ASCII letters, digits"),
         (#"{"v":1,"op":"token","claims":[["a"]]}"#, "field \"claims[0]\": must be [NAME, VALUE]"),
@@ -106,7 +108,7 @@ import Testing
          "field \"destinations\": at most 8"),
         (#"{"v":1,"op":"sign-in-token","server":"https://a","destinations":[1]}"#, "field \"destinations[0]\" must be a string"),
         // forget-registrations: whose is the kernel's to say.
-        (#"{"v":1,"op":"forget-registrations","uid":1001}"#, "unknown field \"uid\""),
+        (#"{"v":1,"op":"forget-registrations","uid":1001,"account":"a"}"#, "unknown field \"account\""),
         (#"{"v":1,"op":"forget-registrations","server":"https://a"}"#, "unknown field \"server\""),
     ])
     func aRequestIsReadStrictly(text: String, message: String) {
@@ -200,12 +202,19 @@ import Testing
         let fingerprint = String(repeating: "A", count: 43)
         var state = KeystoreState()
         state.key = KeyRecord(backend: .tpm, file: "key-\(fingerprint).tss2", fingerprint: fingerprint, createdAt: "2026-11-30T00:00:00Z")
+        // The longest account a record carries (a name past 64 bytes is recorded as its digest).
+        let account = AccountName.recorded(String(repeating: "x", count: 1000))
+        #expect(account.utf8.count == 71)
         state.registrations = (0..<DeviceStore.maximumRegistrations).map { index in
             RegistrationRecord(registrationId: id, server: server, flowType: flowType, keyFingerprint: fingerprint,
-                               registeredAt: "2026-11-30T00:00:00Z", uid: UInt32.max - UInt32(index / DeviceStore.maximumRegistrationsPerUser))
+                               registeredAt: "2026-11-30T00:00:00Z", uid: UInt32.max - UInt32(index / DeviceStore.maximumRegistrationsPerUser),
+                               account: account)
+        }
+        state.formerRegistrations = (0..<DeviceStore.maximumFormerRegistrations).map { index in
+            FormerRegistration(registrationId: id, uid: UInt32.max - UInt32(index), account: account)
         }
         let size = KeystoreFormat.encode(state).count
-        #expect(size < Keystore.maximumManifestBytes / 2, "\(size) bytes of keystore.json, for a limit of \(Keystore.maximumManifestBytes)")
+        #expect(size < Keystore.maximumManifestBytes * 3 / 4, "\(size) bytes of keystore.json, for a limit of \(Keystore.maximumManifestBytes)")
         #expect(size > DeviceStore.maximumRegistrations * (server.utf8.count + id.utf8.count), "\(size)")
     }
 
@@ -228,7 +237,7 @@ import Testing
                 == "https://r.example")
         #expect(AgentRequest.signInToken(choice: .provider(destination: "https://op.example/t/a/authorize?x=1", providerURLs: []), destinations: []).server
                 == "https://op.example")
-        #expect(AgentRequest.signChallenge(challenge: "abc").server == nil && AgentRequest.forgetRegistrations.server == nil)
+        #expect(AgentRequest.signChallenge(challenge: "abc").server == nil && AgentRequest.forgetRegistrations(uid: 1001).server == nil)
     }
 
     /// A refusal reaches the client classified as it was in the agent (its exit code, its hint).

@@ -713,9 +713,12 @@ extension AgentTests {
         let login = try alice.devtrust(["login", "--server", server.url, "--client-id", "devtrust-app", "--non-interactive"] + ReferenceServer.signInAnswers)
         #expect(login.status == 0, "\(login)")
 
-        // Alice asks the agent to forget Bob's: a field the agent does not take.
+        // Alice asks the agent to forget Bob's: only root names a uid.
         let named = try alice.rawClient("request", [#"{"v":1,"op":"forget-registrations","uid":\#(bob.account.uid)}"#])
-        #expect(named.stdout.contains("unknown field \\\"uid\\\"") && !named.stdout.contains("\"ok\""), "\(named)")
+        #expect(named.stdout.contains("notPermitted") && named.stdout.contains("only root has the devtrust agent forget another uid's registrations")
+                && !named.stdout.contains("\"ok\""), "\(named)")
+        let namedByCommand = try alice.devtrust(["reset", "--uid", "\(bob.account.uid)", "--yes"])
+        #expect(namedByCommand.status == 3 && namedByCommand.stderr.contains("only root has the devtrust agent forget another uid's registrations"), "\(namedByCommand)")
 
         // Off a terminal, nothing goes without --yes.
         let unconfirmed = try alice.devtrust(["reset"])
@@ -746,6 +749,119 @@ extension AgentTests {
         #expect(machineReset.status == 7, "\(machineReset)")
         #expect(try machine.publicKey() == machineKey)
         #expect(machine.audit.contains("uid=\(alice.account.uid) ") && machine.audit.contains("op=forget-registrations outcome=\"ok: forgot 1 registration(s)\""))
+    }
+
+    /// The agent's audit lines about requests of `uid`.
+    static func auditLines(_ machine: MachineAgent, uid: UInt32) -> [Substring] {
+        machine.audit.split(separator: "\n").filter { $0.hasPrefix("devtrust agent: uid=\(uid) ") }
+    }
+
+    /// Bob answers and completes a Device Registration step of his own for `id` (raw requests, as a
+    /// client that passes any id through): whether the agent signed or recorded anything for it.
+    static func claimed(_ id: String, by bob: MachineUser, at server: String) throws -> (signed: Bool, recorded: Bool, result: String) {
+        let step = try bob.rawClient("request", [#"{"v":1,"op":"registration-step","server":"\#(server)","registrationId":"\#(id)","challenge":"\#(Self.randomChallenge())","requiredParams":["publicKey","signature"]}"#])
+        let complete = try bob.rawClient("request", [#"{"v":1,"op":"registration-complete","server":"\#(server)","registrationId":"\#(id)","flowType":"REGISTRATION"}"#])
+        return (step.stdout.contains("\"signature\""), complete.stdout.contains("\"ok\""), "\(step)\n\(complete)")
+    }
+
+    /// A registration forgotten (its user's `reset`, or replaced by registering again) stays its user's
+    /// while the key is the same: the server still has the id as that user's device, so the agent
+    /// answers and records it for nobody else; its own user may have it again. (The old agent checked
+    /// only the registrations it held: Bob recorded Alice's id once she had reset, and his tokens
+    /// named it.)
+    @Test func aForgottenRegistrationsIdStaysItsUsers() throws {
+        let machine = try MachineAgent(policy: Self.unlimited)
+        try machine.start()
+        let server = try ReferenceServer()
+        let alice = try machine.user("alice"), bob = try machine.user("bob")
+        let aliceID = try Self.register(alice, as: "alice@example.com", at: server)
+        let bobID = try Self.register(bob, as: "bob@example.com", at: server)
+        let reset = try alice.devtrust(["reset", "--yes"])
+        #expect(reset.status == 0, "\(reset)")
+
+        for (place, spelling) in [(server.url, aliceID), ("https://not-the-server.example", aliceID.uppercased())] {
+            let claim = try Self.claimed(spelling, by: bob, at: place)
+            #expect(!claim.signed && !claim.recorded, "\(place) \(spelling): \(claim.result)")
+            let stolen = try bob.devtrust(["token", "--device-id", spelling])
+            #expect(stolen.status == 3 && stolen.stdout.isEmpty, "\(stolen)")
+        }
+        // Bob registers again with his server: his old id is replaced, and stays his.
+        let replaced = try bob.devtrust(["register", "--server", server.url, "--replace", "--non-interactive", "--inputs", "-", "--json"],
+                                        stdin: Self.answers("bob@example.com"))
+        #expect(replaced.status == 0, "\(replaced)")
+        let aliceClaim = try Self.claimed(bobID, by: alice, at: "https://elsewhere.example")
+        #expect(!aliceClaim.signed && !aliceClaim.recorded, "\(aliceClaim.result)")
+        // Alice may have her own id again.
+        let own = try Self.claimed(aliceID, by: alice, at: server.url)
+        #expect(own.signed && own.recorded, "\(own.result)")
+        let hers = try alice.devtrust(["token", "--device-id", aliceID])
+        #expect(hers.status == 0, "\(hers)")
+        #expect(try Self.header(hers.output)["deviceId"] == .string(aliceID))
+
+        // The machine keystore keeps whose the forgotten ids were: Bob's replaced one (Alice's is hers again).
+        let formers = try Self.manifest(machine.keystore)["formerRegistrations"]?.arrayValue?.compactMap(\.objectValue) ?? []
+        #expect(formers == [["registrationId": .string(bobID), "uid": .integer(Int64(bob.account.uid)), "account": .string(bob.account.name)]],
+                "\(formers)")
+        #expect(Self.auditLines(machine, uid: bob.account.uid).contains { $0.contains("op=registration-step") && $0.contains("is not one of your registrations") },
+                "\(machine.audit)")
+    }
+
+    /// `userdel` frees a uid and `useradd` gives it to a new account: the new account gets none of the
+    /// departed user's registrations (each records the account that made it), cannot record their
+    /// ids, and cannot have the agent forget them; root can (`reset --uid`), and the ids stay the
+    /// departed user's. (The old agent knew users by uid alone: the new account's tokens named the
+    /// departed user's device, and the server took them as that user's.)
+    @Test func aUidGivenToANewAccountGetsNoneOfTheDepartedUsers() throws {
+        let machine = try MachineAgent(policy: Self.unlimited)
+        try machine.start()
+        let server = try ReferenceServer()
+        let alice = try machine.user("alice")
+        let aliceID = try Self.register(alice, as: "alice@example.com", at: server)
+        let uid = alice.account.uid, aliceName = alice.account.name
+        #expect(try alice.devtrust(["token"]).status == 0)
+        let records = try Self.manifest(machine.keystore)["registrations"]?.arrayValue?.compactMap(\.objectValue) ?? []
+        #expect(records.map { $0["account"] } == [.string(aliceName)], "\(records)")
+
+        alice.account.remove()
+        let bob = try machine.user("bob", uid: uid)
+        #expect(bob.account.uid == uid)
+        let token = try bob.devtrust(["token"])
+        #expect(token.status == 3 && token.stdout.isEmpty, "\(token)")
+        let named = try bob.devtrust(["token", "--device-id", aliceID])
+        #expect(named.status == 3 && named.stdout.isEmpty, "\(named)")
+        let status = try JSONParser.parse(try bob.devtrust(["status", "--json"]).stdout).objectValue
+        #expect(status?["registrations"] == .array([]), "\(String(describing: status))")
+        let claim = try Self.claimed(aliceID, by: bob, at: server.url)
+        #expect(!claim.signed && !claim.recorded, "\(claim.result)")
+        // His own reset forgets only his (none); naming the uid is root's.
+        let own = try bob.devtrust(["reset", "--yes"])
+        #expect(own.status == 0 && own.stderr.contains("nothing to reset"), "\(own)")
+        let byUID = try bob.devtrust(["reset", "--uid", "\(uid)", "--yes"])
+        #expect(byUID.status == 3, "\(byUID)")
+        #expect(try Self.manifest(machine.keystore)["registrations"]?.arrayValue?.count == 1)
+
+        // Root forgets the departed user's registrations by uid, through the agent.
+        let environment = machine.agentEnvironment.merging(["DEVTRUST_AGENT": machine.socket]) { $1 }
+        let unconfirmed = try ProcessRunner.run(machine.binary, ["reset", "--uid", "\(uid)"], environment: environment)
+        #expect(unconfirmed.status == 2 && unconfirmed.stderr.contains("confirm with --yes"), "\(unconfirmed)")
+        let wrong = try ProcessRunner.run(machine.binary, ["reset", "--uid", aliceName, "--yes"], environment: environment)
+        #expect(wrong.status == 2 && wrong.stderr.contains("--uid takes a uid, a number"), "\(wrong)")
+        let forgotten = try ProcessRunner.run(machine.binary, ["reset", "--uid", "\(uid)", "--yes"], environment: environment)
+        #expect(forgotten.status == 0 && forgotten.stderr.contains("the devtrust agent at \(machine.socket) forgot 1 registration(s) of uid \(uid) (account \(aliceName)) (with \(server.url))"),
+                "\(forgotten)")
+        let manifest = try Self.manifest(machine.keystore)
+        #expect(manifest["registrations"] == .array([]), "\(manifest)")
+        #expect(manifest["formerRegistrations"] == .array([.object(["registrationId": .string(aliceID), "uid": .integer(Int64(uid)), "account": .string(aliceName)])]))
+        #expect(Self.auditLines(machine, uid: 0).contains { $0.hasSuffix("op=forget-registrations outcome=\"ok: forgot 1 registration(s) of uid \(uid)\"") },
+                "\(machine.audit)")
+        // Her id stays hers; Bob registers a device of his own.
+        let again = try Self.claimed(aliceID, by: bob, at: server.url)
+        #expect(!again.signed && !again.recorded, "\(again.result)")
+        let bobID = try Self.register(bob, as: "bob@example.com", at: server)
+        let bobs = try bob.devtrust(["token"])
+        #expect(bobs.status == 0, "\(bobs)")
+        #expect(try Self.header(bobs.output)["deviceId"] == .string(bobID))
+        #expect(try Self.deviceCheck(bobs.output, at: server)["user"] == .string("bob@example.com"))
     }
 
     /// A client gives a DPoP proof only its method, URL, nonce and access token's hash: a header, a

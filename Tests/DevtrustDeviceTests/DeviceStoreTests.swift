@@ -107,6 +107,84 @@ import Testing
                 + "`devtrust status` lists them; `devtrust reset` forgets a user's")
     }
 
+    /// A registration records the account that had its uid: an account given the uid after it shows
+    /// and replaces none of the departed account's (a record without an account, of an agent before
+    /// it, is the uid's whoever has it). Forgetting by uid alone forgets every account's.
+    @Test func aUidsNewAccountSeesNoneOfTheDepartedAccounts() throws {
+        let directory = TemporaryDirectory()
+        let keystore = Keystore(path: directory.file("ks"))
+        guard case let .created(key, _, _) = try DeviceStore(keystore: keystore).initialize(backend: .software, force: false) else {
+            Issue.record("no key")
+            return
+        }
+        func record(_ id: String, account: String?) -> RegistrationRecord {
+            RegistrationRecord(registrationId: id, server: "https://idp.example", flowType: "REGISTRATION", keyFingerprint: key.fingerprint,
+                               registeredAt: "t", uid: 1001, account: account)
+        }
+        let alice = DeviceStore(keystore: keystore, viewer: 1001, viewerAccount: "alice")
+        let bob = DeviceStore(keystore: keystore, viewer: 1001, viewerAccount: "bob")
+        try alice.recordRegistration(record("alice-1", account: "alice"))
+        #expect(try bob.state().registrations.isEmpty && alice.state().registrations.map(\.registrationId) == ["alice-1"])
+        // Bob's registration with her server replaces none of hers.
+        try bob.recordRegistration(record("bob-1", account: "bob"))
+        #expect(try bob.loadKey().state.registrations.map(\.registrationId) == ["bob-1"])
+        #expect(try alice.wholeState().registrations.map(\.registrationId) == ["alice-1", "bob-1"])
+        #expect(try bob.forgetRegistrations(of: bob.holder).map(\.registrationId) == ["bob-1"])
+        #expect(try alice.wholeState().registrations.map(\.registrationId) == ["alice-1"])
+        // An older agent's record (no account) is the uid's, whoever has it.
+        try keystore.update { state, _ in state.registrations.append(record("old-1", account: nil)) }
+        #expect(try bob.state().registrations.map(\.registrationId) == ["old-1"])
+        // Root forgets the uid's, every account's.
+        let root = DeviceStore(keystore: keystore)
+        #expect(try root.forgetRegistrations(of: RegistrationHolder(uid: 1001)).map(\.registrationId) == ["alice-1", "old-1"])
+        let state = try root.wholeState()
+        #expect(state.registrations.isEmpty)
+        #expect(state.formerRegistrations == [FormerRegistration(registrationId: "bob-1", uid: 1001, account: "bob"),
+                                             FormerRegistration(registrationId: "alice-1", uid: 1001, account: "alice"),
+                                             FormerRegistration(registrationId: "old-1", uid: 1001, account: nil)])
+    }
+
+    /// Forgotten registrations are remembered as their users' (a replaced one too; one of a keystore
+    /// of one's own is not: nobody else records there), within `maximumFormerRegistrations`: past it
+    /// the oldest of the uid with the most goes, so a user who forgets over and over pushes out only
+    /// their own. Recording one's own id again takes it out; a new key empties them.
+    @Test func forgottenRegistrationsAreRememberedWithinABound() throws {
+        let directory = TemporaryDirectory()
+        let keystore = Keystore(path: directory.file("ks"))
+        guard case let .created(key, _, _) = try DeviceStore(keystore: keystore).initialize(backend: .software, force: false) else {
+            Issue.record("no key")
+            return
+        }
+        func record(_ id: String, _ server: String = "https://idp.example", uid: UInt32?) -> RegistrationRecord {
+            RegistrationRecord(registrationId: id, server: server, flowType: "REGISTRATION", keyFingerprint: key.fingerprint, registeredAt: "t",
+                               uid: uid, account: uid.map { "user\($0)" })
+        }
+        let owner = DeviceStore(keystore: keystore)
+        try owner.recordRegistration(record("own-1", uid: nil))
+        try owner.recordRegistration(record("own-2", uid: nil))
+        #expect(try owner.wholeState().formerRegistrations.isEmpty)
+
+        let alice = DeviceStore(keystore: keystore, viewer: 1001, viewerAccount: "user1001")
+        let mallory = DeviceStore(keystore: keystore, viewer: 1002, viewerAccount: "user1002")
+        try alice.recordRegistration(record("alice-1", uid: 1001))
+        _ = try alice.forgetRegistrations(of: alice.holder)
+        let limit = DeviceStore.maximumFormerRegistrations
+        // Mallory replaces a registration of his over and over, far past the bound.
+        for index in 0...(limit + 10) { try mallory.recordRegistration(record("m-\(index)", uid: 1002)) }
+        var formers = try owner.wholeState().formerRegistrations
+        #expect(formers.count == limit)
+        #expect(formers.first == FormerRegistration(registrationId: "alice-1", uid: 1001, account: "user1001"))
+        #expect(formers.last == FormerRegistration(registrationId: "m-\(limit + 9)", uid: 1002, account: "user1002"))
+        #expect(!formers.contains { $0.registrationId == "m-0" })
+        // Alice records her id again: it is a registration of hers, not a former one.
+        try alice.recordRegistration(record("alice-1", uid: 1001))
+        formers = try owner.wholeState().formerRegistrations
+        #expect(!formers.contains { $0.registrationId == "alice-1" } && formers.count == limit - 1)
+        // The keystore stays within what a keystore reads (it is read back above) and a new key empties them.
+        _ = try owner.initialize(backend: .software, force: true)
+        #expect(try owner.wholeState().formerRegistrations.isEmpty)
+    }
+
     /// A store with a key cache (the agent) loads the key once, and again once the keystore names another.
     @Test func aCachedKeyIsUsedWhileTheKeystoreNamesIt() throws {
         let directory = TemporaryDirectory()

@@ -50,6 +50,67 @@ import Testing
         #expect(throws: KeystoreError.self) { try KeystoreFormat.decode(JSONWriter.bytes(.object(versionOne)), path: "k") }
     }
 
+    /// The account that had a registration's uid, and the registrations forgotten with whose they were,
+    /// round-trip and match the schema; written only when set (a keystore of one's own is as it was);
+    /// an account without a uid, or one that is neither a plain name nor `sha256:` and a digest, is
+    /// refused, as is either field in version 1; the schema draws the same lines.
+    @Test func accountsAndFormerRegistrationsAreReadBackAsWritten() throws {
+        var state = Self.sample
+        let fingerprint = String(repeating: "A", count: 43)
+        state.key?.fingerprint = fingerprint
+        let long = String(repeating: "é", count: 40)
+        #expect(AccountName.recorded("alice") == "alice" && AccountName.recorded(long).hasPrefix("sha256:") && AccountName.recorded(long).count == 71)
+        #expect(AccountName.recorded("a b") != "a b" && AccountName.isRecorded(AccountName.recorded("a b")) && !AccountName.isRecorded("a:b"))
+        state.registrations = [RegistrationRecord(registrationId: "r2", server: "https://s", flowType: "REGISTRATION", keyFingerprint: fingerprint,
+                                                  registeredAt: "2026-11-30T00:00:02Z", uid: 1001, account: "alice"),
+                               RegistrationRecord(registrationId: "r3", server: "https://s", flowType: "REGISTRATION", keyFingerprint: fingerprint,
+                                                  registeredAt: "2026-11-30T00:00:03Z", uid: 1002, account: AccountName.recorded(long))]
+        state.formerRegistrations = [FormerRegistration(registrationId: "r1", uid: 1001, account: "alice"),
+                                     FormerRegistration(registrationId: "r0", uid: 1003, account: nil)]
+        let bytes = KeystoreFormat.encode(state)
+        #expect(try KeystoreFormat.decode(bytes, path: "k") == state)
+        #expect(!String(decoding: KeystoreFormat.encode(Self.sample), as: UTF8.self).contains("formerRegistrations"))
+        let directory = TemporaryDirectory()
+        var files = [directory.write("accounts.json", bytes)]
+        var refusals = [(String, [UInt8])]()
+        func edited(_ change: (inout JSONObject) -> Void) -> [UInt8] {
+            var object = try! JSONParser.parse(bytes).objectValue!
+            change(&object)
+            return JSONWriter.bytes(.object(object))
+        }
+        func registration(_ change: @escaping (inout JSONObject) -> Void) -> (inout JSONObject) -> Void {
+            { object in
+                var records = object["registrations"]!.arrayValue!
+                var record = records[0].objectValue!
+                change(&record)
+                records[0] = .object(record)
+                object["registrations"] = .array(records)
+            }
+        }
+        refusals.append(("account without uid", edited(registration { $0["uid"] = nil })))
+        refusals.append(("account with a colon", edited(registration { $0["account"] = .string("a:b") })))
+        refusals.append(("account too long", edited(registration { $0["account"] = .string(String(repeating: "a", count: 65)) })))
+        refusals.append(("account not a digest", edited(registration { $0["account"] = .string("sha256:" + String(repeating: "G", count: 64)) })))
+        refusals.append(("former without uid", edited { $0["formerRegistrations"] = .array([.object(["registrationId": .string("r1")])]) }))
+        refusals.append(("former with an unknown field", edited { $0["formerRegistrations"] = .array([.object(["registrationId": .string("r1"), "uid": .integer(1), "server": .string("s")])]) }))
+        refusals.append(("formers not an array", edited { $0["formerRegistrations"] = .object([:]) }))
+        for (reason, document) in refusals {
+            #expect(throws: KeystoreError.self, "\(reason)") { try KeystoreFormat.decode(document, path: "k") }
+            files.append(directory.write("refused-\(files.count).json", document))
+        }
+        var versionOne = try JSONParser.parse(bytes).objectValue!
+        versionOne["version"] = .integer(1)
+        versionOne["signIns"] = nil
+        versionOne["registrations"] = .array([])
+        #expect(throws: KeystoreError.self) { try KeystoreFormat.decode(JSONWriter.bytes(.object(versionOne)), path: "k") }
+        // The schema, read by python3-jsonschema, agrees on each.
+        let checked = try ExternalTool.python.run([Repository.path("Tests/Interop/validate_keystore.py"), Repository.path("keystore/schema")] + files)
+        let lines = checked.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == files.count, "\(checked)")
+        #expect(lines.first == "ok \(files[0])", "\(checked)")
+        #expect(lines.dropFirst().allSatisfy { $0.hasPrefix("invalid ") }, "\(checked)")
+    }
+
     static func document(_ edit: (inout JSONObject) -> Void) -> [UInt8] {
         var object = try! JSONParser.parse(KeystoreFormat.encode(sample)).objectValue!
         edit(&object)
@@ -160,7 +221,8 @@ import Testing
         }
         #expect(try properties("keystore.v2.schema.json") == KeystoreField.Manifest.allCases.map(\.rawValue))
         #expect(try properties("keystore.v2.schema.json", "properties", "key", "oneOf[1]") == KeystoreField.Key.allCases.map(\.rawValue))
-        #expect(try properties("registration.v1.schema.json") == KeystoreField.Registration.allCases.filter { $0 != .uid }.map(\.rawValue))
+        #expect(try properties("registration.v1.schema.json") == KeystoreField.Registration.allCases.filter { $0 != .uid && $0 != .account }.map(\.rawValue))
+        #expect(try properties("keystore.v2.schema.json", "properties", "formerRegistrations", "items") == KeystoreField.FormerRegistration.allCases.map(\.rawValue))
         #expect(try properties("registration.v2.schema.json") == KeystoreField.Registration.allCases.map(\.rawValue))
         #expect(try properties("signin.v2.schema.json") == KeystoreField.SignIn.allCases.map(\.rawValue))
     }

@@ -16,14 +16,16 @@ public final class LocalUser: @unchecked Sendable {
             && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")
     }
 
-    /// A system user named `dt-LABEL-XXXXXX` (random), with no home and no login shell.
-    public init(_ label: String) throws {
+    /// A system user named `dt-LABEL-XXXXXX` (random), with no home and no login shell; with `uid`,
+    /// that uid (one a removed user had).
+    public init(_ label: String, uid wanted: UInt32? = nil) throws {
         let suffix = String(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(6))
         name = "dt-\(label.prefix(12))-\(suffix)"
         Self.accounts.lock()
         defer { Self.accounts.unlock() }
         let made = try ProcessRunner.run("/usr/sbin/useradd", ["--system", "--no-create-home", "--home-dir", "/nonexistent",
-                                                               "--shell", "/usr/sbin/nologin", "--user-group", name])
+                                                               "--shell", "/usr/sbin/nologin", "--user-group"]
+                                                              + (wanted.map { ["--uid", "\($0)"] } ?? []) + [name])
         guard made.status == 0 else { throw FixtureError("useradd \(name) failed: \(made)") }
         let id = try ProcessRunner.run("/usr/bin/id", ["-u", name])
         let group = try ProcessRunner.run("/usr/bin/id", ["-g", name])
@@ -33,12 +35,22 @@ public final class LocalUser: @unchecked Sendable {
     }
 
     deinit {
+        remove()
+    }
+
+    /// Removes the account now (userdel), as an administrator does when a user leaves; its uid is free
+    /// for another. Once removed, nothing more is removed.
+    public func remove() {
         Self.accounts.lock()
         defer { Self.accounts.unlock() }
+        guard !removed else { return }
+        removed = true
         // Whatever of theirs still runs ends first (userdel refuses a user with processes).
         endProcesses()
         _ = try? ProcessRunner.run("/usr/sbin/userdel", [name])
     }
+
+    private var removed = false
 
     /// Kills every process of this user (a server of theirs that a test left running: Foundation
     /// learns that `runuser` ended only once its children have too).

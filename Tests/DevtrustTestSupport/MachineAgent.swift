@@ -74,8 +74,8 @@ public final class MachineAgent: @unchecked Sendable {
     }
 
     /// A user of this machine: their own home, cache and configuration (0700, theirs), the agent's socket named.
-    public func user(_ label: String) throws -> MachineUser {
-        try MachineUser(label, machine: self)
+    public func user(_ label: String, uid: UInt32? = nil) throws -> MachineUser {
+        try MachineUser(label, machine: self, uid: uid)
     }
 
     /// Runs `agent_client.py COMMAND SOCKET ARGS...` as root.
@@ -90,8 +90,8 @@ public final class MachineUser: @unchecked Sendable {
     public let machine: MachineAgent
     public var home: String { machine.scratch.file("users/\(account.name)") }
 
-    init(_ label: String, machine: MachineAgent) throws {
-        account = try LocalUser(label)
+    init(_ label: String, machine: MachineAgent, uid: UInt32? = nil) throws {
+        account = try LocalUser(label, uid: uid)
         self.machine = machine
         for directory in ["home", "cache", "config", "data"] {
             try FileManager.default.createDirectory(atPath: home + "/" + directory, withIntermediateDirectories: true)

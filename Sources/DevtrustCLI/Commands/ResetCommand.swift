@@ -13,12 +13,16 @@ import DevtrustSignInService
 enum ResetCommand: DevtrustCommand {
     struct Options: CommandOptions {
         static let yes = FlagOption<Self>("yes", "do not ask for confirmation")
-        static let spec = CommandSpec(name: "reset", summary: "revoke the sign-ins, delete the device key and the registrations", options: [yes])
+        static let uid = ValueOption<Self>("uid", "UID", .text,
+                                           "forget only the registrations of this uid, whichever account made them (root: a departed user's at the agent)")
+        static let spec = CommandSpec(name: "reset", summary: "revoke the sign-ins, delete the device key and the registrations", options: [yes, uid])
 
         var yes: Bool
+        var uid: String?
 
         init(_ values: OptionValues<Self>) {
             yes = values[Self.yes]
+            uid = values[Self.uid]
         }
     }
 
@@ -27,6 +31,9 @@ enum ResetCommand: DevtrustCommand {
     static let revocationRequestTimeoutSeconds = 10
 
     static func run(_ context: CommandContext, _ options: Options) throws {
+        if let text = options.uid {
+            return try forgetUID(context, options, uid: try uid(text))
+        }
         if case let .agent(agent) = try context.deviceAccess(command: Options.spec.name) {
             // The machine keystore is the machine's: root resets it by naming it (`--keystore`), nobody through the agent.
             return try resetThroughAgent(context, options, agent)
@@ -107,6 +114,50 @@ enum ResetCommand: DevtrustCommand {
                          + "\(own.registrations.count) registration(s), which devtrust does not use while the agent answers: "
                          + "`devtrust --keystore \(keystore.path) reset --yes` deletes them")
         }
+    }
+
+    static func uid(_ text: String) throws -> UInt32 {
+        guard !text.isEmpty, text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber), let uid = UInt32(text) else {
+            throw UsageError("--uid takes a uid, a number from 0 to 4294967295, not \"\(String(text.prefix(64)))\" "
+                             + "(a departed user has no name left: `sudo devtrust --keystore /var/lib/devtrust status --json` shows each registration's uid and account)",
+                             command: "reset")
+        }
+        return uid
+    }
+
+    /// `reset --uid UID`: the registrations of one uid forgotten, whichever account made them (a user
+    /// who left, before their uid is given to someone else), and nothing else: no key, no sign-in.
+    /// Through the agent only root may; in a keystore named (`--keystore`), its owner.
+    private static func forgetUID(_ context: CommandContext, _ options: Options, uid: UInt32) throws {
+        let place: String
+        let forget: () throws -> [RegistrationRecord]
+        switch try context.deviceAccess(command: Options.spec.name) {
+        case let .agent(agent):
+            place = "the devtrust agent at \(agent.socket)"
+            forget = {
+                try agent.forgetRegistrations(uid: uid).map { object in
+                    RegistrationRecord(registrationId: object["registrationId"]?.stringValue ?? "?", server: object["server"]?.stringValue ?? "?",
+                                       flowType: "", keyFingerprint: "", registeredAt: "", uid: uid, account: object["account"]?.stringValue)
+                }
+            }
+        case .keystore:
+            let store = try context.deviceStore()
+            place = store.keystore.path
+            forget = { try store.forgetRegistrations(of: RegistrationHolder(uid: uid)) }
+        }
+        if !options.yes {
+            let question = "Forget every registration of uid \(uid) in \(place), whichever account made it? Its tokens cannot be had again. [y/N] "
+            guard try confirm(context, question, refusal: "reset --uid forgets a user's registrations; confirm with --yes when not at a terminal") else { return }
+        }
+        let forgotten = try forget()
+        guard !forgotten.isEmpty else {
+            context.info("nothing to forget: uid \(uid) has no registrations in \(place)")
+            return
+        }
+        let accounts = Array(Set(forgotten.compactMap(\.account))).sorted()
+        context.success("\(place) forgot \(forgotten.count) registration(s) of uid \(uid)"
+                        + (accounts.isEmpty ? "" : " (account " + accounts.joined(separator: ", ") + ")")
+                        + " (with " + forgotten.map(\.server).joined(separator: ", ") + "); their ids stay theirs: no other user can record them")
     }
 
     private static func signInsText(_ signIns: [SignInRecord]) -> String {

@@ -66,7 +66,8 @@ enum StatusCommand: DevtrustCommand {
         } else {
             lines.append("registrations:")
             for record in state.registrations {
-                let owner = record.uid.flatMap { $0 == keystore.ownerID ? nil : " (uid \($0)'s, made through the agent)" } ?? ""
+                let account = record.account.map { ", account \($0)" } ?? ""
+                let owner = record.uid.flatMap { $0 == keystore.ownerID && record.account == nil ? nil : " (uid \($0)'s\(account), made through the agent)" } ?? ""
                 lines.append("  \(record.server): device id \(record.registrationId), \(record.flowType), registered \(record.registeredAt)\(owner)")
             }
         }
