@@ -31,6 +31,9 @@ public struct AgentUnavailable: Error, Equatable, Sendable, CustomStringConverti
         /// What listens there runs as another user than root or the caller: not the system agent
         /// (another user who took the socket's name), so nothing is sent to it.
         case notTheAgent(uid: UInt32)
+        /// The caller is in a user namespace where the machine's root has no uid: the kernel shows
+        /// the listener (the agent's root) as the overflow uid, which cannot be told from anyone's.
+        case rootNotMapped(uid: UInt32)
         /// Another error of the socket: the operation and errno.
         case io(operation: String, errno: Int32)
     }
@@ -61,6 +64,9 @@ extension AgentUnavailable: ClassifiedError {
         case let .io(operation, code): what = "cannot \(operation) the devtrust agent's socket \(socket): \(String(cString: strerror(code)))"
         case let .notTheAgent(uid):
             what = "what answers at \(socket) runs as uid \(uid), neither root nor you: it is not the devtrust agent, and nothing was sent to it"
+        case let .rootNotMapped(uid):
+            what = "what answers at \(socket) shows as uid \(uid) in this user namespace, which has no uid for the machine's root: "
+                + "devtrust cannot tell the agent from another user's program, so nothing was sent to it"
         }
         let ownKeystore = "or use a keystore of your own with --keystore DIR"
         if case .timedOut = reason {
@@ -70,6 +76,10 @@ extension AgentUnavailable: ClassifiedError {
         }
         if case .notTheAgent = reason {
             return ErrorClassification(.tpm, summary: what, hint: ErrorHint("tell the machine's administrator (another user's program holds the agent's socket name); \(ownKeystore)",
+                                                                            joinedBy: "; "))
+        }
+        if case .rootNotMapped = reason {
+            return ErrorClassification(.tpm, summary: what, hint: ErrorHint("run devtrust outside the user namespace (unshare, a rootless container) and pass its token in; \(ownKeystore)",
                                                                             joinedBy: "; "))
         }
         if reason == .permissionDenied {
@@ -123,7 +133,9 @@ public struct AgentClient: Sendable {
         // The kernel's record of who made the listening socket (systemd, or the agent: root; or an
         // agent of the caller's own): another user's program at the name gets no request, and gives no answer.
         guard let server = AgentPeer.of(descriptor) else { throw unavailable(.io(operation: "identify", errno: errno)) }
-        guard server.uid == 0 || server.uid == geteuid() else { throw unavailable(.notTheAgent(uid: server.uid)) }
+        guard server.uid == 0 || server.uid == geteuid() else {
+            throw unavailable(Self.rootIsMapped() ? .notTheAgent(uid: server.uid) : .rootNotMapped(uid: server.uid))
+        }
         do {
             try send(frame, on: descriptor)
         } catch let error where error.reason == .closedDuringRequest {
@@ -173,5 +185,20 @@ public struct AgentClient: Sendable {
             filled += got
         }
         return bytes
+    }
+
+    /// Whether the machine's root (uid 0 outside) has a uid in this process's user namespace, by
+    /// /proc/self/uid_map ("inside outside count" a line); an unreadable map is taken as yes.
+    static func rootIsMapped(uidMap path: String = "/proc/self/uid_map") -> Bool {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return true }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
+        guard count > 0 else { return true }
+        return bytes[..<count].split(separator: UInt8(ascii: "\n")).contains { line in
+            let fields = line.split(separator: UInt8(ascii: " ")).compactMap { UInt64(String(decoding: $0, as: UTF8.self)) }
+            return fields.count == 3 && fields[1] == 0 && fields[2] > 0
+        }
     }
 }

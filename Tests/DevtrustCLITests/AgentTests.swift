@@ -530,6 +530,30 @@ extension AgentTests {
         // Her agent runs until it is ended (runuser does not pass it a signal).
         mallory.account.endProcesses()
     }
+
+    /// In a user namespace that has no uid for the machine's root (`unshare -r` as a user), the kernel
+    /// shows the agent as the overflow uid: the client sends it nothing, as for another user's program,
+    /// and says why (the namespace) and what to do, instead of blaming another user.
+    @Test(.timeLimit(.minutes(1))) func aClientInAUserNamespaceIsToldWhyTheAgentCannotBeUsed() throws {
+        let machine = try MachineAgent()
+        try machine.start()
+        let alice = try machine.user("alice")
+        let overflow = try String(contentsOfFile: "/proc/sys/kernel/overflowuid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let outside = try alice.shell("\"$DEVTRUST\" pubkey")
+        #expect(outside.status == 0, "\(outside)")
+        let inside = try alice.shell("exec unshare -r \"$DEVTRUST\" pubkey")
+        try #require(!inside.stderr.contains("unshare: unshare failed"), "no unprivileged user namespaces here: \(inside)")
+        #expect(inside.status == 6 && inside.stdout.isEmpty, "\(inside)")
+        #expect(inside.stderr.contains("what answers at \(machine.socket) shows as uid \(overflow) in this user namespace, which has no uid for the machine's root"),
+                "\(inside)")
+        #expect(inside.stderr.contains("run devtrust outside the user namespace"), "\(inside)")
+        // Nothing was asked from inside: the agent saw a connection closed without a request (its
+        // refusals are one line per user per 10 s, so this is the only one after the pubkey's).
+        let process = try #require(machine.process)
+        #expect(process.waitFor { _, stderr in stderr.contains("uid=\(alice.account.uid) pid=") && stderr.contains(#"outcome="dropped: closed without a request""#) },
+                "\(machine.audit)")
+        #expect(Self.auditLines(machine, uid: alice.account.uid).filter { $0.contains("op=pubkey") }.count == 1, "\(machine.audit)")
+    }
 }
 
 /// The commands beyond `pubkey`, `token`, `status` and `register` through the agent, as real users
