@@ -135,7 +135,11 @@ class LatencyProxy:
             threading.Thread(target=target, args=(client, upstream_port), daemon=True).start()
 
     def _serve_commands(self, client, upstream_port):
-        with contextlib.closing(client), contextlib.closing(socket.create_connection(("127.0.0.1", upstream_port))) as upstream:
+        # swtpm serves one connection at a time: the connection to it is opened once the command is
+        # due, so that other programs (which reach swtpm directly) can use the TPM while a command
+        # of this client's is held (a test's other program acts between two of devtrust's commands).
+        upstream = None
+        with contextlib.closing(client):
             try:
                 while True:
                     command = receive_message(client)
@@ -149,6 +153,8 @@ class LatencyProxy:
                                 log.write(name + "\n")
                     # The modelled chip's time: a sleep is the point here (this is the bench's TPM, not a test's wait).
                     time.sleep(self.delay_ms(name) / 1000)
+                    if upstream is None:
+                        upstream = socket.create_connection(("127.0.0.1", upstream_port))
                     upstream.sendall(command)
                     answer = receive_message(upstream)
                     if answer is None:
@@ -156,6 +162,9 @@ class LatencyProxy:
                     client.sendall(answer)
             except (OSError, ValueError):
                 return
+            finally:
+                if upstream is not None:
+                    upstream.close()
 
     def _relay(self, client, upstream_port):
         upstream = socket.create_connection(("127.0.0.1", upstream_port))

@@ -11,12 +11,15 @@ import Synchronization
 /// handle: another can flush the key and load its own object, which then gets the same handle. So
 /// before each signature the object at the handle is checked (one ReadPublic) to have the key's
 /// name and qualified name (the key, under its parent: a public-only copy of it, which LoadExternal
-/// makes, has the name but not the qualified name); a handle that holds another object is let go
-/// without flushing it (it is not this process's), and the key is loaded again, once, and signed
-/// with. The same when the TPM lost the key (restarted or reset: the connection breaks or the handle
-/// is empty). Every signature is also verified with the key's public part (from the keystore's
-/// record) before it is returned: no signature by another key ever leaves, even if another object
-/// takes the handle between the check and the Sign.
+/// makes, has the name but not the qualified name); a handle that holds another object, or one
+/// the TPM will not read (a hash or HMAC sequence started there has no public area: any refusal
+/// but a lost connection, an empty handle or a TPM warning), is let go without flushing it (it is
+/// not this process's), and the key is loaded again, once, and signed with; never the object that
+/// failed the check. The same for the names read right after a Load, and when the TPM lost the
+/// key (restarted or reset: the connection breaks or the handle is empty). Every signature is also
+/// verified with the key's public part (from the keystore's record) before it is returned: no
+/// signature by another key ever leaves, even if another object takes the handle between the check
+/// and the Sign.
 ///
 /// The key holds one of the TPM's transient object slots (swtpm has three) until `release()`, which
 /// the process calls when it stops. A process that is killed cannot: its key stays loaded. So before
@@ -87,7 +90,7 @@ public final class ResidentTPMKey: DeviceKey {
     /// loaded or taken back just now), and verifies the signature with the key's public part.
     private static func sign(_ digest: SHA256Digest, key: TPMDeviceKey, state: inout State) throws -> ECDSASignature {
         let (context, object, justChecked) = try held(key, state: &state)
-        if !justChecked, try context.names(of: object) != state.names {
+        if !justChecked, try currentNames(context, object) != state.names {
             throw TPMError.keyReplaced(handle: context.tpmHandle(of: object))
         }
         let signature = try context.sign(object, digest: digest)
@@ -119,7 +122,7 @@ public final class ResidentTPMKey: DeviceKey {
             // worked out before only serve to recognise a copy already loaded: for a parent devtrust
             // did not make as an owner primary they would be wrong).
             let loadedName = try context.name(of: object)
-            let names = try context.names(of: object)
+            let names = try currentNames(context, object)
             guard names.name == loadedName else { throw .keyReplaced(handle: context.tpmHandle(of: object)) }
             state.object = object
             state.names = names
@@ -129,6 +132,23 @@ public final class ResidentTPMKey: DeviceKey {
             // still there is taken back when the key is loaded again.
             context.forget(object)
             throw error
+        }
+    }
+
+    /// The names of the object at `object`'s handle now (one ReadPublic). A handle the TPM will not
+    /// read does not hold the key: another program's object is there (a hash or HMAC sequence, which
+    /// has no public area: TPM_RC_SEQUENCE), so the refusal is `keyReplaced`, as another key there is.
+    /// Refusals that say nothing of the object pass as they are: a lost connection, an empty handle
+    /// (the key was flushed: it is loaded again all the same), and a TPM warning (the TPM did not run
+    /// the command now: busy, testing, out of memory), after which the key may well be there still:
+    /// letting go of it would leave it loaded, a slot taken, beside the copy loaded next.
+    private static func currentNames(_ context: TPMContext, _ object: ESYS_TR) throws(TPMError) -> TPMObjectNames {
+        do throws(TPMError) {
+            return try context.names(of: object)
+        } catch where error.isConnectionLost || error.isObjectGone || error.isTPMWarning {
+            throw error
+        } catch {
+            throw .keyReplaced(handle: context.tpmHandle(of: object))
         }
     }
 
@@ -215,6 +235,16 @@ extension TPMError {
     var isObjectGone: Bool {
         guard case let .commandFailed(_, code) = self, let tpmCode = code.tpmCode else { return false }
         return tpmCode == TPMResponseCode.handle || (0x910...0x916).contains(tpmCode)
+    }
+
+    /// A TPM warning (TPM_RC_WARN and its codes): the TPM did not run the command now (busy,
+    /// testing, out of memory, in lockout), which says nothing about the objects it names.
+    var isTPMWarning: Bool {
+        switch self {
+        case .busy, .lockout, .outOfObjectMemory, .outOfSessionMemory: return true
+        case let .commandFailed(_, code): return code.tpmCode.map { $0 & 0x900 == 0x900 } ?? false
+        default: return false
+        }
     }
 
     var isKeyReplaced: Bool {

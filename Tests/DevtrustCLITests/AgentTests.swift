@@ -1,6 +1,7 @@
 import DevtrustAgent
 import DevtrustCLI
 import DevtrustEncoding
+import DevtrustKeys
 import DevtrustTestSupport
 import Foundation
 import Testing
@@ -1512,6 +1513,194 @@ extension AgentTests {
         let ended = try #require(agent.finish())
         #expect(ended.status == 0, "\(ended)")
         #expect(try Self.transientObjects(in: tpm) == [reloadedHandle: copy])
+    }
+
+    /// `value`'s bytes, most significant first (as TPM commands carry numbers).
+    static func bigEndian<Value: FixedWidthInteger>(_ value: Value) -> [UInt8] {
+        withUnsafeBytes(of: value.bigEndian, Array.init)
+    }
+
+    /// A raw TPM command: TPM_ST_NO_SESSIONS, or TPM_ST_SESSIONS with the empty password session
+    /// (TPM_RS_PW) when `authorized` (a command that authorizes its one handle).
+    static func tpmCommand(_ code: UInt32, handles: [UInt32] = [], authorized: Bool = false, _ parameters: [UInt8]) -> [UInt8] {
+        var body = handles.flatMap { bigEndian($0) }
+        if authorized { body += bigEndian(UInt32(9)) + bigEndian(UInt32(0x4000_0009)) + [0, 0, 0, 0, 0] }
+        body += parameters
+        return bigEndian(UInt16(authorized ? 0x8002 : 0x8001)) + bigEndian(UInt32(10 + body.count)) + bigEndian(code) + body
+    }
+
+    /// Another program's raw TPM command, which must succeed: the response after its header.
+    static func tpmAnswer(_ command: [UInt8], in tpm: Swtpm) throws -> [UInt8] {
+        let response = try tpm.send(command)
+        let code = response[6..<10].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        guard code == 0 else { throw FixtureError("the TPM answered 0x\(String(code, radix: 16)) to \(command)") }
+        return Array(response.dropFirst(10))
+    }
+
+    /// TPM2_FlushContext of `handle`, sent raw: tpm2_flushcontext reads the public area of what it
+    /// flushes first, and a sequence has none.
+    static func flush(_ handle: UInt32, in tpm: Swtpm) throws {
+        _ = try tpmAnswer(tpmCommand(0x165, bigEndian(handle)), in: tpm)
+    }
+
+    /// Another program's SHA-256 hash sequence with an empty password (TPM2_HashSequenceStart, sent
+    /// raw: tpm2-tools has no tool that leaves one loaded), started until it lands on `handle` (the
+    /// TPM gives it the first free handle, as an object): the sequences that landed elsewhere are
+    /// flushed. Its handle, nil when none landed there.
+    static func hashSequence(at handle: String, in tpm: Swtpm) throws -> UInt32? {
+        let wanted = UInt32(handle.dropFirst(2), radix: 16)
+        var elsewhere = [UInt32]()
+        defer { for filler in elsewhere { try? flush(filler, in: tpm) } }
+        for _ in 0..<3 {
+            // TPM2B_AUTH (empty), TPM_ALG_SHA256; the response carries the sequence's handle.
+            let started = try tpmAnswer(tpmCommand(0x186, [0, 0] + bigEndian(UInt16(0x000B))), in: tpm)
+            let landed = started.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            if landed == wanted { return landed }
+            elsewhere.append(landed)
+        }
+        return nil
+    }
+
+    /// Hashes `data` in the sequence at `handle` (TPM2_SequenceUpdate).
+    static func sequenceUpdate(_ handle: UInt32, _ data: [UInt8], in tpm: Swtpm) throws {
+        _ = try tpmAnswer(tpmCommand(0x15C, handles: [handle], authorized: true, bigEndian(UInt16(data.count)) + data), in: tpm)
+    }
+
+    /// Ends the sequence at `handle` with `data` (TPM2_SequenceComplete, which flushes it, with
+    /// TPM_RH_NULL for its ticket): its digest.
+    static func sequenceComplete(_ handle: UInt32, _ data: [UInt8], in tpm: Swtpm) throws -> [UInt8] {
+        let answer = try tpmAnswer(tpmCommand(0x13E, handles: [handle], authorized: true, bigEndian(UInt16(data.count)) + data + bigEndian(UInt32(0x4000_0007))), in: tpm)
+        // parameterSize (4), then the TPM2B_DIGEST.
+        guard answer.count >= 6 else { throw FixtureError("SequenceComplete: \(answer)") }
+        let size = Int(answer[4]) << 8 | Int(answer[5])
+        guard answer.count >= 6 + size else { throw FixtureError("SequenceComplete: \(answer)") }
+        return Array(answer[6..<(6 + size)])
+    }
+
+    /// Another program flushes the machine key from a TPM without a resource manager and starts a
+    /// hash sequence (TPM2_HashSequenceStart), which lands on the handle the agent's key had. A
+    /// sequence has no public area to read: the agent's check before signing (ReadPublic) is refused
+    /// ("improper use of a sequence handle", TPM_RC_SEQUENCE), neither the key nor an empty handle.
+    /// That too is another object at the handle: the agent lets go of it without flushing it, loads
+    /// the machine key again, once, and signs with it; the sequence goes on hashing where it was.
+    /// The old agent failed the token (exit 6), and every token after it while the sequence was
+    /// there.
+    @Test(.enabled(if: Swtpm.shouldRun)) func anotherProgramsSequenceAtTheKeysHandleIsNeverSignedWith() throws {
+        let tpm = try Swtpm()
+        let proxy = try TPMLatencyProxy(tpm)
+        let machine = try Self.tpmMachine(tpm, through: proxy)
+        let agent = try machine.start()
+        let server = try ReferenceServer()
+        let alice = try machine.user("alice")
+        let id = try Self.register(alice, as: "alice@example.com", at: server)
+        let keyHandle = try #require(try tpm.transientHandles().first)
+        let machineKey = try Self.objectNames(at: keyHandle, in: tpm)
+        #expect(try Self.transientObjects(in: tpm) == [keyHandle: machineKey])
+        var tokens = [String]()
+
+        // Another program flushes every transient object and starts a hash sequence at the agent's
+        // handle, and hashes a first part in it.
+        #expect(try tpm.tool("tpm2_flushcontext", ["-t"]).status == 0)
+        let sequence = try #require(try Self.hashSequence(at: keyHandle, in: tpm))
+        let firstPart = Array("another program's ".utf8), secondPart = Array("hash".utf8)
+        try Self.sequenceUpdate(sequence, firstPart, in: tpm)
+        #expect(try tpm.transientHandles() == [keyHandle])
+        let unreadable = try tpm.tool("tpm2_readpublic", ["-c", keyHandle])
+        #expect(unreadable.status != 0 && unreadable.stderr.contains("improper use of a sequence handle"), "\(unreadable)")
+
+        var sent = proxy.commands.count
+        let afterSwap = try alice.devtrust(["token"])
+        try #require(afterSwap.status == 0, "\(afterSwap)\n\(machine.audit)")
+        tokens.append(afterSwap.output)
+        let commands = Array(proxy.commands.dropFirst(sent))
+        // The check (refused), then one Load and one Sign, the machine key's.
+        #expect(commands.first == "ReadPublic" && commands.filter { $0 == "Sign" } == ["Sign"] && commands.filter { $0 == "Load" } == ["Load"]
+                && commands.last == "Sign", "\(commands)")
+        // The sequence is where it was; the machine key is loaded beside it.
+        let handles = try tpm.transientHandles()
+        let reloadedHandle = try #require(handles.first { $0 != keyHandle }, "\(handles)")
+        #expect(handles.count == 2 && handles.contains(keyHandle), "\(handles)")
+        #expect(try Self.objectNames(at: reloadedHandle, in: tpm) == machineKey)
+        sent = proxy.commands.count
+        let steady = try alice.devtrust(["token"])
+        try #require(steady.status == 0, "\(steady)")
+        tokens.append(steady.output)
+        #expect(Array(proxy.commands.dropFirst(sent)) == ["ReadPublic", "Sign"], "\(proxy.commands)")
+
+        // Every token is the machine key's, for Alice's registration.
+        let claims = try Self.verified(tokens, by: machine)
+        #expect(claims.count == 2 && claims.allSatisfy { $0 != nil }, "\(tokens)")
+        #expect(try tokens.allSatisfy { try Self.header($0)["deviceId"] == .string(id) })
+        #expect(try Self.deviceCheck(afterSwap.output, at: server)["user"] == .string("alice@example.com"))
+
+        // Stopped, the agent flushes its own key and nothing else: the sequence, untouched, hashes
+        // on and ends with the digest of both parts.
+        kill(agent.pid, SIGTERM)
+        let ended = try #require(agent.finish())
+        #expect(ended.status == 0, "\(ended)")
+        #expect(try tpm.transientHandles() == [keyHandle])
+        #expect(try Self.sequenceComplete(sequence, secondPart, in: tpm) == SHA256.hash(firstPart + secondPart).bytes)
+        #expect(try tpm.transientHandles().isEmpty)
+    }
+
+    /// The same for the names the agent reads right after it loads the key: another program flushes
+    /// the key the agent has just loaded, before the agent's ReadPublic of it reaches the TPM (the
+    /// latency proxy holds that ReadPublic), and starts a hash sequence that lands on its handle.
+    /// The agent lets go of that handle without flushing it, loads the key again, once, and signs
+    /// with it. The old agent failed the token (exit 6).
+    @Test(.enabled(if: Swtpm.shouldRun)) func aSequenceAtTheHandleOfTheKeyJustLoadedIsNeverSignedWith() throws {
+        let tpm = try Swtpm()
+        let proxy = try TPMLatencyProxy(tpm)
+        let machine = try Self.tpmMachine(tpm, through: proxy)
+        var agent = try machine.start()
+        let server = try ReferenceServer()
+        let alice = try machine.user("alice")
+        let id = try Self.register(alice, as: "alice@example.com", at: server)
+        let machineKey = try Self.objectNames(at: try #require(try tpm.transientHandles().first), in: tpm)
+        // Stopped, the agent flushes its key; started again, it loads the key for its first signature.
+        kill(agent.pid, SIGTERM)
+        #expect(agent.finish()?.status == 0)
+        #expect(try tpm.transientHandles().isEmpty)
+        agent = try machine.start()
+
+        proxy.delays = ["Load": 1000]
+        let sent = proxy.commands.count
+        let token = try alice.account.start(machine.binary, ["token"], environment: alice.environment)
+        // The Load arrived (held a second): the ReadPublic of the key after it is held 3 s, while
+        // another program flushes the key and starts its sequence at the key's handle.
+        #expect(proxy.waitFor { $0.dropFirst(sent).contains("Load") }, "\(proxy.commands)")
+        proxy.delays = ["ReadPublic": 3000]
+        #expect(proxy.waitFor { Array($0.dropFirst(sent).drop { $0 != "Load" }.prefix(2)) == ["Load", "ReadPublic"] }, "\(proxy.commands)")
+        proxy.delays = [:]
+        let loadedHandle = try #require(try tpm.transientHandles().first)
+        #expect(try Self.objectNames(at: loadedHandle, in: tpm) == machineKey)
+        #expect(try tpm.tool("tpm2_flushcontext", [loadedHandle]).status == 0)
+        let sequence = try #require(try Self.hashSequence(at: loadedHandle, in: tpm))
+        let firstPart = Array("another program's ".utf8), secondPart = Array("hash".utf8)
+        try Self.sequenceUpdate(sequence, firstPart, in: tpm)
+        #expect(!token.hasEnded && proxy.commands.last == "ReadPublic", "swapped too late: \(proxy.commands.dropFirst(sent))")
+
+        let result = try #require(token.finish())
+        try #require(result.status == 0, "\(result)\n\(machine.audit)")
+        // After the refused ReadPublic: one Load and one Sign, the machine key's.
+        let commands = Array(proxy.commands.dropFirst(sent).drop { $0 != "Load" }.dropFirst(2))
+        #expect(commands.filter { $0 == "Sign" } == ["Sign"] && commands.filter { $0 == "Load" } == ["Load"] && commands.last == "Sign", "\(commands)")
+        let handles = try tpm.transientHandles()
+        let reloadedHandle = try #require(handles.first { $0 != loadedHandle }, "\(handles)")
+        #expect(handles.count == 2 && handles.contains(loadedHandle), "\(handles)")
+        #expect(try Self.objectNames(at: reloadedHandle, in: tpm) == machineKey)
+        let claims = try Self.verified([result.output], by: machine)
+        #expect(claims.count == 1 && claims.allSatisfy { $0 != nil }, "\(result.output)")
+        #expect(try Self.header(result.output)["deviceId"] == .string(id))
+        #expect(try Self.deviceCheck(result.output, at: server)["user"] == .string("alice@example.com"))
+
+        // Stopped, the agent flushes its own key and nothing else; the sequence hashes on.
+        kill(agent.pid, SIGTERM)
+        let ended = try #require(agent.finish())
+        #expect(ended.status == 0, "\(ended)")
+        #expect(try tpm.transientHandles() == [loadedHandle])
+        #expect(try Self.sequenceComplete(sequence, secondPart, in: tpm) == SHA256.hash(firstPart + secondPart).bytes)
+        #expect(try tpm.transientHandles().isEmpty)
     }
 
     /// A TPM without a resource manager keeps what a killed process loaded. The agent killed with

@@ -92,6 +92,19 @@ public final class Swtpm: @unchecked Sendable {
         try ProcessRunner.run("/usr/bin/" + name, arguments, environment: ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": tcti, "TSS2_LOG": "all+NONE"])
     }
 
+    /// Sends a raw TPM command (tpm2_send) and returns the TPM's response, whatever its response
+    /// code: for what tpm2-tools has no tool for (a hash sequence left loaded, and flushing it:
+    /// tpm2_flushcontext reads an object's public area first, which a sequence has none of).
+    public func send(_ command: [UInt8]) throws -> [UInt8] {
+        let scratch = TemporaryDirectory("tpm2-send")
+        let sent = try ProcessRunner.run("/usr/bin/tpm2_send", ["-o", scratch.file("response")],
+                                         environment: ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": tcti, "TSS2_LOG": "all+NONE"], stdin: command)
+        guard sent.status == 0, let response = scratch.read("response"), response.count >= 10 else {
+            throw SwtpmError("tpm2_send: \(sent)")
+        }
+        return response
+    }
+
     /// Handles of transient objects in the TPM: must be empty after every devtrust command.
     public func transientHandles() throws -> [String] { try handles("handles-transient") }
 

@@ -48,11 +48,17 @@ public final class TPMLatencyProxy: @unchecked Sendable {
     /// Waits until the proxy has received `count` commands in all; whether it did.
     @discardableResult
     public func waitForCommands(_ count: Int, seconds: Double = 60) -> Bool {
+        waitFor(seconds: seconds) { $0.count >= count }
+    }
+
+    /// Waits until the commands the proxy received so far meet `condition`; whether they did.
+    @discardableResult
+    public func waitFor(seconds: Double = 60, _ condition: ([String]) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
-            if commands.count >= count { return true }
+            if condition(commands) { return true }
             usleep(10_000)
         }
-        return commands.count >= count
+        return condition(commands)
     }
 }
