@@ -7,8 +7,8 @@ import Synchronization
 /// `TPMDeviceKey` itself, which a command signs with once and exits, opens, loads and flushes for
 /// every signature.
 ///
-/// On a TPM without a resource manager (swtpm, /dev/tpm0) every program sees the key's transient
-/// handle: another can flush the key and load its own object, which then gets the same handle. So
+/// On a TPM without a resource manager that several programs reach at once (swtpm over TCP; the
+/// kernel gives /dev/tpm0 to one process at a time) every program sees the key's transient handle: another can flush the key and load its own object, which then gets the same handle. So
 /// before each signature the object at the handle is checked (one ReadPublic) to have the key's
 /// name and qualified name (the key, under its parent: a public-only copy of it, which LoadExternal
 /// makes, has the name but not the qualified name); a handle that holds another object, or one
