@@ -133,8 +133,13 @@ public struct AgentClient: Sendable {
         // The kernel's record of who made the listening socket (systemd, or the agent: root; or an
         // agent of the caller's own): another user's program at the name gets no request, and gives no answer.
         guard let server = AgentPeer.of(descriptor) else { throw unavailable(.io(operation: "identify", errno: errno)) }
-        guard server.uid == 0 || server.uid == geteuid() else {
-            throw unavailable(Self.rootIsMapped() ? .notTheAgent(uid: server.uid) : .rootNotMapped(uid: server.uid))
+        // In a user namespace the kernel shows any uid the namespace does not map (the machine's root,
+        // another user) as the overflow uid: it names nobody, also when it is the caller's own (a
+        // namespace without a uid map), so nothing is sent to it.
+        let initial = Self.isInitialUserNamespace()
+        let unmapped = !initial && server.uid == Self.overflowUID()
+        guard !unmapped, server.uid == 0 || server.uid == geteuid() else {
+            throw unavailable(unmapped ? .rootNotMapped(uid: server.uid) : .notTheAgent(uid: server.uid))
         }
         do {
             try send(frame, on: descriptor)
@@ -187,18 +192,29 @@ public struct AgentClient: Sendable {
         return bytes
     }
 
-    /// Whether the machine's root (uid 0 outside) has a uid in this process's user namespace, by
-    /// /proc/self/uid_map ("inside outside count" a line); an unreadable map is taken as yes.
-    static func rootIsMapped(uidMap path: String = "/proc/self/uid_map") -> Bool {
+    /// Whether this process is in the machine's own user namespace, whose /proc/self/uid_map is the
+    /// one line "0 0 4294967295" (an empty map: a namespace that maps no uid yet); a map that cannot
+    /// be read is taken as yes (the old rule, root or the caller).
+    static func isInitialUserNamespace(uidMap path: String = "/proc/self/uid_map") -> Bool {
+        guard let text = Self.smallFile(path) else { return true }
+        let lines = text.split(separator: UInt8(ascii: "\n"))
+        guard lines.count == 1 else { return false }
+        return lines[0].split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) } == ["0", "0", "4294967295"]
+    }
+
+    /// /proc/sys/kernel/overflowuid: what a user namespace shows for a uid it does not map (65534 unless changed).
+    static func overflowUID(path: String = "/proc/sys/kernel/overflowuid") -> UInt32 {
+        guard let text = Self.smallFile(path) else { return 65534 }
+        return UInt32(String(decoding: text.prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }, as: UTF8.self)) ?? 65534
+    }
+
+    /// The first 4096 bytes of a file of /proc (empty for an empty file), or nil when it cannot be read.
+    private static func smallFile(_ path: String) -> ArraySlice<UInt8>? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return true }
+        guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var bytes = [UInt8](repeating: 0, count: 4096)
         let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
-        guard count > 0 else { return true }
-        return bytes[..<count].split(separator: UInt8(ascii: "\n")).contains { line in
-            let fields = line.split(separator: UInt8(ascii: " ")).compactMap { UInt64(String(decoding: $0, as: UTF8.self)) }
-            return fields.count == 3 && fields[1] == 0 && fields[2] > 0
-        }
+        return count >= 0 ? bytes[..<count] : nil
     }
 }

@@ -323,7 +323,8 @@ public final class AgentService: AgentRequestHandler {
         let asked = Self.comparable(registrationID)
         let state = try store.wholeState()
         let recorded = state.registrations.contains { !$0.belongs(to: holder, keystoreOwner: owner) && Self.comparable($0.registrationId) == asked }
-        let forgotten = state.formerRegistrations.contains { !holder.holds(uid: $0.uid, account: $0.account) && Self.comparable($0.registrationId) == asked }
+        // A former record without an account (root forgot an older agent's record by uid) is nobody's to record again.
+        let forgotten = state.formerRegistrations.contains { ($0.account == nil || !holder.holds(uid: $0.uid, account: $0.account)) && Self.comparable($0.registrationId) == asked }
         let answered = pending.contains { $0.holder != holder && Self.comparable($0.registrationID) == asked }
         if recorded || forgotten || answered { throw AgentNotYourRegistration(deviceID: registrationID) }
     }

@@ -79,10 +79,10 @@ public struct DeviceStore: Sendable {
     /// reads (`Keystore.maximumManifestBytes`). A keystore of one's own never comes near it.
     public static let maximumRegistrations = 512
     /// The most forgotten registrations a keystore remembers whose they were (`FormerRegistration`),
-    /// every user's together. Past it, the oldest of the uid that has the most goes: a user who forgets
+    /// every user's together. Past it, the oldest of the holder (uid and account) that has the most goes: a user who forgets
     /// registrations over and over pushes out only their own. With the largest registrations, the
     /// largest keystore is about 650 KB.
-    public static let maximumFormerRegistrations = 512
+    public static let maximumFormerRegistrations = FormerRegistration.maximumKept
 
     public let keystore: Keystore
     public let clock: any Clock
@@ -259,7 +259,7 @@ public struct DeviceStore: Sendable {
             }
             state.registrations.append(record)
             state.formerRegistrations.removeAll { $0 == FormerRegistration(record, keystoreOwner: owner) }
-            Self.remember(replaced.filter { $0.registrationId != record.registrationId }, in: &state, keystoreOwner: owner)
+            Self.remember(replaced.filter { $0.registrationId != record.registrationId }, by: user, in: &state, keystoreOwner: owner)
         }
     }
 
@@ -272,26 +272,32 @@ public struct DeviceStore: Sendable {
         return try keystore.update { state, _ in
             let forgotten = state.registrations.filter { $0.belongs(to: user, keystoreOwner: owner) }
             state.registrations.removeAll { $0.belongs(to: user, keystoreOwner: owner) }
-            Self.remember(forgotten, in: &state, keystoreOwner: owner)
+            Self.remember(forgotten, by: user, in: &state, keystoreOwner: owner)
             return forgotten
         }
     }
 
     /// Keeps whose the forgotten registrations of a keystore of several users were (those the agent
-    /// recorded for a uid), within `maximumFormerRegistrations`: past it, the oldest of the uid that
-    /// has the most goes.
-    static func remember(_ forgotten: [RegistrationRecord], in state: inout KeystoreState, keystoreOwner: UInt32) {
-        for record in forgotten where record.uid != nil {
+    /// recorded for a uid), within `maximumFormerRegistrations`: past it, the oldest of the holder (uid
+    /// and account) that has the most goes, so that a user's own churn pushes out their own.
+    static func remember(_ forgotten: [RegistrationRecord], by forgetter: RegistrationHolder, in state: inout KeystoreState, keystoreOwner: UInt32) {
+        for var record in forgotten where record.uid != nil {
+            // A record of the uid alone (an older agent's) forgotten by an account of that uid was that
+            // account's (it was served to it): its id stays that account's. Root naming a uid knows no
+            // account: the former is then nobody's (the agent records it for no one).
+            if record.account == nil { record.account = forgetter.account }
             let former = FormerRegistration(record, keystoreOwner: keystoreOwner)
             state.formerRegistrations.removeAll { $0 == former }
             state.formerRegistrations.append(former)
         }
         while state.formerRegistrations.count > maximumFormerRegistrations {
-            var counts = [UInt32: Int]()
-            for former in state.formerRegistrations { counts[former.uid, default: 0] += 1 }
+            // By holder (uid and account), not by uid: a departed account's ids are not pushed out by
+            // the account that has its uid now.
+            var counts = [RegistrationHolder: Int]()
+            for former in state.formerRegistrations { counts[RegistrationHolder(uid: former.uid, account: former.account), default: 0] += 1 }
             let most = counts.values.max() ?? 0
-            // The first (oldest) of a uid with the most.
-            guard let index = state.formerRegistrations.firstIndex(where: { counts[$0.uid] == most }) else { break }
+            // The first (oldest) of a holder with the most.
+            guard let index = state.formerRegistrations.firstIndex(where: { counts[RegistrationHolder(uid: $0.uid, account: $0.account)] == most }) else { break }
             state.formerRegistrations.remove(at: index)
         }
     }

@@ -107,14 +107,22 @@ public enum KeystoreFormat {
             guard version >= 2 else {
                 throw JSONFieldError(path: Manifest.formerRegistrations.rawValue, kind: .invalidValue("is version 2's"))
             }
-            for (index, element) in try reader.array(Manifest.formerRegistrations.rawValue).enumerated() {
+            let formers = try reader.array(Manifest.formerRegistrations.rawValue)
+            guard formers.count <= FormerRegistration.maximumKept else {
+                throw JSONFieldError(path: Manifest.formerRegistrations.rawValue, kind: .invalidValue("holds \(formers.count), more than the \(FormerRegistration.maximumKept) a keystore keeps"))
+            }
+            for (index, element) in formers.enumerated() {
                 typealias Field = KeystoreField.FormerRegistration
                 let record = try JSONObjectReader(element, path: "\(Manifest.formerRegistrations.rawValue)[\(index)]")
                 try record.rejectUnknownFields(Field.allCases)
                 guard let uid = try uid(record, Field.uid, version: version) else {
                     throw JSONFieldError(path: record.fieldPath(Field.uid), kind: .missingRequiredField)
                 }
-                state.formerRegistrations.append(FormerRegistration(registrationId: try record.string(Field.registrationId), uid: uid,
+                let registrationID = try record.string(Field.registrationId)
+                guard !registrationID.isEmpty else {
+                    throw JSONFieldError(path: record.fieldPath(Field.registrationId), kind: .invalidValue("must not be empty"))
+                }
+                state.formerRegistrations.append(FormerRegistration(registrationId: registrationID, uid: uid,
                                                                     account: try account(record, Field.account, uid: uid)))
             }
         }
@@ -164,6 +172,10 @@ public enum KeystoreFormat {
 
     /// The account that had a record's uid (`AccountName`), only with a uid.
     private static func account<Field: RawRepresentable>(_ record: JSONObjectReader, _ field: Field, uid: UInt32?) throws -> String? where Field.RawValue == String {
+        // Absent, never null: the schema's string (an older file has no field; none writes null).
+        if record.object[field.rawValue] == .null {
+            throw JSONFieldError(path: record.fieldPath(field), kind: .invalidValue("must be a string, or absent"))
+        }
         guard let account = try record.optionalString(field) else { return nil }
         guard uid != nil, AccountName.isRecorded(account) else {
             throw JSONFieldError(path: record.fieldPath(field), kind: .invalidValue("must be an account name of at most \(AccountName.maximumPlainLength) printable ASCII characters, or sha256: and 64 hex digits, and only with a uid"))

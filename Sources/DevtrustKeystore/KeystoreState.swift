@@ -76,7 +76,7 @@ public struct RegistrationRecord: Equatable, Sendable {
 
 /// Whose registrations: a uid, and the account that has it now when that is known (the agent's
 /// clients); nil: whichever account had the uid (a keystore of one's own, root naming a uid).
-public struct RegistrationHolder: Equatable, Sendable {
+public struct RegistrationHolder: Hashable, Sendable {
     public var uid: UInt32
     public var account: String?
 
@@ -123,6 +123,10 @@ public enum AccountName {
 /// stays its user's, so that no other user records it and mints tokens the server takes as that user's
 /// device, while the key it was made with is the keystore's.
 public struct FormerRegistration: Equatable, Sendable {
+    /// How many a keystore keeps (keystore.v2.schema.json's maxItems): the store drops the oldest of
+    /// whoever holds the most past it, and the reader refuses more.
+    public static let maximumKept = 512
+
     public var registrationId: String
     public var uid: UInt32
     public var account: String?

@@ -185,6 +185,53 @@ import Testing
         #expect(try owner.wholeState().formerRegistrations.isEmpty)
     }
 
+    /// The bound is kept by holder, a uid and an account: a new account given a departed user's uid
+    /// pushes out its own forgotten ids, never the departed user's. (Counted by uid, Bob's loop pushed
+    /// Alice's out first, being the oldest of the uid's, and could then record her id.)
+    @Test func aReusedUidPushesOutOnlyItsOwnFormerRegistrations() throws {
+        let directory = TemporaryDirectory()
+        let keystore = Keystore(path: directory.file("ks"))
+        guard case let .created(key, _, _) = try DeviceStore(keystore: keystore).initialize(backend: .software, force: false) else {
+            Issue.record("no key")
+            return
+        }
+        func record(_ id: String, account: String?) -> RegistrationRecord {
+            RegistrationRecord(registrationId: id, server: "https://idp.example", flowType: "REGISTRATION", keyFingerprint: key.fingerprint,
+                               registeredAt: "t", uid: 1001, account: account)
+        }
+        let alice = DeviceStore(keystore: keystore, viewer: 1001, viewerAccount: "alice")
+        try alice.recordRegistration(record("alice-1", account: "alice"))
+        _ = try DeviceStore(keystore: keystore).forgetRegistrations(of: RegistrationHolder(uid: 1001))  // root, by uid
+        let bob = DeviceStore(keystore: keystore, viewer: 1001, viewerAccount: "bob")
+        for index in 0...DeviceStore.maximumFormerRegistrations { try bob.recordRegistration(record("b-\(index)", account: "bob")) }
+        let formers = try bob.wholeState().formerRegistrations
+        #expect(formers.count == DeviceStore.maximumFormerRegistrations)
+        #expect(formers.first == FormerRegistration(registrationId: "alice-1", uid: 1001, account: "alice"), "\(formers.prefix(2))")
+        #expect(!formers.contains { $0.registrationId == "b-0" })
+    }
+
+    /// A record of a uid alone (an agent before accounts were recorded wrote them) that its user
+    /// forgets is remembered as that account's; one root forgets by uid stays a former of no account.
+    @Test func aRecordWithoutAnAccountIsRememberedAsItsForgettersAccount() throws {
+        let directory = TemporaryDirectory()
+        let keystore = Keystore(path: directory.file("ks"))
+        guard case let .created(key, _, _) = try DeviceStore(keystore: keystore).initialize(backend: .software, force: false) else {
+            Issue.record("no key")
+            return
+        }
+        func legacy(_ id: String, uid: UInt32) -> RegistrationRecord {
+            RegistrationRecord(registrationId: id, server: "https://idp\(uid).example", flowType: "REGISTRATION", keyFingerprint: key.fingerprint,
+                               registeredAt: "t", uid: uid, account: nil)
+        }
+        let owner = DeviceStore(keystore: keystore)
+        try owner.recordRegistration(legacy("old-1001", uid: 1001))
+        try owner.recordRegistration(legacy("old-1002", uid: 1002))
+        _ = try DeviceStore(keystore: keystore, viewer: 1001, viewerAccount: "alice").forgetRegistrations(of: RegistrationHolder(uid: 1001, account: "alice"))
+        _ = try owner.forgetRegistrations(of: RegistrationHolder(uid: 1002))
+        #expect(try owner.wholeState().formerRegistrations == [FormerRegistration(registrationId: "old-1001", uid: 1001, account: "alice"),
+                                                              FormerRegistration(registrationId: "old-1002", uid: 1002, account: nil)])
+    }
+
     /// A store with a key cache (the agent) loads the key once, and again once the keystore names another.
     @Test func aCachedKeyIsUsedWhileTheKeystoreNamesIt() throws {
         let directory = TemporaryDirectory()

@@ -94,6 +94,13 @@ import Testing
         refusals.append(("former without uid", edited { $0["formerRegistrations"] = .array([.object(["registrationId": .string("r1")])]) }))
         refusals.append(("former with an unknown field", edited { $0["formerRegistrations"] = .array([.object(["registrationId": .string("r1"), "uid": .integer(1), "server": .string("s")])]) }))
         refusals.append(("formers not an array", edited { $0["formerRegistrations"] = .object([:]) }))
+        // Where the reader was laxer than the schema (an outside review): null, empty, one too many.
+        refusals.append(("account null", edited(registration { $0["account"] = .null })))
+        refusals.append(("former's account null", edited { $0["formerRegistrations"] = .array([.object(["registrationId": .string("r1"), "uid": .integer(1), "account": .null])]) }))
+        refusals.append(("former with an empty id", edited { $0["formerRegistrations"] = .array([.object(["registrationId": .string(""), "uid": .integer(1)])]) }))
+        refusals.append(("one former too many", edited { object in
+            object["formerRegistrations"] = .array((0...FormerRegistration.maximumKept).map { .object(["registrationId": .string("r\($0)"), "uid": .integer(1)]) })
+        }))
         for (reason, document) in refusals {
             #expect(throws: KeystoreError.self, "\(reason)") { try KeystoreFormat.decode(document, path: "k") }
             files.append(directory.write("refused-\(files.count).json", document))

@@ -157,7 +157,8 @@ enum ResetCommand: DevtrustCommand {
         let accounts = Array(Set(forgotten.compactMap(\.account))).sorted()
         context.success("\(place) forgot \(forgotten.count) registration(s) of uid \(uid)"
                         + (accounts.isEmpty ? "" : " (account " + accounts.joined(separator: ", ") + ")")
-                        + " (with " + forgotten.map(\.server).joined(separator: ", ") + "); their ids stay theirs: no other user can record them")
+                        + ": " + forgotten.map { "\($0.registrationId) with \($0.server)" }.joined(separator: ", ")
+                        + "; their ids stay theirs (the agent records them for no other account); delete the devices at their servers too")
     }
 
     private static func signInsText(_ signIns: [SignInRecord]) -> String {

@@ -1,0 +1,111 @@
+import DevtrustAgent
+import DevtrustEncoding
+import DevtrustTestSupport
+import Foundation
+import Testing
+
+/// An outside review's attacks on the accounts, the former registrations and the client in a user
+/// namespace (issue 28): each failed on the code it reviewed (84babf7), as its comment says.
+extension AgentTests {
+    /// DeviceStore.maximumFormerRegistrations (this target does not import DevtrustDevice).
+    static let formerBound = 512
+
+    /// Raw registration steps and completions of `ids` at `server`, as `user`, in one client process.
+    static func claimedAll(_ ids: [String], by user: MachineUser, at server: String) throws -> [String] {
+        let requests = ids.flatMap { id in
+            [#"{"v":1,"op":"registration-step","server":"\#(server)","registrationId":"\#(id)","challenge":"\#(Self.randomChallenge())","requiredParams":["publicKey","signature"]}"#,
+             #"{"v":1,"op":"registration-complete","server":"\#(server)","registrationId":"\#(id)","flowType":"REGISTRATION"}"#]
+        }
+        let result = try user.rawClient("each", requests)
+        return result.stdout.split(separator: "\n").map(String.init)
+    }
+
+    /// A uid that `userdel` freed and `useradd` gave to a new account: the departed account's forgotten
+    /// ids count, for the eviction of `formerRegistrations`, as the new account's (the count is by uid),
+    /// so the new account's own register-and-replace loop pushes them out first and then records the
+    /// departed user's id: its tokens name her device, and the server takes them as hers.
+    /// The old agent (84babf7) counted by uid: Bob's 513 registrations at a server of his own evict Alice's former id.
+    @Test(.timeLimit(.minutes(5))) func aReusedUidCannotPushTheDepartedUsersFormerIdsOut() throws {
+        let machine = try MachineAgent(policy: Self.unlimited)
+        try machine.start()
+        let server = try ReferenceServer()
+        let alice = try machine.user("alice")
+        let aliceID = try Self.register(alice, as: "alice@example.com", at: server)
+        let uid = alice.account.uid
+        let environment = machine.agentEnvironment.merging(["DEVTRUST_AGENT": machine.socket]) { $1 }
+        // What docs/deployment.md says to do when a user leaves.
+        let forgotten = try ProcessRunner.run(machine.binary, ["reset", "--uid", "\(uid)", "--yes"], environment: environment)
+        #expect(forgotten.status == 0, "\(forgotten)")
+        alice.account.remove()
+        let bob = try machine.user("bob", uid: uid)
+        #expect(!(try Self.claimed(aliceID, by: bob, at: server.url)).recorded)
+
+        let replies = try Self.claimedAll((0...Self.formerBound).map { "b0b-\($0)" }, by: bob, at: "https://bob.example")
+        #expect(replies.filter { $0.contains("\"registration\"") }.count == Self.formerBound + 1)
+        let formers = try Self.manifest(machine.keystore)["formerRegistrations"]?.arrayValue?.compactMap(\.objectValue) ?? []
+        #expect(formers.contains { $0["registrationId"] == .string(aliceID) }, "Alice's former id was evicted by Bob's loop")
+
+        let claim = try Self.claimed(aliceID, by: bob, at: server.url)
+        #expect(!claim.signed && !claim.recorded, "\(claim.result)")
+        let stolen = try bob.devtrust(["token", "--device-id", aliceID])
+        #expect(stolen.status == 3 && stolen.stdout.isEmpty, "\(stolen)")
+        if stolen.status == 0 {
+            // What the server makes of Bob's token.
+            Issue.record("the reference server on Bob's token: \(try Self.deviceCheck(stolen.output, at: server))")
+        }
+    }
+
+    /// A registration recorded with a uid and no account (an agent before f0e2369 wrote these; the
+    /// keystore format still takes them) that root forgets with `reset --uid` before the uid is given
+    /// again, as the docs say: the reset says their ids stay theirs,
+    /// but the former record has no account, so the next account with the uid records it.
+    /// The old agent (84babf7) let Bob record it.
+    @Test func aLegacyRecordsIdStaysItsUsersAfterRootForgetsIt() throws {
+        let machine = try MachineAgent(policy: Self.unlimited)
+        try machine.start()
+        let server = try ReferenceServer()
+        let alice = try machine.user("alice")
+        let aliceID = try Self.register(alice, as: "alice@example.com", at: server)
+        let uid = alice.account.uid
+        // As the agent before accounts recorded it: the uid alone.
+        let path = machine.keystore + "/keystore.json"
+        var manifest = try Self.manifest(machine.keystore)
+        manifest["registrations"] = .array((manifest["registrations"]?.arrayValue ?? []).map { record in
+            var object = record.objectValue ?? [:]
+            object["account"] = nil
+            return .object(object)
+        })
+        try Data(JSONWriter.bytes(.object(manifest))).write(to: URL(fileURLWithPath: path))
+        let environment = machine.agentEnvironment.merging(["DEVTRUST_AGENT": machine.socket]) { $1 }
+        let forgotten = try ProcessRunner.run(machine.binary, ["reset", "--uid", "\(uid)", "--yes"], environment: environment)
+        #expect(forgotten.status == 0 && forgotten.stderr.contains("their ids stay theirs (the agent records them for no other account)"), "\(forgotten)")
+        alice.account.remove()
+        let bob = try machine.user("bob", uid: uid)
+        let claim = try Self.claimed(aliceID, by: bob, at: server.url)
+        #expect(!claim.signed && !claim.recorded, "\(claim.result)")
+    }
+
+    /// In a user namespace without a uid map (`unshare -U`; or a container's process whose uid is the
+    /// overflow uid), the caller's own euid is the overflow uid, and so is any listener the namespace
+    /// does not map: `server.uid == geteuid()` holds for another user's program, and the client sends
+    /// it the request and prints its answer. Outside the namespace the same is refused (exit 6).
+    /// The old client (84babf7) sent it the request and printed its "token", exit 0.
+    @Test(.timeLimit(.minutes(1))) func aClientWithoutAUidMapSendsNothingToAnotherUsersProgram() throws {
+        let machine = try MachineAgent()
+        let alice = try machine.user("alice"), mallory = try machine.user("mallory")
+        let fake = DevtrustBinary.copyForOtherUsers(Repository.path("Tests/Interop/impostor_agent.py"), into: machine.scratch.file("tools"))
+        let socket = mallory.home + "/agent.sock", log = mallory.home + "/received"
+        chmod(mallory.home, 0o711)
+        let program = try BackgroundProcess("/usr/sbin/runuser", ["-u", mallory.account.name, "--", ExternalTool.python.rawValue, fake, socket, log],
+                                            environment: ["PATH": "/usr/bin:/bin"])
+        defer { mallory.account.endProcesses(); _ = program }
+        try #require(program.waitFor(seconds: 10) { _, _ in FileManager.default.fileExists(atPath: socket) })
+        let outside = try alice.shell("\"$DEVTRUST\" --agent \(socket) token")
+        #expect(outside.status == 6 && outside.stderr.contains("it is not the devtrust agent"), "\(outside)")
+        let inside = try alice.shell("exec unshare -U \"$DEVTRUST\" --agent \(socket) token")
+        try #require(!inside.stderr.contains("unshare failed"), "no unprivileged user namespaces here: \(inside)")
+        #expect(inside.status == 6 && inside.stdout.isEmpty, "\(inside)")
+        let received = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(!received.contains("got:"), "another user's program received: \(received)")
+    }
+}
