@@ -463,6 +463,66 @@ extension AgentTests {
         #expect(json?["ownKeystore"]?.objectValue?["path"] == .string(ownKeystore) && json?["registrations"] == .array([]) && json?["signIns"] == .array([]))
     }
 
+    /// `init` where the system agent answers for the device key: the user's keystore is made as
+    /// asked (nothing lost, exit 0: a script's `init` goes on), and a warning says that the commands
+    /// that use the key go through the agent, not through that keystore, and how to use it; nothing
+    /// is said when a keystore is named, when no agent answers, or when the keystore is the agent's own.
+    @Test func initSaysThatTheAgentAnswersForTheDeviceKey() throws {
+        let machine = try MachineAgent()
+        try machine.start()
+        let refusing = try MachineAgent(policy: #"{"allowedGroups": ["root"]}"#)
+        try refusing.start()
+        let alice = try machine.user("alice")
+        let own = alice.home + "/data/devtrust"
+        let machineKey = try machine.publicKey(), fingerprint = try Self.thumbprint(machine)
+        let made = try alice.devtrust(["init", "--backend", "software"], environment: ["DEVTRUST_AGENT": refusing.socket])
+        #expect(made.status == 0 && made.stdout.isEmpty && made.stderr.contains("created a software P-256 device key in \(own)/"), "\(made)")
+        // Refused by the policy (alice is not in its groups): her keystore is not used all the same.
+        #expect(made.stderr.contains("devtrust: warning: the devtrust agent at \(refusing.socket) answers for this machine's device key, and refused you: "
+                                     + "the devtrust agent's policy (\(refusing.policy)) does not let uid \(alice.account.uid) use this machine's key"), "\(made.stderr)")
+        #expect(made.stderr.contains("go through it, not through \(own): to use this keystore, name it: `devtrust --keystore \(own) COMMAND` "
+                                     + "(or DEVTRUST_KEYSTORE=\(own)); `devtrust --keystore \(own) reset --yes` deletes it\n"), "\(made.stderr)")
+
+        let kept = try alice.devtrust(["init"])
+        #expect(kept.status == 0 && kept.stderr.contains("a software device key already exists in \(own)"), "\(kept)")
+        #expect(kept.stderr.contains("devtrust: warning: the devtrust agent at \(machine.socket) answers for this machine's device key (software key \(fingerprint), "
+                                     + "in \(machine.keystore)); the commands that use the device key (token, register, status, ...) go through it, not through \(own): "
+                                     + "to use this keystore, name it: `devtrust --keystore \(own) COMMAND`"), "\(kept.stderr)")
+        // As it says: the key is hers when named, and the commands that use a key take the agent's.
+        let ownKey = try alice.devtrust(["--keystore", own, "pubkey"])
+        #expect(ownKey.status == 0 && !ownKey.output.isEmpty && ownKey.output != machineKey, "\(ownKey)")
+        #expect(try alice.devtrust(["pubkey"]).output == machineKey)
+        let json = try alice.devtrust(["init", "--json"])
+        let summary = try JSONParser.parse(json.stdout).objectValue
+        let agent = summary?["agent"]?.objectValue
+        #expect(json.status == 0 && summary?["created"] == .bool(false) && agent?["socket"] == .string(machine.socket)
+                && agent?["keystore"] == .string(machine.keystore) && agent?["fingerprint"] == .string(fingerprint)
+                && agent?["note"]?.stringValue?.contains("`devtrust --keystore \(own) COMMAND`") == true, "\(json)")
+
+        // A keystore named (then no agent is asked), or no agent answering: nothing to say.
+        let named = try alice.devtrust(["--keystore", own, "init", "--json"])
+        let namedSummary = try JSONParser.parse(named.stdout).objectValue
+        #expect(named.status == 0 && !named.stderr.contains("warning") && namedSummary?["agent"] == nil, "\(named)")
+        let variable = try alice.devtrust(["init"], environment: ["DEVTRUST_KEYSTORE": own])
+        #expect(variable.status == 0 && !variable.stderr.contains("warning"), "\(variable)")
+        let gone = try alice.devtrust(["init"], environment: ["DEVTRUST_AGENT": machine.scratch.file("run/nobody.sock")])
+        #expect(gone.status == 0 && !gone.stderr.contains("warning"), "\(gone)")
+        let asked = Self.auditLines(machine, uid: alice.account.uid).filter { $0.contains("op=status") }
+        #expect(asked.count == 2, "\(machine.audit)")
+
+        // An agent whose keystore is this one (a user's agent of their own, over their keystore): nothing to say.
+        let theirs = machine.scratch.file("alice-run")
+        try FileManager.default.createDirectory(atPath: theirs, withIntermediateDirectories: true)
+        try alice.account.own(theirs)
+        let socket = theirs + "/agent.sock"
+        let hers = try alice.account.start(machine.binary, ["--keystore", own, "agent", "--socket", socket, "--policy", machine.policy],
+                                           environment: alice.environment)
+        #expect(hers.waitFor { _, stderr in stderr.contains("devtrust agent: listening on") }, "\(hers.stderr)")
+        let ownAgent = try alice.devtrust(["init"], environment: ["DEVTRUST_AGENT": socket])
+        #expect(ownAgent.status == 0 && !ownAgent.stderr.contains("warning") && hers.stderr.contains("op=status"), "\(ownAgent) \(hers.stderr)")
+        alice.account.endProcesses()
+    }
+
     /// Who may use the machine's key is root's to say: the agent listens only in a directory nobody
     /// else can write to (its socket's name, and the `chmod` that follows a link, are then its own),
     /// and reads its policy only from one (else another policy could be put in its place).
