@@ -759,6 +759,64 @@ extension AgentTests {
         #expect(machine.audit.contains("uid=\(alice.account.uid) ") && machine.audit.contains("op=token server=\"\(server.url)\" jti="))
     }
 
+    /// The native host through the agent asks it once a token (before: its status, then the token),
+    /// taking the registrations the agent showed it last; and it serves no registration longer than
+    /// the agent does: the agent decides for every token that the registration is still the caller's,
+    /// so after `reset` the next request gets none, and after a new `register` the new registration's.
+    /// Counted from the agent's audit (one line a request, written before its reply).
+    @Test func theNativeHostAsksTheAgentOnceAToken() throws {
+        let machine = try MachineAgent(policy: Self.unlimited)
+        try machine.start()
+        let server = try ReferenceServer()
+        let alice = try machine.user("alice")
+        let id = try Self.register(alice, as: "alice@example.com", at: server)
+        let (runner, words) = alice.account.command(machine.binary, [NativeMessaging.chromiumCaller], environment: alice.environment)
+        let host = try NativeHostSession(runner, words, environment: ["PATH": "/usr/bin:/bin"])
+        defer { host.closeInput() }
+        let navigation = server.url + "/oauth2/authorize?client_id=devtrust-app&response_type=code"
+        /// Alice's requests to the agent so far, by operation.
+        func requests() -> [String: Int] {
+            var counts = [String: Int]()
+            for line in Self.auditLines(machine, uid: alice.account.uid) {
+                guard let op = line.split(separator: " ").first(where: { $0.hasPrefix("op=") }) else { continue }
+                counts[String(op.dropFirst(3)), default: 0] += 1
+            }
+            return counts
+        }
+        func token(_ number: Int) -> JSONObject? {
+            host.send(NativeMessaging.frame(NativeHostTests.token(navigation, id: number)))
+            return host.receive()
+        }
+        let before = requests()
+        host.send(NativeMessaging.frame(NativeHostTests.config))
+        #expect(host.receive()?["authorizationEndpoints"] == .array([.string(server.url + "/oauth2/authorize")]))
+        var tokens = [String]()
+        for number in 1...5 {
+            let reply = token(number)
+            tokens.append(reply?["token"]?.stringValue ?? "")
+            #expect(reply?["id"] == .integer(Int64(number)), "\(String(describing: reply)) \(host.stderr)")
+        }
+        let after = requests()
+        // config: one status; each token: one token request, and no status.
+        #expect(after["status", default: 0] - before["status", default: 0] == 1 && after["token", default: 0] - before["token", default: 0] == 5,
+                "before \(before), after \(after): \(machine.audit)")
+        let verified = try CheckedDeviceToken.check(tokens, publicKey: try machine.publicKey())
+        #expect(verified.count == 5 && verified.allSatisfy { $0?.header["deviceId"] == .string(id) }, "\(tokens)")
+
+        // Alice forgets her registration: the next token request gets none (the agent refuses the one
+        // the host remembered; asked again, it shows none), and the host says why.
+        #expect(try alice.devtrust(["reset", "--yes"]).status == 0)
+        let forgotten = token(6)
+        #expect(forgotten?["token"] == nil && forgotten?["error"] == .string("not_registered"), "\(String(describing: forgotten))")
+        // Registered again (a new id): the next token is the new registration's.
+        let newID = try Self.register(alice, as: "alice@example.com", at: server)
+        #expect(newID != id)
+        let renewed = token(7)
+        let renewedToken = try #require(renewed?["token"]?.stringValue, "\(String(describing: renewed)) \(host.stderr)")
+        #expect(try Self.header(renewedToken)["deviceId"] == .string(newID))
+        #expect(try Self.deviceCheck(renewedToken, at: server)["accepted"] == .bool(true))
+    }
+
     /// `reset` as a user: their sign-ins revoked and deleted (their own keystore), then the agent
     /// forgets their registrations, and only theirs: another user's registrations and the machine key
     /// stay. A client cannot name whose registrations go (the kernel says whose), nor reset the machine.
