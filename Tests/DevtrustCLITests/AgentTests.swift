@@ -1672,3 +1672,83 @@ extension AgentTests {
         #expect(try Self.transientObjects(in: tpm) == others)
     }
 }
+
+/// The agent reads a client's desktop settings (`lockScreen`) with the client's file-system identity
+/// (setfsuid, setfsgid: CAP_SETUID and CAP_SETGID, which devtrust.service keeps). Where it cannot take
+/// it, it reads nothing of theirs with its own rights: the claim is not measured.
+extension AgentTests {
+    /// Whether this run can give an agent a /usr/bin of its own with gnome-shell in it (an overlay in
+    /// a mount namespace of its own: root, unshare, overlayfs; the machine's /usr/bin is untouched),
+    /// and take capabilities from it (setpriv).
+    static let canGiveTheAgentADesktop: Bool = {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare"),
+              FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else { return false }
+        let scratch = TemporaryDirectory("overlay-probe")
+        _ = scratch.write("bin/gnome-shell", "", mode: 0o755)
+        let probe = "mount -t overlay overlay -o lowerdir=\(scratch.file("bin")):/usr/bin /usr/bin && test -e /usr/bin/gnome-shell"
+        return (try? ProcessRunner.run("/usr/bin/unshare", ["-m", "/bin/sh", "-c", probe]).status) == 0
+    }()
+
+    /// What starts `machine`'s agent in a mount namespace whose /usr/bin has gnome-shell (GNOME
+    /// installed, to the lock-screen collector), as root, without the capabilities `dropping` names
+    /// (setpriv's words: `-setuid,-setgid`), taken from its effective, permitted, inheritable and
+    /// bounding sets, so that setfsuid or setfsgid to another user fails. Everything else it keeps
+    /// (CAP_DAC_OVERRIDE too: as root it could read any user's files).
+    static func desktopLauncher(_ machine: MachineAgent, dropping: String?) -> [String] {
+        _ = machine.scratch.write("desktop/bin/gnome-shell", "", mode: 0o755)
+        let drop = dropping.map { "/usr/bin/setpriv --inh-caps=\($0) --bounding-set=\($0) " } ?? ""
+        let script = "mount -t overlay overlay -o lowerdir=\(machine.scratch.file("desktop/bin")):/usr/bin /usr/bin && exec \(drop)\"$0\" \"$@\""
+        return ["/usr/bin/unshare", "-m", "/bin/sh", "-c", script]
+    }
+
+    /// The capabilities in effect for `pid` (/proc/PID/status, CapEff).
+    static func effectiveCapabilities(_ pid: Int32) -> UInt64? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }) else { return nil }
+        return UInt64(line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+    }
+
+    /// `lockScreen` in `user`'s deviceData through the agent at `socket` (nil: not measured).
+    static func lockScreen(_ user: MachineUser, agent socket: String) throws -> JSONValue? {
+        let deviceData = try user.devtrust(["device-data"], environment: ["DEVTRUST_AGENT": socket])
+        guard deviceData.status == 0 else { throw FixtureError("device-data: \(deviceData)") }
+        return try Self.payload(deviceData.output)["lockScreen"]
+    }
+
+    /// Alice's dconf database (her screen does not lock) is hers, 0600, in her home. An agent with the
+    /// capabilities reads it as her: `false`. One without CAP_SETUID or CAP_SETGID (or both) cannot
+    /// become her for the read; it could read the file as root (it keeps CAP_DAC_OVERRIDE), and does
+    /// not: `lockScreen` is not measured (absent). Its thread is root's again (where one of the two
+    /// ids was taken, it is given back), so the agent goes on serving her and others from the
+    /// machine keystore, which only root reads.
+    @Test(.enabled(if: canGiveTheAgentADesktop)) func anAgentThatCannotTakeAClientsIdentityReadsNothingOfTheirsAsRoot() throws {
+        let machine = try MachineAgent(policy: Self.unlimited)
+        let alice = try machine.user("alice"), bob = try machine.user("bob")
+        try alice.account.setHome(alice.home + "/home")
+        let lockOff = Array(FileManager.default.contents(atPath: Repository.path("Tests/DevtrustPostureTests/Fixtures/dconf/lock-off.gvdb"))!)
+        try FileManager.default.createDirectory(atPath: alice.home + "/home/.config/dconf", withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: alice.home + "/home/.config/dconf/user", contents: Data(lockOff), attributes: [.posixPermissions: 0o600]))
+        try alice.account.own(alice.home + "/home")
+
+        let setUID: UInt64 = 1 << 7, setGID: UInt64 = 1 << 6, dacOverride: UInt64 = 1 << 1
+        let withCapabilities = try machine.start(launcher: Self.desktopLauncher(machine, dropping: nil))
+        #expect(Self.effectiveCapabilities(withCapabilities.pid).map { $0 & (setUID | setGID) == setUID | setGID } == true)
+        // As alice: her own setting.
+        #expect(try Self.lockScreen(alice, agent: machine.socket) == .string("false"))
+
+        for (dropping, dropped) in [("-setuid,-setgid", setUID | setGID), ("-setuid", setUID), ("-setgid", setGID)] {
+            let capless = try MachineAgent(policy: Self.unlimited)
+            let agent = try capless.start(launcher: Self.desktopLauncher(capless, dropping: dropping))
+            let caps = try #require(Self.effectiveCapabilities(agent.pid))
+            #expect(caps & (setUID | setGID) == (setUID | setGID) & ~dropped && caps & dacOverride != 0, "\(dropping): CapEff \(String(caps, radix: 16))")
+            // Not as alice: nothing, where root's rights would have read the same file.
+            #expect(try Self.lockScreen(alice, agent: capless.socket) == nil, "\(dropping)")
+            // And again, and for others: the agent is whole, and serves.
+            #expect(try Self.lockScreen(alice, agent: capless.socket) == nil, "\(dropping)")
+            let bobs = try bob.devtrust(["pubkey"], environment: ["DEVTRUST_AGENT": capless.socket]), machineKey = try capless.publicKey()
+            #expect(bobs.status == 0 && bobs.output == machineKey, "\(dropping): \(bobs)")
+            let served = Self.auditLines(capless, uid: alice.account.uid).filter { $0.contains(#"op=device-data jti="#) && $0.hasSuffix(#"outcome="ok""#) }
+            #expect(agent.isRunning && served.count == 2, "\(dropping): \(capless.audit)")
+        }
+    }
+}
