@@ -208,7 +208,8 @@ let package = Package(
         ),
         .testTarget(name: "DevtrustHTTPTests", dependencies: ["CCurl", "DevtrustHTTP", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(name: "DevtrustSignInTests", dependencies: ["DevtrustSignIn", "DevtrustHTTP", "DevtrustKeystore", "DevtrustEncoding"]),
-        .testTarget(name: "DevtrustAgentTests", dependencies: ["DevtrustAgent", "DevtrustDevice", "DevtrustEncoding", "DevtrustErrors", "DevtrustKeystore"]),
+        .testTarget(name: "DevtrustAgentTests", dependencies: ["DevtrustAgent", "DevtrustConfig", "DevtrustDevice", "DevtrustEncoding", "DevtrustErrors", "DevtrustKeys",
+                                                            "DevtrustKeystore", "DevtrustTestSupport"]),
         .testTarget(name: "DevtrustSystemTests", dependencies: ["DevtrustSystem", "DevtrustTestSupport"]),
         .testTarget(name: "DevtrustConfigTests", dependencies: ["DevtrustConfig", "DevtrustEncoding", "DevtrustTestSupport"]),
         .testTarget(

@@ -27,14 +27,14 @@ extension AgentService {
         case let .deviceData(claims):
             let added = try allowedClaims(claims)
             let store = store(for: peer, user)
-            let deviceData = try tokens(for: peer, user: user, store: store).deviceData(addedClaims: added)
-            return ClientAnswer(result: ["deviceData": .string(deviceData)], jti: Self.jti(of: deviceData))
+            let deviceData = try tokens(for: peer, user: user, store: store).mintedDeviceData(addedClaims: added)
+            return ClientAnswer(result: ["deviceData": .string(deviceData.token)], jti: deviceData.jti)
         case let .dpopProof(method, url, nonce, accessTokenHash):
             // Read as a proof may carry them (AgentRequest): the header and every claim's name are written here.
             let device = try store(for: peer, user).loadKey()
             let proof = try DPoPProofMinter(key: device.key, clock: settings.clock, random: settings.random)
-                .proof(method: method, url: url, nonce: nonce, accessTokenHash: accessTokenHash)
-            return ClientAnswer(result: ["proof": .string(proof), "jkt": .string(device.key.publicKey.thumbprint)], jti: Self.jti(of: proof))
+                .mintedProof(method: method, url: url, nonce: nonce, accessTokenHash: accessTokenHash)
+            return ClientAnswer(result: ["proof": .string(proof.token), "jkt": .string(device.key.publicKey.thumbprint)], jti: proof.jti)
         case let .signInToken(choice, destinations):
             return try signInToken(peer, user: user, choice: choice, destinations: destinations)
         case let .forgetRegistrations(uid):
@@ -73,7 +73,7 @@ extension AgentService {
         let store = store(for: peer, user)
         switch try tokens(for: peer, user: user, store: store).signInDeviceToken(for: choice, sendingTo: destinations) {
         case let .token(token):
-            return ClientAnswer(result: ["token": .string(token)], jti: Self.jti(of: token))
+            return ClientAnswer(result: ["token": .string(token.token)], jti: token.jti)
         case let .withoutToken(error):
             let reason = switch error {
             case .noDeviceKey: "noDeviceKey"

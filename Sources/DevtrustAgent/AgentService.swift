@@ -111,13 +111,14 @@ public final class AgentService: AgentRequestHandler {
                 result = try status(peer, user: user)
             case let .token(server, deviceID, claims):
                 let (token, registration) = try token(peer, user: user, server: server, deviceID: deviceID, claims: claims)
-                outcome = AgentAuditRecord(peer: peer, operation: request.operation, server: registration.server, jti: Self.jti(of: token), outcome: "ok")
-                result = ["token": .string(token)]
+                outcome = AgentAuditRecord(peer: peer, operation: request.operation, server: registration.server, jti: token.jti, outcome: "ok")
+                result = ["token": .string(token.token)]
             case let .registrationStep(server, registrationID, challenge, requiredParams, claims):
-                result = try registrationStep(peer, user: user, server: server, registrationID: registrationID, challenge: challenge,
-                                              requiredParams: requiredParams, claims: claims, now: now)
-                if let deviceData = result["deviceData"]?.stringValue {
-                    outcome = AgentAuditRecord(peer: peer, operation: request.operation, server: server, jti: Self.jti(of: deviceData), outcome: "ok")
+                let deviceDataJTI: String?
+                (result, deviceDataJTI) = try registrationStep(peer, user: user, server: server, registrationID: registrationID, challenge: challenge,
+                                                               requiredParams: requiredParams, claims: claims, now: now)
+                if let deviceDataJTI {
+                    outcome = AgentAuditRecord(peer: peer, operation: request.operation, server: server, jti: deviceDataJTI, outcome: "ok")
                 }
             case let .registrationComplete(server, registrationID, flowType):
                 result = try registrationComplete(peer, user: user, server: server, registrationID: registrationID, flowType: flowType)
@@ -230,7 +231,7 @@ public final class AgentService: AgentRequestHandler {
     }
 
     private func token(_ peer: AgentPeer, user: AgentUsers.User, server: String?, deviceID: String?,
-                       claims: [GivenClaim]) throws -> (String, RegistrationRecord) {
+                       claims: [GivenClaim]) throws -> (MintedJWT, RegistrationRecord) {
         let added = try allowedClaims(claims)
         let store = store(for: peer, user)
         // Only the caller's registrations: a device id of anyone else's is not theirs to name.
@@ -243,12 +244,12 @@ public final class AgentService: AgentRequestHandler {
             guard let chosen = try RegistrationSelector.select(from: state, .server(server)).registration else { throw DeviceError.notRegistered(server: server) }
             registration = chosen
         }
-        let token = try tokens(for: peer, user: user, store: store).deviceToken(for: .chosen(registration), addedClaims: added)
+        let token = try tokens(for: peer, user: user, store: store).mintedDeviceToken(for: .chosen(registration), addedClaims: added)
         return (token, registration)
     }
 
     private func registrationStep(_ peer: AgentPeer, user: AgentUsers.User, server: String, registrationID: String, challenge: String,
-                                  requiredParams: [String], claims: [GivenClaim], now: Int64) throws -> JSONObject {
+                                  requiredParams: [String], claims: [GivenClaim], now: Int64) throws -> (JSONObject, deviceDataJTI: String?) {
         let added = try allowedClaims(claims)
         let store = store(for: peer, user)
         let holder = Self.holder(peer, user)
@@ -265,7 +266,7 @@ public final class AgentService: AgentRequestHandler {
             throw AgentTooManyRegistrations(limit: DeviceStore.maximumRegistrations, registeredAs: nil, wholeMachine: true)
         }
         let service = tokens(for: peer, user: user, store: store)
-        let inputs = try RegistrationProof.answer(challenge: challenge, requiredParams: requiredParams,
+        let (inputs, deviceDataJTI) = try RegistrationProof.answered(challenge: challenge, requiredParams: requiredParams,
                                                   minter: service.registrationMinter(key: device.key, server: server),
                                                   attributes: try service.attributes(addedClaims: added).attributes(posture: service.posture(backend: device.record.backend)))
         pending.removeAll { now - $0.answeredAt > Self.pendingMilliseconds || ($0.uid == peer.uid && $0.registrationID == registrationID) }
@@ -277,7 +278,7 @@ public final class AgentService: AgentRequestHandler {
                                            answeredAt: now))
         var result = JSONObject()
         for (name, value) in inputs { result[name] = .string(value) }
-        return result
+        return (result, deviceDataJTI)
     }
 
     private func registrationComplete(_ peer: AgentPeer, user: AgentUsers.User, server: String, registrationID: String, flowType: String) throws -> JSONObject {
@@ -332,14 +333,6 @@ public final class AgentService: AgentRequestHandler {
     /// A registration id as servers may compare it: lower case, without hyphens.
     static func comparable(_ registrationID: String) -> String {
         String(registrationID.lowercased().filter { $0 != "-" })
-    }
-
-    /// The `jti` of a JWT this agent just minted, for the audit (its payload, decoded).
-    static func jti(of token: String) -> String? {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let payload = try? Base64URL.decode(String(parts[1]), padding: .optional),
-              let claims = try? JSONParser.parse(payload).objectValue else { return nil }
-        return claims["jti"]?.stringValue
     }
 }
 

@@ -123,6 +123,9 @@ package struct NativeHost {
         package let code: ErrorCode
         package let message: String
         package var endsSession = false
+        /// Decided from the device's state (no key, no registration for the URL, or one the key's
+        /// holder no longer has): a remembered state may have been out of date.
+        var fromState = false
     }
 
     /// The longest `id` echoed back.
@@ -273,18 +276,36 @@ package struct NativeHost {
 
     private func token(for url: String, configuration: Configuration, id: JSONValue?) throws(Refusal) -> JSONObject {
         let device: NativeHostDevice
-        let state: KeystoreState
+        let recent: (state: KeystoreState, remembered: Bool)
         do {
             device = try services.device(configuration)
-            state = try device.state()
+            recent = try device.recentState()
         } catch {
             throw Self.refusal(error)
         }
+        do throws(Refusal) {
+            return try token(for: url, configuration: configuration, id: id, device: device, state: recent.state)
+        } catch where recent.remembered && error.fromState {
+            // A registration made, replaced or forgotten since the state was remembered: asked again, once.
+            let state: KeystoreState
+            do {
+                state = try device.state()
+            } catch {
+                throw Self.refusal(error)
+            }
+            return try token(for: url, configuration: configuration, id: id, device: device, state: state)
+        }
+    }
+
+    private func token(for url: String, configuration: Configuration, id: JSONValue?, device: NativeHostDevice,
+                       state: KeystoreState) throws(Refusal) -> JSONObject {
         guard state.key != nil else {
-            throw Self.refusal(device.noKey())
+            var refusal = Self.refusal(device.noKey())
+            refusal.fromState = true
+            throw refusal
         }
         guard !BrowserEndpoints.currentRegistrations(state).isEmpty else {
-            throw Refusal(code: .notRegistered, message: "this device is not registered with any server; run `devtrust register --server URL`")
+            throw Refusal(code: .notRegistered, message: "this device is not registered with any server; run `devtrust register --server URL`", fromState: true)
         }
         let endpoint: AuthorizationEndpoint
         do {
@@ -299,7 +320,8 @@ package struct NativeHost {
         // Discovery only for a URL the registrations do not explain.
         if endpoints.entry(for: endpoint) == nil { addProfiles(to: &endpoints, configuration, state: state, purpose: .token) }
         guard let entry = endpoints.entry(for: endpoint) else {
-            throw Refusal(code: .notAllowed, message: "no device token for \(Self.echoed(endpoint.description)): it is not the authorization endpoint of a server this device is registered with")
+            throw Refusal(code: .notAllowed, message: "no device token for \(Self.echoed(endpoint.description)): it is not the authorization endpoint of a server this device is registered with",
+                          fromState: true)
         }
         // A TPM that stopped answering would hold the browser's navigation forever: after a bound
         // (SigningDeadline.nativeHostSeconds), the host answers so (the extension then navigates
@@ -314,7 +336,10 @@ package struct NativeHost {
             let token = try device.deviceToken(entry.registration, deadline)
             return ["type": .string("token"), "token": .string(token)]
         } catch {
-            throw Self.refusal(error)
+            var refusal = Self.refusal(error)
+            // The key's holder has no such key or registration (any more).
+            refusal.fromState = refusal.code == .noKey || refusal.code == .notRegistered
+            throw refusal
         }
     }
 

@@ -81,8 +81,8 @@ struct SignInSettings {
             }
         }
         switch try context.deviceTokens(configuration, store: store).signInDeviceToken(for: choice, sendingTo: destinations) {
-        case let .token(token):
-            return token
+        case let .token(minted):
+            return minted.token
         case let .withoutToken(because: error):
             context.warn(Self.withoutTokenWarning(error))
             return nil

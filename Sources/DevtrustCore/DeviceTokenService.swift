@@ -50,6 +50,12 @@ public struct DeviceTokenService {
     /// signing all under `deadline` (none: unbounded). `addedClaims` come last (`--claim`).
     public func deviceToken(for choice: RegistrationChoice, addedClaims: [(String, String)] = [], deadline: SigningDeadline? = nil,
                             steps: ((Step) -> Void)? = nil) throws -> String {
+        try mintedDeviceToken(for: choice, addedClaims: addedClaims, deadline: deadline, steps: steps).token
+    }
+
+    /// The same, with its `jti` (the system agent's audit names it).
+    public func mintedDeviceToken(for choice: RegistrationChoice, addedClaims: [(String, String)] = [], deadline: SigningDeadline? = nil,
+                                  steps: ((Step) -> Void)? = nil) throws -> MintedJWT {
         try Self.bounded(by: deadline) {
             // One read of the keystore for the key and the registrations: this is the per-request path.
             let device = try store.loadKey()
@@ -60,22 +66,27 @@ public struct DeviceTokenService {
             let clock = selected.registration.map { serverClocks.clock(for: $0.server, base: self.clock) } ?? self.clock
             steps?(.signing)
             return try DeviceTokenMinter(key: device.key, clock: clock, random: random)
-                .deviceToken(deviceId: selected.deviceID, attributes: attributes)
+                .mintedDeviceToken(deviceId: selected.deviceID, attributes: attributes)
         }
     }
 
     /// A deviceData JWT: no registration, so this machine's time.
     public func deviceData(addedClaims: [(String, String)] = [], deadline: SigningDeadline? = nil) throws -> String {
+        try mintedDeviceData(addedClaims: addedClaims, deadline: deadline).token
+    }
+
+    /// The same, with its `jti`.
+    public func mintedDeviceData(addedClaims: [(String, String)] = [], deadline: SigningDeadline? = nil) throws -> MintedJWT {
         try Self.bounded(by: deadline) {
             let device = try store.loadKey()
             let attributes = try gatherAttributes(backend: device.record.backend, addedClaims: addedClaims, steps: nil)
-            return try DeviceTokenMinter(key: device.key, clock: clock, random: random).deviceData(attributes: attributes)
+            return try DeviceTokenMinter(key: device.key, clock: clock, random: random).mintedDeviceData(attributes: attributes)
         }
     }
 
     /// A sign-in's device token, or why the sign-in goes without one.
     public enum SignInDeviceToken: Equatable {
-        case token(String)
+        case token(MintedJWT)
         /// No key (`noDeviceKey`), no registration there (`notRegistered`, `ambiguousRegistration`,
         /// `registrationForOtherKey`), or one whose token would go to another origin (`tokenGoesElsewhere`).
         case withoutToken(because: DeviceError)
@@ -98,7 +109,7 @@ public struct DeviceTokenService {
         } catch let error as DeviceError {
             return .withoutToken(because: error)
         }
-        return .token(try deviceToken(for: .chosen(registration)))
+        return .token(try mintedDeviceToken(for: .chosen(registration)))
     }
 
     /// The posture for a key kept by `backend` (nil: no key); problems are warned of, never fatal.

@@ -37,16 +37,22 @@ public struct DPoPProofMinter: DPoPProofSigning {
 
     /// The same with the access token's hash (`ath`) as given: what the system agent is sent, never the token.
     public func proof(method: String, url: String, nonce: String?, accessTokenHash: String?) throws -> String {
+        try mintedProof(method: method, url: url, nonce: nonce, accessTokenHash: accessTokenHash).token
+    }
+
+    /// The same, with its `jti` (the system agent's audit names it).
+    public func mintedProof(method: String, url: String, nonce: String?, accessTokenHash: String?) throws -> MintedJWT {
         let header: JSONObject = ["typ": .string("dpop+jwt"), "alg": .string("ES256"), "jwk": .object(key.publicKey.jwk)]
+        let jti = try UUIDv4.make(using: random)
         var claims: JSONObject = [
-            "jti": .string(try UUIDv4.make(using: random)),
+            "jti": .string(jti),
             "htm": .string(method),
             "htu": .string(Self.targetURI(url)),
             "iat": .integer(clock.secondsSinceEpoch()),
         ]
         if let nonce { claims["nonce"] = .string(nonce) }
         if let accessTokenHash { claims["ath"] = .string(accessTokenHash) }
-        return try CompactJWS.sign(header: header, payload: claims, with: key)
+        return MintedJWT(token: try CompactJWS.sign(header: header, payload: claims, with: key), jti: jti)
     }
 
     /// `htu`: the URL without its query and fragment (RFC 9449 section 4.2), its scheme, host and port

@@ -15,6 +15,18 @@ public struct DeviceAttributes: Equatable, Sendable {
     }
 }
 
+/// A JWT as it was minted: its compact serialization, and the `jti` put in it (what an audit
+/// names, taken from the minting rather than read back from the token).
+public struct MintedJWT: Equatable, Sendable {
+    public let token: String
+    public let jti: String
+
+    public init(token: String, jti: String) {
+        self.token = token
+        self.jti = jti
+    }
+}
+
 /// Mints device data and device tokens: ES256 JWTs with a fresh `jti` and the
 /// current `iat`, top-level string attributes, and for a token the `deviceId` header.
 public struct DeviceTokenMinter: Sendable {
@@ -34,23 +46,34 @@ public struct DeviceTokenMinter: Sendable {
 
     /// `deviceData` for the registration step: header `{"alg":"ES256","typ":"JWT"}`.
     public func deviceData(attributes: DeviceAttributes) throws -> String {
+        try mintedDeviceData(attributes: attributes).token
+    }
+
+    /// The same, with its `jti`.
+    public func mintedDeviceData(attributes: DeviceAttributes) throws -> MintedJWT {
         try mint(header: ["alg": .string("ES256"), "typ": .string("JWT")], attributes: attributes)
     }
 
     /// A device token: as device data, plus the header `deviceId` (the registration id).
     public func deviceToken(deviceId: String, attributes: DeviceAttributes) throws -> String {
+        try mintedDeviceToken(deviceId: deviceId, attributes: attributes).token
+    }
+
+    /// The same, with its `jti`.
+    public func mintedDeviceToken(deviceId: String, attributes: DeviceAttributes) throws -> MintedJWT {
         try mint(header: ["alg": .string("ES256"), "typ": .string("JWT"), "deviceId": .string(deviceId)], attributes: attributes)
     }
 
-    private func mint(header: JSONObject, attributes: DeviceAttributes) throws -> String {
+    private func mint(header: JSONObject, attributes: DeviceAttributes) throws -> MintedJWT {
+        let jti = try UUIDv4.make(using: random)
         var claims: JSONObject = [
-            "jti": .string(try UUIDv4.make(using: random)),
+            "jti": .string(jti),
             "iat": .integer(clock.secondsSinceEpoch()),
         ]
         // Whatever the attributes hold, jti and iat are devtrust's, and attestationToken is never sent.
         for member in attributes.claims.members where !ClaimName.reserved.contains(member.key) {
             claims[member.key] = member.value
         }
-        return try CompactJWS.sign(header: header, payload: claims, with: key)
+        return MintedJWT(token: try CompactJWS.sign(header: header, payload: claims, with: key), jti: jti)
     }
 }

@@ -36,6 +36,12 @@ public enum RegistrationProof {
     /// has it (minted by `minter` over `attributes`). The challenge is checked before anything is signed.
     public static func answer(challenge text: String, requiredParams: [String], minter: DeviceTokenMinter,
                               attributes: @autoclosure () throws -> DeviceAttributes) throws -> [(String, String)] {
+        try answered(challenge: text, requiredParams: requiredParams, minter: minter, attributes: try attributes()).inputs
+    }
+
+    /// The same inputs, and the `jti` of the deviceData among them (nil without one).
+    public static func answered(challenge text: String, requiredParams: [String], minter: DeviceTokenMinter,
+                                attributes: @autoclosure () throws -> DeviceAttributes) throws -> (inputs: [(String, String)], deviceDataJTI: String?) {
         let unknown = requiredParams.filter { !knownParams.contains($0) }
         guard unknown.isEmpty else { throw Refusal.unknownParameters(unknown) }
         let challenge = try checkedChallenge(text)
@@ -44,10 +50,13 @@ public enum RegistrationProof {
             ("publicKey", key.publicKey.spkiBase64),
             ("signature", Base64.encode(try key.sign(message: challenge).der)),
         ]
+        var jti: String?
         if requiredParams.contains("deviceData") {
-            inputs.append(("deviceData", try minter.deviceData(attributes: try attributes())))
+            let deviceData = try minter.mintedDeviceData(attributes: try attributes())
+            inputs.append(("deviceData", deviceData.token))
+            jti = deviceData.jti
         }
-        return inputs
+        return (inputs, jti)
     }
 }
 

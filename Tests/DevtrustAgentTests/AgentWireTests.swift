@@ -1,8 +1,12 @@
 @testable import DevtrustAgent
+import DevtrustConfig
 import DevtrustDevice
 import DevtrustEncoding
 import DevtrustErrors
+import DevtrustKeys
 import DevtrustKeystore
+import DevtrustTestSupport
+import Glibc
 import Testing
 
 /// The agent's wire protocol, in bytes: what a frame reader keeps and decides, what a request may
@@ -293,10 +297,49 @@ import Testing
         #expect(!limiter.take(1000, now: 1_000_000))
     }
 
-    @Test func theJTIOfAMintedTokenIsReadForTheAudit() {
-        let payload = Base64URL.encode(Array(#"{"jti":"abc","iat":1}"#.utf8))
-        #expect(AgentService.jti(of: "eyJ0.\(payload).sig") == "abc")
-        #expect(AgentService.jti(of: "junk") == nil)
+    /// The audit names the jti the agent put in what it minted (the minting returns it; nothing is
+    /// read back from the token): a token, deviceData (alone, and in a Device Registration step's
+    /// answer), a DPoP proof, a sign-in's device token. The agent's service in this process, as root,
+    /// over a machine keystore with a software key and a registration of root's.
+    @Test func theAuditNamesTheJTIThatWasMinted() throws {
+        let directory = TemporaryDirectory("agent-audit-jti")
+        let keystore = Keystore(path: directory.file("ks"), ownerID: geteuid())
+        guard case let .created(key, _, _) = try DeviceStore(keystore: keystore).initialize(backend: .software, force: false) else {
+            throw FixtureError("no key made in \(keystore.path)")
+        }
+        try DeviceStore(keystore: keystore).recordRegistration(RegistrationRecord(registrationId: "r-1", server: "https://idp.example", flowType: "REGISTRATION",
+                                                                                  keyFingerprint: key.fingerprint, registeredAt: "2026-01-01T00:00:00Z"))
+        var settings = AgentService.Settings(keystore: keystore, configuration: Configuration(), policy: AgentPolicy(), cache: nil, clock: SystemClock(),
+                                             random: SystemRandom(), tpm: TPMSelection(explicit: nil, environment: [:]))
+        // Below a root of its own, the posture reads none of this machine's files and runs nothing.
+        settings.postureRoot = directory.file("machine")
+        final class Audit: @unchecked Sendable { var records = [AgentAuditRecord]() }
+        let audit = Audit()
+        let service = AgentService(settings: settings, audit: { audit.records.append($0) }, warn: { _ in })
+        let root = AgentPeer(uid: 0, gid: 0, pid: getpid())
+        let challenge = Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255) })
+        let requests: [(AgentRequest, String)] = [
+            (.token(server: nil, deviceID: "r-1", claims: []), "token"),
+            (.deviceData(claims: []), "deviceData"),
+            (.registrationStep(server: "https://idp.example", registrationID: "r-2", challenge: challenge, requiredParams: ["publicKey", "signature", "deviceData"],
+                               claims: []), "deviceData"),
+            (.dpopProof(method: "POST", url: "https://idp.example/oauth2/token", nonce: nil, accessTokenHash: nil), "proof"),
+            (.signInToken(choice: .server("https://idp.example"), destinations: ["https://idp.example/oauth2/authorize"]), "token"),
+        ]
+        for (request, field) in requests {
+            guard case let .success(result) = service.handle(root, request) else {
+                Issue.record("\(request.operation): \(service.handle(root, request))")
+                continue
+            }
+            let jwt = try #require(result[field]?.stringValue, "\(request.operation): \(result)")
+            let payload = try JSONParser.parse(Base64URL.decode(String(jwt.split(separator: ".")[1]), padding: .optional)).objectValue
+            let jti = try #require(payload?["jti"]?.stringValue)
+            let record = try #require(audit.records.last)
+            #expect(record.operation == request.operation && record.outcome == "ok" && record.jti == jti, "\(request.operation): \(record)")
+            #expect(record.line.contains(#" jti="\#(jti)" "#) && !record.line.contains(jwt), "\(record.line)")
+        }
+        #expect(Set(audit.records.compactMap(\.jti)).count == requests.count)
+        service.stop()
     }
 
     /// The loop's own audit (connections refused or dropped): one line per uid per interval, the

@@ -465,6 +465,66 @@ extension AgentTests {
         #expect(json?["ownKeystore"]?.objectValue?["path"] == .string(ownKeystore) && json?["registrations"] == .array([]) && json?["signIns"] == .array([]))
     }
 
+    /// `init` where the system agent answers for the device key: the user's keystore is made as
+    /// asked (nothing lost, exit 0: a script's `init` goes on), and a warning says that the commands
+    /// that use the key go through the agent, not through that keystore, and how to use it; nothing
+    /// is said when a keystore is named, when no agent answers, or when the keystore is the agent's own.
+    @Test func initSaysThatTheAgentAnswersForTheDeviceKey() throws {
+        let machine = try MachineAgent()
+        try machine.start()
+        let refusing = try MachineAgent(policy: #"{"allowedGroups": ["root"]}"#)
+        try refusing.start()
+        let alice = try machine.user("alice")
+        let own = alice.home + "/data/devtrust"
+        let machineKey = try machine.publicKey(), fingerprint = try Self.thumbprint(machine)
+        let made = try alice.devtrust(["init", "--backend", "software"], environment: ["DEVTRUST_AGENT": refusing.socket])
+        #expect(made.status == 0 && made.stdout.isEmpty && made.stderr.contains("created a software P-256 device key in \(own)/"), "\(made)")
+        // Refused by the policy (alice is not in its groups): her keystore is not used all the same.
+        #expect(made.stderr.contains("devtrust: warning: the devtrust agent at \(refusing.socket) answers for this machine's device key, and refused you: "
+                                     + "the devtrust agent's policy (\(refusing.policy)) does not let uid \(alice.account.uid) use this machine's key"), "\(made.stderr)")
+        #expect(made.stderr.contains("go through it, not through \(own): to use this keystore, name it: `devtrust --keystore \(own) COMMAND` "
+                                     + "(or DEVTRUST_KEYSTORE=\(own)); `devtrust --keystore \(own) reset --yes` deletes it\n"), "\(made.stderr)")
+
+        let kept = try alice.devtrust(["init"])
+        #expect(kept.status == 0 && kept.stderr.contains("a software device key already exists in \(own)"), "\(kept)")
+        #expect(kept.stderr.contains("devtrust: warning: the devtrust agent at \(machine.socket) answers for this machine's device key (software key \(fingerprint), "
+                                     + "in \(machine.keystore)); the commands that use the device key (token, register, status, ...) go through it, not through \(own): "
+                                     + "to use this keystore, name it: `devtrust --keystore \(own) COMMAND`"), "\(kept.stderr)")
+        // As it says: the key is hers when named, and the commands that use a key take the agent's.
+        let ownKey = try alice.devtrust(["--keystore", own, "pubkey"])
+        #expect(ownKey.status == 0 && !ownKey.output.isEmpty && ownKey.output != machineKey, "\(ownKey)")
+        #expect(try alice.devtrust(["pubkey"]).output == machineKey)
+        let json = try alice.devtrust(["init", "--json"])
+        let summary = try JSONParser.parse(json.stdout).objectValue
+        let agent = summary?["agent"]?.objectValue
+        #expect(json.status == 0 && summary?["created"] == .bool(false) && agent?["socket"] == .string(machine.socket)
+                && agent?["keystore"] == .string(machine.keystore) && agent?["fingerprint"] == .string(fingerprint)
+                && agent?["note"]?.stringValue?.contains("`devtrust --keystore \(own) COMMAND`") == true, "\(json)")
+
+        // A keystore named (then no agent is asked), or no agent answering: nothing to say.
+        let named = try alice.devtrust(["--keystore", own, "init", "--json"])
+        let namedSummary = try JSONParser.parse(named.stdout).objectValue
+        #expect(named.status == 0 && !named.stderr.contains("warning") && namedSummary?["agent"] == nil, "\(named)")
+        let variable = try alice.devtrust(["init"], environment: ["DEVTRUST_KEYSTORE": own])
+        #expect(variable.status == 0 && !variable.stderr.contains("warning"), "\(variable)")
+        let gone = try alice.devtrust(["init"], environment: ["DEVTRUST_AGENT": machine.scratch.file("run/nobody.sock")])
+        #expect(gone.status == 0 && !gone.stderr.contains("warning"), "\(gone)")
+        let asked = Self.auditLines(machine, uid: alice.account.uid).filter { $0.contains("op=status") }
+        #expect(asked.count == 2, "\(machine.audit)")
+
+        // An agent whose keystore is this one (a user's agent of their own, over their keystore): nothing to say.
+        let theirs = machine.scratch.file("alice-run")
+        try FileManager.default.createDirectory(atPath: theirs, withIntermediateDirectories: true)
+        try alice.account.own(theirs)
+        let socket = theirs + "/agent.sock"
+        let hers = try alice.account.start(machine.binary, ["--keystore", own, "agent", "--socket", socket, "--policy", machine.policy],
+                                           environment: alice.environment)
+        #expect(hers.waitFor { _, stderr in stderr.contains("devtrust agent: listening on") }, "\(hers.stderr)")
+        let ownAgent = try alice.devtrust(["init"], environment: ["DEVTRUST_AGENT": socket])
+        #expect(ownAgent.status == 0 && !ownAgent.stderr.contains("warning") && hers.stderr.contains("op=status"), "\(ownAgent) \(hers.stderr)")
+        alice.account.endProcesses()
+    }
+
     /// Who may use the machine's key is root's to say: the agent listens only in a directory nobody
     /// else can write to (its socket's name, and the `chmod` that follows a link, are then its own),
     /// and reads its policy only from one (else another policy could be put in its place).
@@ -723,6 +783,64 @@ extension AgentTests {
         let his = try host(bob)
         #expect(his.replies.last??["error"] == .string("not_registered"), "\(his)")
         #expect(machine.audit.contains("uid=\(alice.account.uid) ") && machine.audit.contains("op=token server=\"\(server.url)\" jti="))
+    }
+
+    /// The native host through the agent asks it once a token (before: its status, then the token),
+    /// taking the registrations the agent showed it last; and it serves no registration longer than
+    /// the agent does: the agent decides for every token that the registration is still the caller's,
+    /// so after `reset` the next request gets none, and after a new `register` the new registration's.
+    /// Counted from the agent's audit (one line a request, written before its reply).
+    @Test func theNativeHostAsksTheAgentOnceAToken() throws {
+        let machine = try MachineAgent(policy: Self.unlimited)
+        try machine.start()
+        let server = try ReferenceServer()
+        let alice = try machine.user("alice")
+        let id = try Self.register(alice, as: "alice@example.com", at: server)
+        let (runner, words) = alice.account.command(machine.binary, [NativeMessaging.chromiumCaller], environment: alice.environment)
+        let host = try NativeHostSession(runner, words, environment: ["PATH": "/usr/bin:/bin"])
+        defer { host.closeInput() }
+        let navigation = server.url + "/oauth2/authorize?client_id=devtrust-app&response_type=code"
+        /// Alice's requests to the agent so far, by operation.
+        func requests() -> [String: Int] {
+            var counts = [String: Int]()
+            for line in Self.auditLines(machine, uid: alice.account.uid) {
+                guard let op = line.split(separator: " ").first(where: { $0.hasPrefix("op=") }) else { continue }
+                counts[String(op.dropFirst(3)), default: 0] += 1
+            }
+            return counts
+        }
+        func token(_ number: Int) -> JSONObject? {
+            host.send(NativeMessaging.frame(NativeHostTests.token(navigation, id: number)))
+            return host.receive()
+        }
+        let before = requests()
+        host.send(NativeMessaging.frame(NativeHostTests.config))
+        #expect(host.receive()?["authorizationEndpoints"] == .array([.string(server.url + "/oauth2/authorize")]))
+        var tokens = [String]()
+        for number in 1...5 {
+            let reply = token(number)
+            tokens.append(reply?["token"]?.stringValue ?? "")
+            #expect(reply?["id"] == .integer(Int64(number)), "\(String(describing: reply)) \(host.stderr)")
+        }
+        let after = requests()
+        // config: one status; each token: one token request, and no status.
+        #expect(after["status", default: 0] - before["status", default: 0] == 1 && after["token", default: 0] - before["token", default: 0] == 5,
+                "before \(before), after \(after): \(machine.audit)")
+        let verified = try CheckedDeviceToken.check(tokens, publicKey: try machine.publicKey())
+        #expect(verified.count == 5 && verified.allSatisfy { $0?.header["deviceId"] == .string(id) }, "\(tokens)")
+
+        // Alice forgets her registration: the next token request gets none (the agent refuses the one
+        // the host remembered; asked again, it shows none), and the host says why.
+        #expect(try alice.devtrust(["reset", "--yes"]).status == 0)
+        let forgotten = token(6)
+        #expect(forgotten?["token"] == nil && forgotten?["error"] == .string("not_registered"), "\(String(describing: forgotten))")
+        // Registered again (a new id): the next token is the new registration's.
+        let newID = try Self.register(alice, as: "alice@example.com", at: server)
+        #expect(newID != id)
+        let renewed = token(7)
+        let renewedToken = try #require(renewed?["token"]?.stringValue, "\(String(describing: renewed)) \(host.stderr)")
+        #expect(try Self.header(renewedToken)["deviceId"] == .string(newID))
+        #expect(try Self.deviceCheck(renewedToken, at: server)["accepted"] == .bool(true))
     }
 
     /// `reset` as a user: their sign-ins revoked and deleted (their own keystore), then the agent
@@ -1766,5 +1884,85 @@ extension AgentTests {
         kill(agent.pid, SIGTERM)
         _ = agent.finish()
         #expect(try Self.transientObjects(in: tpm) == others)
+    }
+}
+
+/// The agent reads a client's desktop settings (`lockScreen`) with the client's file-system identity
+/// (setfsuid, setfsgid: CAP_SETUID and CAP_SETGID, which devtrust.service keeps). Where it cannot take
+/// it, it reads nothing of theirs with its own rights: the claim is not measured.
+extension AgentTests {
+    /// Whether this run can give an agent a /usr/bin of its own with gnome-shell in it (an overlay in
+    /// a mount namespace of its own: root, unshare, overlayfs; the machine's /usr/bin is untouched),
+    /// and take capabilities from it (setpriv).
+    static let canGiveTheAgentADesktop: Bool = {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare"),
+              FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else { return false }
+        let scratch = TemporaryDirectory("overlay-probe")
+        _ = scratch.write("bin/gnome-shell", "", mode: 0o755)
+        let probe = "mount -t overlay overlay -o lowerdir=\(scratch.file("bin")):/usr/bin /usr/bin && test -e /usr/bin/gnome-shell"
+        return (try? ProcessRunner.run("/usr/bin/unshare", ["-m", "/bin/sh", "-c", probe]).status) == 0
+    }()
+
+    /// What starts `machine`'s agent in a mount namespace whose /usr/bin has gnome-shell (GNOME
+    /// installed, to the lock-screen collector), as root, without the capabilities `dropping` names
+    /// (setpriv's words: `-setuid,-setgid`), taken from its effective, permitted, inheritable and
+    /// bounding sets, so that setfsuid or setfsgid to another user fails. Everything else it keeps
+    /// (CAP_DAC_OVERRIDE too: as root it could read any user's files).
+    static func desktopLauncher(_ machine: MachineAgent, dropping: String?) -> [String] {
+        _ = machine.scratch.write("desktop/bin/gnome-shell", "", mode: 0o755)
+        let drop = dropping.map { "/usr/bin/setpriv --inh-caps=\($0) --bounding-set=\($0) " } ?? ""
+        let script = "mount -t overlay overlay -o lowerdir=\(machine.scratch.file("desktop/bin")):/usr/bin /usr/bin && exec \(drop)\"$0\" \"$@\""
+        return ["/usr/bin/unshare", "-m", "/bin/sh", "-c", script]
+    }
+
+    /// The capabilities in effect for `pid` (/proc/PID/status, CapEff).
+    static func effectiveCapabilities(_ pid: Int32) -> UInt64? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }) else { return nil }
+        return UInt64(line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+    }
+
+    /// `lockScreen` in `user`'s deviceData through the agent at `socket` (nil: not measured).
+    static func lockScreen(_ user: MachineUser, agent socket: String) throws -> JSONValue? {
+        let deviceData = try user.devtrust(["device-data"], environment: ["DEVTRUST_AGENT": socket])
+        guard deviceData.status == 0 else { throw FixtureError("device-data: \(deviceData)") }
+        return try Self.payload(deviceData.output)["lockScreen"]
+    }
+
+    /// Alice's dconf database (her screen does not lock) is hers, 0600, in her home. An agent with the
+    /// capabilities reads it as her: `false`. One without CAP_SETUID or CAP_SETGID (or both) cannot
+    /// become her for the read; it could read the file as root (it keeps CAP_DAC_OVERRIDE), and does
+    /// not: `lockScreen` is not measured (absent). Its thread is root's again (where one of the two
+    /// ids was taken, it is given back), so the agent goes on serving her and others from the
+    /// machine keystore, which only root reads.
+    @Test(.enabled(if: canGiveTheAgentADesktop)) func anAgentThatCannotTakeAClientsIdentityReadsNothingOfTheirsAsRoot() throws {
+        let machine = try MachineAgent(policy: Self.unlimited)
+        let alice = try machine.user("alice"), bob = try machine.user("bob")
+        try alice.account.setHome(alice.home + "/home")
+        let lockOff = Array(FileManager.default.contents(atPath: Repository.path("Tests/DevtrustPostureTests/Fixtures/dconf/lock-off.gvdb"))!)
+        try FileManager.default.createDirectory(atPath: alice.home + "/home/.config/dconf", withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: alice.home + "/home/.config/dconf/user", contents: Data(lockOff), attributes: [.posixPermissions: 0o600]))
+        try alice.account.own(alice.home + "/home")
+
+        let setUID: UInt64 = 1 << 7, setGID: UInt64 = 1 << 6, dacOverride: UInt64 = 1 << 1
+        let withCapabilities = try machine.start(launcher: Self.desktopLauncher(machine, dropping: nil))
+        #expect(Self.effectiveCapabilities(withCapabilities.pid).map { $0 & (setUID | setGID) == setUID | setGID } == true)
+        // As alice: her own setting.
+        #expect(try Self.lockScreen(alice, agent: machine.socket) == .string("false"))
+
+        for (dropping, dropped) in [("-setuid,-setgid", setUID | setGID), ("-setuid", setUID), ("-setgid", setGID)] {
+            let capless = try MachineAgent(policy: Self.unlimited)
+            let agent = try capless.start(launcher: Self.desktopLauncher(capless, dropping: dropping))
+            let caps = try #require(Self.effectiveCapabilities(agent.pid))
+            #expect(caps & (setUID | setGID) == (setUID | setGID) & ~dropped && caps & dacOverride != 0, "\(dropping): CapEff \(String(caps, radix: 16))")
+            // Not as alice: nothing, where root's rights would have read the same file.
+            #expect(try Self.lockScreen(alice, agent: capless.socket) == nil, "\(dropping)")
+            // And again, and for others: the agent is whole, and serves.
+            #expect(try Self.lockScreen(alice, agent: capless.socket) == nil, "\(dropping)")
+            let bobs = try bob.devtrust(["pubkey"], environment: ["DEVTRUST_AGENT": capless.socket]), machineKey = try capless.publicKey()
+            #expect(bobs.status == 0 && bobs.output == machineKey, "\(dropping): \(bobs)")
+            let served = Self.auditLines(capless, uid: alice.account.uid).filter { $0.contains(#"op=device-data jti="#) && $0.hasSuffix(#"outcome="ok""#) }
+            #expect(agent.isRunning && served.count == 2, "\(dropping): \(capless.audit)")
+        }
     }
 }

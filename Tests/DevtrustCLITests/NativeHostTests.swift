@@ -702,3 +702,30 @@ final class SilentListener {
         return held.count
     }
 }
+
+/// What the native host keeps of the system agent's answer between messages (`RememberedState`):
+/// for at most its lifetime on a clock that does not go back, and not once forgotten.
+@Suite struct RememberedStateTests {
+    @Test func keptForItsLifetimeOnly() throws {
+        final class Clock: @unchecked Sendable { var now: Int64 = 1_000 }
+        let clock = Clock()
+        let remembered = RememberedState<Int>(lifetimeMilliseconds: 30_000, now: { clock.now })
+        var asked = 0
+        let fetch = { () -> Int in
+            asked += 1
+            return asked
+        }
+        #expect(remembered.recent(fetch) == (1, false))
+        clock.now += 29_999
+        #expect(remembered.recent(fetch) == (1, true) && asked == 1)
+        clock.now += 1
+        #expect(remembered.recent(fetch) == (2, false) && asked == 2)
+        #expect(remembered.fresh(fetch) == 3 && remembered.recent(fetch) == (3, true))
+        remembered.forget()
+        #expect(remembered.recent(fetch) == (4, false))
+        // A fetch that fails keeps nothing.
+        struct Failed: Error {}
+        #expect(throws: Failed.self) { try remembered.fresh { throw Failed() } }
+        #expect(remembered.recent(fetch) == (5, false))
+    }
+}

@@ -5,6 +5,18 @@ import DevtrustTestSupport
 import Testing
 
 @Suite struct DeviceTokenMinterTests {
+    /// The minting says the jti it put in (the system agent's audit names it): the token's, byte for byte.
+    @Test func theMintingSaysTheJTIItPutIn() throws {
+        let key = try SoftwareDeviceKey.generate()
+        let minter = DeviceTokenMinter(key: key, clock: FixedClock(seconds: 1_796_012_032), random: CountingRandom())
+        let proofs = DPoPProofMinter(key: key, clock: FixedClock(seconds: 1_796_012_032))
+        for minted in [try minter.mintedDeviceToken(deviceId: "d", attributes: DeviceAttributes()), try minter.mintedDeviceData(attributes: DeviceAttributes()),
+                       try proofs.mintedProof(method: "POST", url: "https://idp.example/token", nonce: nil, accessTokenHash: nil)] {
+            let payload = try JSONParser.parse(Base64URL.decode(String(minted.token.split(separator: ".")[1]))).objectValue
+            #expect(payload?["jti"] == .string(minted.jti) && minted.jti.count == 36, "\(minted)")
+        }
+    }
+
     @Test func tokenHasTheExactHeaderAndFlatClaims() throws {
         let key = try SoftwareDeviceKey.generate()
         let minter = DeviceTokenMinter(key: key, clock: FixedClock(seconds: 1_796_012_032), random: CountingRandom())

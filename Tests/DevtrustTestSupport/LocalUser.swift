@@ -77,6 +77,15 @@ public final class LocalUser: @unchecked Sendable {
         return try BackgroundProcess(runner, words, environment: ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin"])
     }
 
+    /// Makes `path` this user's home in the user database (usermod), as an administrator does: where
+    /// the system agent looks for their desktop's settings.
+    public func setHome(_ path: String) throws {
+        Self.accounts.lock()
+        defer { Self.accounts.unlock() }
+        let result = try ProcessRunner.run("/usr/sbin/usermod", ["--home", path, name])
+        guard result.status == 0 else { throw FixtureError("usermod --home \(path) \(name): \(result)") }
+    }
+
     /// Gives `path` (and what is below it) to this user.
     public func own(_ path: String) throws {
         let result = try ProcessRunner.run("/bin/chown", ["-R", "\(uid):\(gid)", path])

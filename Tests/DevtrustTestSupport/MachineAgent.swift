@@ -52,10 +52,13 @@ public final class MachineAgent: @unchecked Sendable {
     }
 
     /// Starts the agent (`devtrust --keystore KS agent --socket S --policy P`) and waits until it says it listens.
+    /// - Parameter launcher: a command that runs the agent's command line given after it, in a
+    ///   process of its own making (a mount namespace, fewer capabilities) and then as the agent
+    ///   itself (`exec`: the process a test kills is the agent).
     @discardableResult
-    public func start(_ extraArguments: [String] = []) throws -> BackgroundProcess {
-        let agent = try BackgroundProcess(binary, ["--keystore", keystore, "agent", "--socket", socket, "--policy", policy] + extraArguments,
-                                          environment: agentEnvironment)
+    public func start(_ extraArguments: [String] = [], launcher: [String] = []) throws -> BackgroundProcess {
+        let command = launcher + [binary, "--keystore", keystore, "agent", "--socket", socket, "--policy", policy] + extraArguments
+        let agent = try BackgroundProcess(command[0], Array(command.dropFirst()), environment: agentEnvironment)
         process = agent
         guard agent.waitFor({ _, stderr in stderr.contains("devtrust agent: listening on") }) else {
             throw FixtureError("the agent did not start: \(agent.stderr)")

@@ -1,8 +1,10 @@
+import DevtrustAgent
 import DevtrustDevice
 import DevtrustEncoding
 import DevtrustErrors
 import DevtrustKeystore
 import DevtrustSystem
+import Glibc
 
 enum InitCommand: DevtrustCommand {
     struct Options: CommandOptions {
@@ -38,18 +40,90 @@ enum InitCommand: DevtrustCommand {
         let store = try context.deviceStore()
         let outcome = try store.initialize(backend: choice, force: options.force, importing: importing)
         importing?.contents.zeroize()
-        outcome.report(context, keystore: store.keystore, imported: imported)
+        outcome.report(context, keystore: store.keystore, imported: imported, agent: AgentStandsIn.asked(context, keystore: store.keystore, key: outcome.record))
+    }
+}
+
+/// `init` on a machine whose system agent answers for the device key: the keystore it made (or
+/// kept) is not the one the commands that need the key use, unless it is named. Said on stderr
+/// (a warning: the key is made all the same, and the exit code is init's), with the way to use
+/// it; nothing when a keystore is named (`--keystore`, DEVTRUST_KEYSTORE), when no agent answers
+/// (those commands then say so themselves), or when this keystore is the agent's own (root's
+/// `init` of /var/lib/devtrust, the machine key).
+struct AgentStandsIn: Equatable {
+    let socket: String
+    /// The agent's keystore and key, as it says them (nil: it refused this user, or has no key yet).
+    let agentKeystore: String?
+    let agentKey: KeyRecord?
+    /// Why the agent refused this user (its policy), when it did.
+    let refusal: String?
+    let keystore: String
+
+    /// How long `init` waits for the agent's answer (as `doctor` does).
+    static let seconds = 5
+
+    /// Whether the commands that need the device key would go through the agent rather than
+    /// `keystore` (DeviceKeyAccess's rule), and the agent answers: nil when not.
+    /// `key`: the key `init` made or kept in `keystore`.
+    static func asked(_ context: CommandContext, keystore: Keystore, key: KeyRecord) -> AgentStandsIn? {
+        // init never refused `--keystore` with `--agent` (the keystore is named): it still does not.
+        guard case let .agent(named)? = try? context.deviceAccess(command: InitCommand.Options.spec.name) else { return nil }
+        let agent = AgentClient(socket: named.socket, timeoutMilliseconds: seconds * 1000)
+        do {
+            let (state, agentKeystore) = try agent.ownState()
+            if state.key?.fingerprint == key.fingerprint || sameDirectory(agentKeystore, keystore.path) { return nil }
+            return AgentStandsIn(socket: agent.socket, agentKeystore: agentKeystore, agentKey: state.key, refusal: nil, keystore: keystore.path)
+        } catch let refusal as AgentRefusal {
+            return AgentStandsIn(socket: agent.socket, agentKeystore: nil, agentKey: nil, refusal: refusal.classification.summary, keystore: keystore.path)
+        } catch {
+            return nil
+        }
+    }
+
+    /// Whether two paths name one directory (a link, a trailing slash, `..`): compared as written when either does not resolve.
+    static func sameDirectory(_ first: String, _ second: String) -> Bool {
+        guard first != second else { return true }
+        guard let one = realpath(first, nil) else { return false }
+        defer { free(one) }
+        guard let other = realpath(second, nil) else { return false }
+        defer { free(other) }
+        return strcmp(one, other) == 0
+    }
+
+    var text: String {
+        let key = agentKey.map { "\($0.backend.rawValue) key \($0.fingerprint), in \(agentKeystore ?? "?")" }
+            ?? agentKeystore.map { "its keystore \($0) holds no key yet" }
+        let agent = "the devtrust agent at \(socket) answers for this machine's device key"
+            + (key.map { " (\($0))" } ?? "") + (refusal.map { ", and refused you: \($0)" } ?? "")
+        return agent + "; the commands that use the device key (token, register, status, ...) go through it, not through \(keystore): "
+            + "to use this keystore, name it: `devtrust --keystore \(keystore) COMMAND` (or DEVTRUST_KEYSTORE=\(keystore)); "
+            + "`devtrust --keystore \(keystore) reset --yes` deletes it"
+    }
+
+    /// `init --json`'s `agent`.
+    var json: JSONValue {
+        .object(["socket": .string(socket), "keystore": agentKeystore.map(JSONValue.string) ?? .null,
+                 "fingerprint": agentKey.map { .string($0.fingerprint) } ?? .null, "note": .string(text)])
     }
 }
 
 extension InitOutcome {
+    /// The key made or kept.
+    var record: KeyRecord {
+        switch self {
+        case let .created(record, _, _), let .kept(record): record
+        }
+    }
+
     /// What `init` says of the key it made or kept: on stderr, and the `--json` summary on stdout.
     /// `register` says the same of the key it makes first (without the summary: its own is the artifact).
-    func report(_ context: CommandContext, keystore: Keystore, imported: Bool) {
+    /// `agent`: the system agent that answers for the device key instead of this keystore (`init`'s warning).
+    func report(_ context: CommandContext, keystore: Keystore, imported: Bool, agent: AgentStandsIn? = nil) {
         switch self {
         case let .kept(record):
             context.info("a \(record.backend.rawValue) device key already exists in \(keystore.path) (fingerprint \(record.fingerprint)); keeping it. `devtrust init --force` replaces it.")
-            if context.json { context.output(JSONWriter.string(.object(summary(record, keystore: keystore, created: false, notes: [])))) }
+            if let agent { context.warn(agent.text) }
+            if context.json { context.output(JSONWriter.string(.object(summary(record, keystore: keystore, created: false, notes: [], agent: agent)))) }
         case let .created(record, dropped, notes):
             for note in notes { context.info(note) }
             let verb = imported ? "imported" : "created"
@@ -62,11 +136,12 @@ extension InitOutcome {
             for registration in dropped {
                 context.warn("forgot registration \(registration.registrationId) with \(registration.server), made with the old key; register again")
             }
-            if context.json { context.output(JSONWriter.string(.object(summary(record, keystore: keystore, created: true, notes: notes)))) }
+            if let agent { context.warn(agent.text) }
+            if context.json { context.output(JSONWriter.string(.object(summary(record, keystore: keystore, created: true, notes: notes, agent: agent)))) }
         }
     }
 
-    private func summary(_ record: KeyRecord, keystore: Keystore, created: Bool, notes: [String]) -> JSONObject {
+    private func summary(_ record: KeyRecord, keystore: Keystore, created: Bool, notes: [String], agent: AgentStandsIn?) -> JSONObject {
         var summary: JSONObject = [
             "created": .bool(created),
             "backend": .string(record.backend.rawValue),
@@ -76,6 +151,8 @@ extension InitOutcome {
         ]
         // Only a TPM key's recorded TCTI.
         if let tcti = record.tcti { summary["tcti"] = .string(tcti) }
+        // Only when the system agent answers for the device key instead.
+        if let agent { summary["agent"] = agent.json }
         return summary
     }
 }

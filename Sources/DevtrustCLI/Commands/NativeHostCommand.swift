@@ -3,6 +3,7 @@ import DevtrustAgent
 import DevtrustBrowser
 import DevtrustConfig
 import DevtrustErrors
+import DevtrustKeystore
 
 /// `native-host ORIGIN | MANIFEST EXTENSION_ID`: the native messaging host that
 /// Chromium and Firefox start for devtrust's extension (`devtrust browser
@@ -47,11 +48,13 @@ enum NativeHostCommand: DevtrustCommand {
     /// agent (your registrations of the machine key, its posture); the run's HTTP settings (its
     /// clients measure the servers' clocks), the cache, the clock, and stderr for its log.
     static func services(_ context: CommandContext) -> NativeHostServices {
-        NativeHostServices(
+        // What the agent said of your key and registrations, kept between this host's messages.
+        let remembered = RememberedState<AgentState>()
+        return NativeHostServices(
             configuration: { () throws(ConfigError) in try context.configuration() },
             device: { configuration in
                 switch try context.deviceAccess(command: Options.spec.name) {
-                case let .agent(agent): agentDevice(agent)
+                case let .agent(agent): agentDevice(agent, remembered: remembered)
                 case .keystore: NativeHostDevice(try context.deviceTokens(configuration))
                 }
             },
@@ -61,20 +64,38 @@ enum NativeHostCommand: DevtrustCommand {
             deadlineExitStatus: ExitCode.failure.rawValue)
     }
 
+    /// What the agent's status says: the key and your registrations, and the machine keystore (for
+    /// the error that it holds no key).
+    struct AgentState {
+        let state: KeystoreState
+        let keystore: String
+    }
+
     /// The machine key through the system agent: the registrations it shows you (yours), a token for
-    /// one of them named by its id (the agent serves only yours), signed within the host's deadline.
-    static func agentDevice(_ agent: AgentClient) -> NativeHostDevice {
-        // The machine keystore as the agent's last status named it, for the error that it holds no key.
-        final class Named: @unchecked Sendable { var keystore = "?" }
-        let named = Named()
-        return NativeHostDevice(state: {
+    /// one of them named by its id (the agent serves only yours, deciding so for each token), signed
+    /// within the host's deadline. A token request takes the registrations the agent showed within
+    /// the last `RememberedState.lifetimeMilliseconds` (one request to the agent a token, not two);
+    /// `config` asks the agent again, and so does a token request the remembered state cannot serve
+    /// (no registration for the URL, one the agent no longer has for you).
+    static func agentDevice(_ agent: AgentClient, remembered: RememberedState<AgentState>) -> NativeHostDevice {
+        let fetch = { () throws -> AgentState in
             let (state, keystore) = try agent.ownState()
-            named.keystore = keystore
-            return state
+            return AgentState(state: state, keystore: keystore)
+        }
+        return NativeHostDevice(state: {
+            try remembered.fresh(fetch).state
+        }, recentState: {
+            let recent = try remembered.recent(fetch)
+            return (recent.value.state, recent.remembered)
         }, noKey: {
-            AgentNoMachineKey(socket: agent.socket, keystore: named.keystore)
+            AgentNoMachineKey(socket: agent.socket, keystore: (try? remembered.recent(fetch).value.keystore) ?? "?")
         }, deviceToken: { registration, deadline in
-            try deadline.bounding { try agent.token(server: registration.server, deviceID: registration.registrationId, claims: []) }
+            do {
+                return try deadline.bounding { try agent.token(server: registration.server, deviceID: registration.registrationId, claims: []) }
+            } catch {
+                remembered.forget()
+                throw error
+            }
         })
     }
 }
