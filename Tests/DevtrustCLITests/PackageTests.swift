@@ -153,9 +153,11 @@ import Testing
     }
 
     /// Depends: the package of every library the binary links (libc; libcrypto when it is
-    /// dynamic), and the package that makes each group the agent's unit runs in (tpm-udev: tss;
-    /// systemd does not start a unit whose group is missing). Recommends: the package of every
-    /// library devtrust dlopens, by the soname in its C shims, and the default TCTI's; nothing else.
+    /// dynamic), and nothing else: the group the agent's unit runs in is the package's own
+    /// (theAgentsGroupIsMadeBySystemdSysusersFromThePackagesFile), not tpm-udev's (which
+    /// would pull in udev) nor debhelper's `systemd | systemd-sysusers` (which apt would meet with
+    /// systemd in a container). Recommends: the package of every library devtrust dlopens, by the
+    /// soname in its C shims, and the default TCTI's; nothing else.
     @Test(.enabled(if: shouldRun, skipped))
     func theDependenciesAreTheLibrariesTheBinaryLinksAndLoads() throws {
         let built = try Built.get()
@@ -167,15 +169,7 @@ import Testing
         #expect(needed.contains("libc.so.6"), "\(objdump)")
         // Exactly those: nothing the binary can do without (libssl3 with a static libcrypto) is forced on a machine.
         let depends = Self.packages(try built.field("Depends"))
-        let groups = try Self.supplementaryGroups(ofUnit: Repository.path("debian/devtrust.service"))
-        #expect(groups == ["tss"])
-        #expect(depends == Set(try needed.map(Self.owner(ofLibrary:))).union(["tpm-udev"]), "\(needed) -> \(depends)")
-        // tpm-udev's own script makes the group (read where it is installed: the TPM tests need it).
-        let groupMaker = "/var/lib/dpkg/info/tpm-udev.postinst"
-        if FileManager.default.fileExists(atPath: groupMaker) || ExternalTool.isCI {
-            let script = try String(contentsOfFile: groupMaker, encoding: .utf8)
-            #expect(groups.allSatisfy { script.contains("addgroup --system \($0)") }, "\(script)")
-        }
+        #expect(depends == Set(try needed.map(Self.owner(ofLibrary:))), "\(needed) -> \(depends)")
 
         var loaded = ["libtss2-tcti-device.so.0"]
         for header in ["Sources/CTPM2/include/devtrust_tpm2.h", "Sources/CCurl/include/devtrust_curl.h", "Sources/CQRCode/include/devtrust_qrcode.h"] {
@@ -190,6 +184,146 @@ import Testing
         #expect(depends.isDisjoint(with: recommends))
         // The default TCTI's fallback (tabrmd) and what doctor suggests for it; the tools; a software TPM.
         #expect(Self.packages(try built.field("Suggests")) == ["libtss2-tcti-swtpm0", "libtss2-tcti-tabrmd0", "swtpm", "swtpm-tools", "tpm2-abrmd", "tpm2-tools"])
+    }
+
+    /// systemd-sysusers, where the host has it (systemd ships it).
+    static let sysusers = ["/usr/bin/systemd-sysusers", "/bin/systemd-sysusers"].first(where: FileManager.default.isExecutableFile(atPath:))
+
+    /// The groups a sysusers.d file makes (its `g` lines).
+    static func groups(inSysusers text: String) -> Set<String> {
+        Set(text.split(separator: "\n").compactMap { line -> String? in
+            let fields = line.split(whereSeparator: \.isWhitespace)
+            return fields.count >= 2 && fields[0] == "g" ? String(fields[1]) : nil
+        })
+    }
+
+    /// The lines of an /etc/group (NAME:x:GID:MEMBERS), by name.
+    static func groupEntries(_ path: String) -> [String: [Substring]] {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        var entries = [String: [Substring]]()
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: ":", omittingEmptySubsequences: false)
+            if fields.count == 4 { entries[String(fields[0])] = fields }
+        }
+        return entries
+    }
+
+    /// Every group of the agent's unit (SupplementaryGroups=) is made by the package's
+    /// /usr/lib/sysusers.d/devtrust.conf, which postinst hands to systemd-sysusers (on configure,
+    /// and when systemd-sysusers comes later: the file trigger), where it is installed. The file,
+    /// given to the host's systemd-sysusers for an empty root, makes each as a system group, once;
+    /// a group that is there already (tpm-udev's addgroup made it) stays as it was.
+    @Test(.enabled(if: shouldRun && (ExternalTool.isCI || sysusers != nil), skipped))
+    func theAgentsGroupIsMadeBySystemdSysusersFromThePackagesFile() throws {
+        let built = try Built.get()
+        let groups = try Self.supplementaryGroups(ofUnit: Repository.path("debian/devtrust.service"))
+        #expect(groups == ["tss"])
+        let conf = "/usr/lib/sysusers.d/devtrust.conf"
+        let files = try built.files()
+        #expect(files.contains(conf), "\(files.sorted())")
+        let tree = TemporaryDirectory("contents")
+        #expect(try ProcessRunner.run("/usr/bin/dpkg-deb", ["--extract", built.path, tree.path]).status == 0)
+        let text = try String(contentsOfFile: tree.file(String(conf.dropFirst())), encoding: .utf8)
+        #expect(Set(groups).isSubset(of: Self.groups(inSysusers: text)), "\(groups): \(text)")
+        let postinst = try built.control("postinst")
+        #expect(postinst.contains("command -v systemd-sysusers >/dev/null; then\n        systemd-sysusers ${DPKG_ROOT:+--root=\"$DPKG_ROOT\"} devtrust.conf\n"),
+                "\(postinst)")
+        #expect(postinst.contains("if [ \"$1\" = configure ] || [ \"$1\" = triggered ]; then\n    if command -v systemd-sysusers"), "\(postinst)")
+        let triggers = try built.control("triggers").split(separator: "\n").filter { !$0.hasPrefix("#") }
+        #expect(triggers == ["interest-noawait /bin/systemd-sysusers", "interest-noawait /usr/bin/systemd-sysusers"], "\(triggers)")
+
+        let sysusers = try #require(Self.sysusers, "systemd-sysusers is not installed")
+        let empty = TemporaryDirectory("sysusers-root")
+        try FileManager.default.createDirectory(atPath: empty.file("etc"), withIntermediateDirectories: true)
+        for file in ["etc/group", "etc/passwd"] { _ = FileManager.default.createFile(atPath: empty.file(file), contents: nil) }
+        let made = try ProcessRunner.run(sysusers, ["--root=\(empty.path)", tree.file(String(conf.dropFirst()))])
+        #expect(made.status == 0, "\(made)")
+        let entries = Self.groupEntries(empty.file("etc/group"))
+        #expect(Set(entries.keys) == Set(groups), "\(entries)")
+        for group in groups {
+            // A system group: a GID below 1000 (Debian's SYS_GID_MAX is 999).
+            let gid = entries[group].flatMap { Int($0[2]) }
+            #expect(gid.map { $0 > 0 && $0 < 1000 } == true, "\(group): \(String(describing: entries[group]))")
+        }
+        let first = FileManager.default.contents(atPath: empty.file("etc/group"))
+        let again = try ProcessRunner.run(sysusers, ["--root=\(empty.path)", tree.file(String(conf.dropFirst()))])
+        #expect(again.status == 0 && FileManager.default.contents(atPath: empty.file("etc/group")) == first, "\(again)")
+
+        // tss made first by tpm-udev's addgroup (here GID 109): kept, not a second tss.
+        let existing = TemporaryDirectory("sysusers-existing")
+        try FileManager.default.createDirectory(atPath: existing.file("etc"), withIntermediateDirectories: true)
+        let before = "root:x:0:\n" + groups.map { "\($0):x:109:alice" }.joined(separator: "\n") + "\n"
+        _ = FileManager.default.createFile(atPath: existing.file("etc/group"), contents: Data(before.utf8))
+        _ = FileManager.default.createFile(atPath: existing.file("etc/passwd"), contents: Data("root:x:0:0:root:/root:/bin/sh\n".utf8))
+        let kept = try ProcessRunner.run(sysusers, ["--root=\(existing.path)", tree.file(String(conf.dropFirst()))])
+        #expect(try kept.status == 0 && String(contentsOfFile: existing.file("etc/group"), encoding: .utf8) == before, "\(kept)")
+    }
+
+    /// Installed with dpkg, postinst makes the group below the root (the host's systemd-sysusers
+    /// with --root). Without systemd-sysusers (a container without systemd) the package installs
+    /// and makes no group; a package that brings systemd-sysusers later, at either path systemd
+    /// ships it at (/bin on Debian 12, /usr/bin later), triggers postinst, which makes it then.
+    @Test(.enabled(if: shouldRun && (ExternalTool.isCI || sysusers != nil), skipped))
+    func installingMakesTheGroupAndSoDoesSystemdSysusersComingLater() throws {
+        let built = try Built.get()
+        let groups = try Self.supplementaryGroups(ofUnit: Repository.path("debian/devtrust.service"))
+        let root = try ScratchRoot()
+        let install = try root.dpkg(["--install", built.path])
+        #expect(try install.status == 0 && root.status() == "ii ", "\(install)")
+        #expect(Set(Self.groupEntries(root.directory.file("etc/group")).keys) == Set(groups), "\(install)")
+
+        // PATH: the host's commands but systemd-sysusers.
+        let commands = TemporaryDirectory("path")
+        for directory in ["/usr/sbin", "/usr/bin"] {
+            for name in try FileManager.default.contentsOfDirectory(atPath: directory) where name != "systemd-sysusers" {
+                if !FileManager.default.fileExists(atPath: commands.file(name)) {
+                    try FileManager.default.createSymbolicLink(atPath: commands.file(name), withDestinationPath: directory + "/" + name)
+                }
+            }
+        }
+        // dpkg runs a package's triggers only once its dependencies are met (else "triggers looping"):
+        // the root's database gets them as the host has them, without their files (the host's are used).
+        let scratch = TemporaryDirectory("stubs")
+        var dependencies = [String]()
+        for package in Self.packages(try built.field("Depends")) {
+            let fields = try ProcessRunner.run("/usr/bin/dpkg-query", ["--show", "--showformat=${Version} ${Architecture} ${Multi-Arch}", package])
+            try #require(fields.status == 0, "\(fields)")
+            let words = fields.stdout.split(separator: " ").map(String.init)
+            dependencies.append(try Self.stubPackage(package, version: words[0], architecture: words[1], multiArch: words.count > 2 ? words[2] : "", in: scratch))
+        }
+        for path in ["bin/systemd-sysusers", "usr/bin/systemd-sysusers"] {
+            let bare = try ScratchRoot()
+            for dependency in dependencies { #expect(try bare.dpkg(["--install", dependency]).status == 0) }
+            let without = try bare.dpkg(["--install", built.path], path: commands.path)
+            #expect(try without.status == 0 && bare.status() == "ii ", "\(without)")
+            #expect(!FileManager.default.fileExists(atPath: bare.directory.file("etc/group")), "\(without)")
+
+            // A package of systemd-sysusers' own path (what postinst runs is the host's: scripts run chrootless).
+            let own = TemporaryDirectory("stub")
+            let later = try bare.dpkg(["--install", try Self.stubPackage("devtrust-test-sysusers", file: path, in: own)])
+            #expect(try later.status == 0 && later.stdout.contains("Processing triggers for devtrust ") && bare.status() == "ii ", "\(later)")
+            #expect(Set(Self.groupEntries(bare.directory.file("etc/group")).keys) == Set(groups), "\(path): \(later)")
+            withExtendedLifetime(own) {}
+        }
+        withExtendedLifetime((scratch, commands)) {}
+    }
+
+    /// A package of no use but its name and one file (empty when given), built in `directory`.
+    static func stubPackage(_ name: String, version: String = "1", architecture: String = "all", multiArch: String = "",
+                            file: String? = nil, in directory: TemporaryDirectory) throws -> String {
+        let tree = directory.file(name + "-tree")
+        try FileManager.default.createDirectory(atPath: tree + "/DEBIAN", withIntermediateDirectories: true)
+        let control = "Package: \(name)\nVersion: \(version)\nArchitecture: \(architecture)\n" + (multiArch.isEmpty || multiArch == "no" ? "" : "Multi-Arch: \(multiArch)\n")
+            + "Maintainer: devtrust tests <tests@example.com>\nDescription: a stand-in for the package tests\n"
+        try control.write(toFile: tree + "/DEBIAN/control", atomically: true, encoding: .utf8)
+        if let file {
+            try FileManager.default.createDirectory(atPath: URL(fileURLWithPath: tree + "/" + file).deletingLastPathComponent().path, withIntermediateDirectories: true)
+            _ = FileManager.default.createFile(atPath: tree + "/" + file, contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o755])
+        }
+        let output = directory.file(name + ".deb")
+        let packed = try ProcessRunner.run("/usr/bin/dpkg-deb", ["--root-owner-group", "--build", tree, output])
+        #expect(packed.status == 0, "\(packed)")
+        return output
     }
 
     /// debian/copyright, as the package installs it, is machine-readable (DEP-5), read by
@@ -253,12 +387,13 @@ import Testing
             }
         }
 
-        /// dpkg on the root. The package's one maintainer script (postrm) runs from the host
-        /// with DPKG_ROOT set (--force-script-chrootless): the scratch root has no shell to run it
-        /// chrooted. libc6 and the rest are the host's, not in the root's database (--force-depends).
-        func dpkg(_ arguments: [String]) throws -> ProcessResult {
+        /// dpkg on the root. The package's maintainer scripts run from the host with DPKG_ROOT
+        /// set (--force-script-chrootless), with the host's commands (`path`, their PATH): the
+        /// scratch root has no shell to run them chrooted. libc6 and the rest are the host's, not
+        /// in the root's database (--force-depends).
+        func dpkg(_ arguments: [String], path commands: String = "/usr/sbin:/usr/bin:/sbin:/bin") throws -> ProcessResult {
             try ProcessRunner.run("/usr/bin/dpkg", ["--root=\(path)", "--force-script-chrootless", "--force-depends"] + arguments,
-                                  environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"])
+                                  environment: ["PATH": commands, "LANG": "C.UTF-8"])
         }
 
         /// `dpkg --verify`: nothing of the package's changed or missing (exit 0, nothing printed).
@@ -405,7 +540,17 @@ import Testing
         #expect(keystores.map { root.contents(below: $0) } == kept)
         let userData: Set<String> = ["var/lib/devtrust", "home/alice/.local", "home/alice/.local/share", "home/alice/.local/share/devtrust",
                                      "home/alice/.cache", "home/alice/.cache/devtrust"]
-        let left = root.listing().filter { path in !userData.contains { path == $0 || path.hasPrefix($0 + "/") } }
+        // And the agent's group, which postinst made with systemd-sysusers (where the host has it): a
+        // system group stays when its package goes, as Debian's do (a GID given again to another group
+        // would own what the first one left).
+        let accounts: Set<String> = ["etc", "etc/group", "etc/gshadow", "etc/.pwd.lock"]
+        let groups = try Self.supplementaryGroups(ofUnit: Repository.path("debian/devtrust.service"))
+        var left = root.listing().filter { path in !userData.contains { path == $0 || path.hasPrefix($0 + "/") } }
+        if Self.sysusers != nil {
+            #expect(left.intersection(accounts) == accounts && before.isDisjoint(with: accounts), "\(left.sorted())")
+            #expect(Set(Self.groupEntries(root.directory.file("etc/group")).keys) == Set(groups))
+        }
+        left.subtract(accounts)
         #expect(left == before, "left behind: \(left.subtracting(before).sorted()); removed: \(before.subtracting(left).sorted())")
         let records = try FileManager.default.contentsOfDirectory(atPath: root.directory.file("var/lib/dpkg/info"))
         #expect(!records.contains { $0.hasPrefix("devtrust.") }, "\(records)")
@@ -418,7 +563,7 @@ import Testing
         try root.expectVerified("after browser uninstall --system")
         let secondPurge = try root.dpkg(["--purge", "devtrust"])
         #expect(secondPurge.status == 0, "\(secondPurge)")
-        let leftAgain = root.listing().filter { path in !userData.contains { path == $0 || path.hasPrefix($0 + "/") } }
+        let leftAgain = root.listing().filter { path in !userData.contains { path == $0 || path.hasPrefix($0 + "/") } }.subtracting(accounts)
         #expect(leftAgain == before, "left behind: \(leftAgain.subtracting(before).sorted())")
         #expect(keystores.map { root.contents(below: $0) } == kept)
     }
@@ -593,7 +738,8 @@ import Testing
         // The system agent's units name /usr/bin/devtrust: the package's alone (docs/deployment.md says how to
         // use them with another PREFIX).
         let packageOnly: Set<String> = ["/usr/share/doc/devtrust/changelog.gz", "/usr/share/lintian/overrides/devtrust",
-                                        "/usr/lib/systemd/system/devtrust.service", "/usr/lib/systemd/system/devtrust.socket"]
+                                        "/usr/lib/systemd/system/devtrust.service", "/usr/lib/systemd/system/devtrust.socket",
+                                        "/usr/lib/sysusers.d/devtrust.conf"]
         let packaged = Set(try built.files().subtracting(packageOnly).map { path in
             path.hasSuffix("/devtrust.1.gz") || path.hasSuffix("/README.md.gz") ? String(path.dropLast(3)) : path
         })
