@@ -29,7 +29,7 @@ extension AgentTests {
         let machine = try MachineAgent(policy: Self.unlimited)
         try machine.start()
         let server = try ReferenceServer()
-        let alice = try machine.user("alice")
+        let alice = try machine.userWhoseUIDIsGivenAgain("alice")
         let aliceID = try Self.register(alice, as: "alice@example.com", at: server)
         let uid = alice.account.uid
         let environment = machine.agentEnvironment.merging(["DEVTRUST_AGENT": machine.socket]) { $1 }
@@ -64,7 +64,7 @@ extension AgentTests {
         let machine = try MachineAgent(policy: Self.unlimited)
         try machine.start()
         let server = try ReferenceServer()
-        let alice = try machine.user("alice")
+        let alice = try machine.userWhoseUIDIsGivenAgain("alice")
         let aliceID = try Self.register(alice, as: "alice@example.com", at: server)
         let uid = alice.account.uid
         // As the agent before accounts recorded it: the uid alone.

@@ -959,7 +959,7 @@ extension AgentTests {
         let machine = try MachineAgent(policy: Self.unlimited)
         try machine.start()
         let server = try ReferenceServer()
-        let alice = try machine.user("alice")
+        let alice = try machine.userWhoseUIDIsGivenAgain("alice")
         let aliceID = try Self.register(alice, as: "alice@example.com", at: server)
         let uid = alice.account.uid, aliceName = alice.account.name
         #expect(try alice.devtrust(["token"]).status == 0)

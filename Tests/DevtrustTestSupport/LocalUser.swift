@@ -34,6 +34,23 @@ public final class LocalUser: @unchecked Sendable {
         self.gid = gid
     }
 
+    /// A user whose uid useradd never gives on its own (above UID_MAX, 60000, and below nobody's):
+    /// once the user is removed, the uid stays free for the test to give again, whatever users other
+    /// test processes make meanwhile (a system uid freed by userdel was taken by one).
+    public static func withReusableUID(_ label: String) throws -> LocalUser {
+        var refused = [String]()
+        for _ in 0..<8 {
+            let candidate = UInt32.random(in: 61_000..<65_000)
+            guard getpwuid(candidate) == nil else { continue }
+            do {
+                return try LocalUser(label, uid: candidate)
+            } catch {
+                refused.append("\(error)")  // another test process took it meanwhile
+            }
+        }
+        throw FixtureError("no free uid in 61000..<65000 for \(label): \(refused)")
+    }
+
     deinit {
         remove()
     }

@@ -81,6 +81,11 @@ public final class MachineAgent: @unchecked Sendable {
         try MachineUser(label, machine: self, uid: uid)
     }
 
+    /// A user whose uid the test gives to another account after removing them (`LocalUser.withReusableUID`).
+    public func userWhoseUIDIsGivenAgain(_ label: String) throws -> MachineUser {
+        try MachineUser(label, machine: self, reusableUID: true)
+    }
+
     /// Runs `agent_client.py COMMAND SOCKET ARGS...` as root.
     public func rawClient(_ command: String, _ arguments: [String]) throws -> ProcessResult {
         try ProcessRunner.run(ExternalTool.python.rawValue, [agentClient, command, socket] + arguments, environment: ["PATH": "/usr/bin:/bin"])
@@ -93,8 +98,8 @@ public final class MachineUser: @unchecked Sendable {
     public let machine: MachineAgent
     public var home: String { machine.scratch.file("users/\(account.name)") }
 
-    init(_ label: String, machine: MachineAgent, uid: UInt32? = nil) throws {
-        account = try LocalUser(label, uid: uid)
+    init(_ label: String, machine: MachineAgent, uid: UInt32? = nil, reusableUID: Bool = false) throws {
+        account = reusableUID ? try LocalUser.withReusableUID(label) : try LocalUser(label, uid: uid)
         self.machine = machine
         for directory in ["home", "cache", "config", "data"] {
             try FileManager.default.createDirectory(atPath: home + "/" + directory, withIntermediateDirectories: true)
