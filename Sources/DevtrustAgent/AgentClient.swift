@@ -136,20 +136,23 @@ public struct AgentClient: Sendable {
         // In a user namespace the kernel shows any uid the namespace does not map (the machine's root,
         // another user) as the overflow uid: it names nobody, also when it is the caller's own (a
         // namespace without a uid map), so nothing is sent to it.
-        let initial = Self.isInitialUserNamespace()
-        let unmapped = !initial && server.uid == Self.overflowUID()
+        // A map that cannot be read (a /proc without it) proves nothing: the overflow uid names nobody then too.
+        let unmapped = server.uid == Self.overflowUID() && Self.isInitialUserNamespace() != true
         guard !unmapped, server.uid == 0 || server.uid == geteuid() else {
             throw unavailable(unmapped ? .rootNotMapped(uid: server.uid) : .notTheAgent(uid: server.uid))
         }
+        // The timeout bounds the whole exchange, not each read: a listener that sends a byte now and
+        // then (root's, or the caller's own) does not hold the command for longer.
+        let deadline = Self.monotonicMilliseconds() + Int64(timeoutMilliseconds)
         do {
-            try send(frame, on: descriptor)
+            try send(frame, on: descriptor, by: deadline)
         } catch let error where error.reason == .closedDuringRequest {
             // The agent may have refused at once (too many connections) and closed: its reply is there to read.
         }
-        let header = try receive(AgentWire.headerBytes, on: descriptor)
+        let header = try receive(AgentWire.headerBytes, on: descriptor, by: deadline)
         let length = Int(UInt32(header[0]) << 24 | UInt32(header[1]) << 16 | UInt32(header[2]) << 8 | UInt32(header[3]))
         guard length > 0, length <= AgentWire.maximumReplyBytes else { throw unavailable(.unreadableReply("a reply of \(length) bytes")) }
-        let body = try receive(length, on: descriptor)
+        let body = try receive(length, on: descriptor, by: deadline)
         guard let reply = AgentReply(json: body) else { throw unavailable(.unreadableReply("not a reply")) }
         return reply
     }
@@ -158,9 +161,29 @@ public struct AgentClient: Sendable {
         AgentUnavailable(socket: socket, reason: reason)
     }
 
-    private func send(_ bytes: [UInt8], on descriptor: Int32) throws(AgentUnavailable) {
+    /// Milliseconds of the monotonic clock.
+    static func monotonicMilliseconds() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Int64(time.tv_sec) * 1000 + Int64(time.tv_nsec) / 1_000_000
+    }
+
+    /// Sets the socket's send and receive timeouts to what is left until `deadline`; throws when nothing is.
+    private func bound(_ descriptor: Int32, by deadline: Int64) throws(AgentUnavailable) {
+        let left = deadline - Self.monotonicMilliseconds()
+        guard left > 0 else { throw unavailable(.timedOut(seconds: timeoutMilliseconds / 1000)) }
+        var timeout = timeval(tv_sec: Int(left / 1000), tv_usec: Int((left % 1000) * 1000))
+        let size = socklen_t(MemoryLayout<timeval>.size)
+        guard setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, size) == 0,
+              setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &timeout, size) == 0 else {
+            throw unavailable(.io(operation: "set a timeout on", errno: errno))
+        }
+    }
+
+    private func send(_ bytes: [UInt8], on descriptor: Int32, by deadline: Int64) throws(AgentUnavailable) {
         var sent = 0
         while sent < bytes.count {
+            try bound(descriptor, by: deadline)
             // MSG_NOSIGNAL: an agent gone is an error to report, not a SIGPIPE that ends the command.
             let count = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
             if count < 0 {
@@ -174,10 +197,11 @@ public struct AgentClient: Sendable {
         }
     }
 
-    private func receive(_ count: Int, on descriptor: Int32) throws(AgentUnavailable) -> [UInt8] {
+    private func receive(_ count: Int, on descriptor: Int32, by deadline: Int64) throws(AgentUnavailable) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         var filled = 0
         while filled < count {
+            try bound(descriptor, by: deadline)
             let got = bytes.withUnsafeMutableBytes { Glibc.recv(descriptor, $0.baseAddress! + filled, $0.count - filled, 0) }
             if got < 0 {
                 let code = errno
@@ -193,10 +217,10 @@ public struct AgentClient: Sendable {
     }
 
     /// Whether this process is in the machine's own user namespace, whose /proc/self/uid_map is the
-    /// one line "0 0 4294967295" (an empty map: a namespace that maps no uid yet); a map that cannot
-    /// be read is taken as yes (the old rule, root or the caller).
-    static func isInitialUserNamespace(uidMap path: String = "/proc/self/uid_map") -> Bool {
-        guard let text = Self.smallFile(path) else { return true }
+    /// one line "0 0 4294967295" (an empty map: a namespace that maps no uid yet); nil when the map
+    /// cannot be read.
+    static func isInitialUserNamespace(uidMap path: String = "/proc/self/uid_map") -> Bool? {
+        guard let text = Self.smallFile(path) else { return nil }
         let lines = text.split(separator: UInt8(ascii: "\n"))
         guard lines.count == 1 else { return false }
         return lines[0].split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) } == ["0", "0", "4294967295"]

@@ -259,7 +259,7 @@ public struct DeviceStore: Sendable {
             }
             state.registrations.append(record)
             state.formerRegistrations.removeAll { $0 == FormerRegistration(record, keystoreOwner: owner) }
-            Self.remember(replaced.filter { $0.registrationId != record.registrationId }, by: user, in: &state, keystoreOwner: owner)
+            Self.remember(replaced.filter { $0.registrationId != record.registrationId }, by: user, in: &state, keystoreOwner: owner, shared: false)
         }
     }
 
@@ -272,23 +272,34 @@ public struct DeviceStore: Sendable {
         return try keystore.update { state, _ in
             let forgotten = state.registrations.filter { $0.belongs(to: user, keystoreOwner: owner) }
             state.registrations.removeAll { $0.belongs(to: user, keystoreOwner: owner) }
-            Self.remember(forgotten, by: user, in: &state, keystoreOwner: owner)
+            // Forgetting by holder is the agent's (a user's reset) or root's `reset --uid`: a shared keystore.
+            Self.remember(forgotten, by: user, in: &state, keystoreOwner: owner, shared: true)
             return forgotten
         }
     }
 
-    /// Keeps whose the forgotten registrations of a keystore of several users were (those the agent
-    /// recorded for a uid), within `maximumFormerRegistrations`: past it, the oldest of the holder (uid
-    /// and account) that has the most goes, so that a user's own churn pushes out their own.
-    static func remember(_ forgotten: [RegistrationRecord], by forgetter: RegistrationHolder, in state: inout KeystoreState, keystoreOwner: UInt32) {
-        for var record in forgotten where record.uid != nil {
-            // A record of the uid alone (an older agent's) forgotten by an account of that uid was that
-            // account's (it was served to it): its id stays that account's. Root naming a uid knows no
-            // account: the former is then nobody's (the agent records it for no one).
-            if record.account == nil { record.account = forgetter.account }
+    /// Keeps whose the forgotten registrations of a keystore of several users were, so that the agent
+    /// records none of their ids for anyone else. Those the agent recorded for a uid; and, in a keystore
+    /// several users record in (`shared`: the agent's), those without a uid too, its owner's (root's,
+    /// registered directly), which were remembered by no one before. A keystore of one's own keeps none
+    /// (nobody else records there). Bounded: a holder (uid and account) keeps its
+    /// `maximumRegistrationsPerUser` newest, so that its own churn pushes out only its own; past
+    /// `maximumFormerRegistrations` in all, the oldest of the holder with the most goes.
+    static func remember(_ forgotten: [RegistrationRecord], by forgetter: RegistrationHolder, in state: inout KeystoreState,
+                         keystoreOwner: UInt32, shared: Bool) {
+        let shared = shared || forgetter.account != nil || state.registrations.contains { $0.uid != nil }
+            || !state.formerRegistrations.isEmpty || forgotten.contains { $0.uid != nil }
+        for var record in forgotten where record.uid != nil || shared {
+            // A record of the uid alone (an older agent's, or the owner's own) forgotten by an account of
+            // that uid was that account's (it was served to it): its id stays that account's. Root naming
+            // a uid knows no account: the former is then nobody's (the agent records it for no one).
+            if record.account == nil, forgetter.uid == record.owner(keystoreOwner: keystoreOwner) { record.account = forgetter.account }
             let former = FormerRegistration(record, keystoreOwner: keystoreOwner)
             state.formerRegistrations.removeAll { $0 == former }
             state.formerRegistrations.append(former)
+            let holder = RegistrationHolder(uid: former.uid, account: former.account)
+            let held = state.formerRegistrations.indices.filter { RegistrationHolder(uid: state.formerRegistrations[$0].uid, account: state.formerRegistrations[$0].account) == holder }
+            if held.count > maximumRegistrationsPerUser { state.formerRegistrations.remove(at: held[0]) }
         }
         while state.formerRegistrations.count > maximumFormerRegistrations {
             // By holder (uid and account), not by uid: a departed account's ids are not pushed out by

@@ -204,7 +204,7 @@ package struct DoctorExplanation {
                                      fix: "use the kernel's resource manager (device:/dev/tpmrm0) or tpm2-abrmd, or free them with tpm2_flushcontext -l (loaded sessions) and -s (saved ones)")
         case let .outOfObjectMemory(operation):
             return DoctorExplanation(detail: "the TPM has no free slot for \(operation): another program left objects loaded",
-                                     fix: "use the kernel's resource manager (device:/dev/tpmrm0) or tpm2-abrmd, or free the slots with tpm2_flushcontext -t (which leaves hash and HMAC sequences: the program that started one, or a restart of the TPM, ends it)")
+                                     fix: "use the kernel's resource manager (device:/dev/tpmrm0) or tpm2-abrmd, or free the slots with tpm2_flushcontext -t (which fails and frees nothing while a hash or HMAC sequence is loaded: then a restart of the TPM, a reboot, frees them)")
         case let .busy(operation):
             return DoctorExplanation(detail: "the TPM was busy and did not run \(operation) (TPM_RC_RETRY)", fix: "run `devtrust doctor` again")
         case .keyReplaced:

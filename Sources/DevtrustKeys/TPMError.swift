@@ -163,7 +163,7 @@ public enum TPMError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .outOfSessionMemory(operation):
             return "the TPM has no free session slot for \(operation): another program left sessions loaded. Use the kernel's resource manager (device:/dev/tpmrm0) or tpm2-abrmd, or free them with tpm2_flushcontext -l (loaded sessions) and -s (saved ones)"
         case let .outOfObjectMemory(operation):
-            return "the TPM has no free slot for \(operation): another program left objects loaded. Use the kernel's resource manager (device:/dev/tpmrm0) or tpm2-abrmd, or free the slots with tpm2_flushcontext -t (which leaves hash and HMAC sequences: the program that started one, or a restart of the TPM, ends it)"
+            return "the TPM has no free slot for \(operation): another program left objects loaded. Use the kernel's resource manager (device:/dev/tpmrm0) or tpm2-abrmd, or free the slots with tpm2_flushcontext -t (which fails and frees nothing while a hash or HMAC sequence is loaded: then a restart of the TPM, a reboot, frees them)"
         case let .keyReplaced(handle):
             return "another program replaced the device key in the TPM: the object at \(handle.map(TPMHandle.format) ?? "the key's handle"), where devtrust had just loaded the key again, is another one (a TPM without a resource manager lets the programs that share it flush each other's objects). Nothing was signed. Run the command again; if this keeps happening, find the program that flushes other programs' objects (as `tpm2_flushcontext -t` does), or use the TPM through the kernel's resource manager (device:/dev/tpmrm0)."
         case let .unsupportedKey(reason):

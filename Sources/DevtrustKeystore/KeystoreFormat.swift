@@ -93,8 +93,13 @@ public enum KeystoreFormat {
             // refuses the field rather than take another user's registration for its own.
             let uid = try uid(record, Field.uid, version: version)
             let account = try account(record, Field.account, uid: uid)
+            // Not empty, as the schema says: forgetting one would write a former registration this refuses.
+            let registrationID = try record.string(Field.registrationId)
+            guard !registrationID.isEmpty else {
+                throw JSONFieldError(path: record.fieldPath(Field.registrationId), kind: .invalidValue("must not be empty"))
+            }
             state.registrations.append(RegistrationRecord(
-                registrationId: try record.string(Field.registrationId),
+                registrationId: registrationID,
                 server: try record.string(Field.server),
                 flowType: try record.string(Field.flowType),
                 keyFingerprint: try record.string(Field.keyFingerprint),

@@ -168,14 +168,23 @@ import Testing
         let mallory = DeviceStore(keystore: keystore, viewer: 1002, viewerAccount: "user1002")
         try alice.recordRegistration(record("alice-1", uid: 1001))
         _ = try alice.forgetRegistrations(of: alice.holder)
-        let limit = DeviceStore.maximumFormerRegistrations
-        // Mallory replaces a registration of his over and over, far past the bound.
+        let limit = DeviceStore.maximumFormerRegistrations, perUser = DeviceStore.maximumRegistrationsPerUser
+        // Mallory replaces a registration of his over and over, far past the bound: he keeps his newest 32.
         for index in 0...(limit + 10) { try mallory.recordRegistration(record("m-\(index)", uid: 1002)) }
         var formers = try owner.wholeState().formerRegistrations
-        #expect(formers.count == limit)
+        #expect(formers.count == 1 + perUser)
         #expect(formers.first == FormerRegistration(registrationId: "alice-1", uid: 1001, account: "user1001"))
         #expect(formers.last == FormerRegistration(registrationId: "m-\(limit + 9)", uid: 1002, account: "user1002"))
-        #expect(!formers.contains { $0.registrationId == "m-0" })
+        #expect(!formers.contains { $0.registrationId == "m-\(limit + 9 - perUser)" } && formers.contains { $0.registrationId == "m-\(limit + 10 - perUser)" })
+        // 16 more accounts forget 32 each: past the 512, the oldest of those holding the most go, not Alice's one.
+        for uid in UInt32(2000)..<2016 {
+            let other = DeviceStore(keystore: keystore, viewer: uid, viewerAccount: "user\(uid)")
+            for index in 0...perUser { try other.recordRegistration(record("u\(uid)-\(index)", uid: uid)) }
+        }
+        formers = try owner.wholeState().formerRegistrations
+        #expect(formers.count == limit && formers.first?.registrationId == "alice-1", "\(formers.count) \(formers.prefix(2))")
+        let held = Dictionary(grouping: formers, by: \.uid).mapValues(\.count)
+        #expect(held.values.allSatisfy { $0 <= perUser } && held.values.filter { $0 < perUser - 2 }.count == 1, "\(held)")
         // Alice records her id again: it is a registration of hers, not a former one.
         try alice.recordRegistration(record("alice-1", uid: 1001))
         formers = try owner.wholeState().formerRegistrations
@@ -205,7 +214,7 @@ import Testing
         let bob = DeviceStore(keystore: keystore, viewer: 1001, viewerAccount: "bob")
         for index in 0...DeviceStore.maximumFormerRegistrations { try bob.recordRegistration(record("b-\(index)", account: "bob")) }
         let formers = try bob.wholeState().formerRegistrations
-        #expect(formers.count == DeviceStore.maximumFormerRegistrations)
+        #expect(formers.count == 1 + DeviceStore.maximumRegistrationsPerUser)
         #expect(formers.first == FormerRegistration(registrationId: "alice-1", uid: 1001, account: "alice"), "\(formers.prefix(2))")
         #expect(!formers.contains { $0.registrationId == "b-0" })
     }

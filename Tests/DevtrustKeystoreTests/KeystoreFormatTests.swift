@@ -96,6 +96,7 @@ import Testing
         refusals.append(("formers not an array", edited { $0["formerRegistrations"] = .object([:]) }))
         // Where the reader was laxer than the schema (an outside review): null, empty, one too many.
         refusals.append(("account null", edited(registration { $0["account"] = .null })))
+        refusals.append(("registration with an empty id", edited(registration { $0["registrationId"] = .string("") })))
         refusals.append(("former's account null", edited { $0["formerRegistrations"] = .array([.object(["registrationId": .string("r1"), "uid": .integer(1), "account": .null])]) }))
         refusals.append(("former with an empty id", edited { $0["formerRegistrations"] = .array([.object(["registrationId": .string(""), "uid": .integer(1)])]) }))
         refusals.append(("one former too many", edited { object in

@@ -158,7 +158,7 @@ enum ResetCommand: DevtrustCommand {
         context.success("\(place) forgot \(forgotten.count) registration(s) of uid \(uid)"
                         + (accounts.isEmpty ? "" : " (account " + accounts.joined(separator: ", ") + ")")
                         + ": " + forgotten.map { "\($0.registrationId) with \($0.server)" }.joined(separator: ", ")
-                        + "; their ids stay theirs (the agent records them for no other account); delete the devices at their servers too")
+                        + "; their ids stay theirs (the agent records them for no other account while it keeps them: 512 forgotten ids at most); delete the devices at their servers too")
     }
 
     private static func signInsText(_ signIns: [SignInRecord]) -> String {
