@@ -127,6 +127,11 @@ public final class ResidentTPMKey: DeviceKey {
             state.object = object
             state.names = names
             return (context, object, true)
+        } catch where error.isTPMWarning {
+            // The TPM did not read it (busy, testing): nothing says another object is there, and the
+            // key this process has just loaded would hold a slot for nothing.
+            context.flush(object)
+            throw error
         } catch {
             // Not flushed: another object may hold the handle by now; a copy of the key that is
             // still there is taken back when the key is loaded again.

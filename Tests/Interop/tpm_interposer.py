@@ -72,7 +72,9 @@ swap-srk  TPM2_ReadPublic response for the persistent handle ``--srk-handle``
 refuse    answers each command named by ``--refuse CC:RC`` (hex codes, e.g.
           0x15d:0x9a2 for Sign refused with TPM_RC_BAD_AUTH) with that
           response code itself, without forwarding it: a TPM (or something
-          in between) refusing a command (error answers carry no HMAC)
+          in between) refusing a command (error answers carry no HMAC);
+          with ``--refuse-after CC``, only the first such command after
+          each command CC (0x157: the ReadPublic right after a Load)
                                                       -> "refused"
 persist-first
           another program winning a race: before forwarding the first
@@ -1014,14 +1016,27 @@ class SwapSrkInterposer(PassInterposer):
 
 
 class RefuseInterposer(PassInterposer):
-    """Answers the commands in ``refusals`` (code -> response code) itself."""
+    """Answers the commands in ``refusals`` (code -> response code) itself;
+    with ``after``, only the first such command after each command of code
+    ``after`` (a ReadPublic right after a Load, say)."""
 
-    def __init__(self, log: EventLog, refusals: Dict[int, int]):
+    def __init__(self, log: EventLog, refusals: Dict[int, int], after: Optional[int] = None):
         super().__init__(log)
         self.refusals = refusals
+        self.after = after
+        self.armed = False
+        self.lock = threading.Lock()
 
     def intercept(self, ex, raw, transact):
         rc = self.refusals.get(ex.code)
+        if self.after is not None:
+            with self.lock:
+                if ex.code == self.after:
+                    self.armed = True
+                    return None
+                if rc is None or not self.armed:
+                    return None
+                self.armed = False
         if rc is None:
             return None
         self.log.emit("refused", conn=ex.conn, cc=hx(ex.code), rc=hx(rc))
@@ -1463,6 +1478,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                    type=parse_refusal,
                    help="(refuse) answer command code CC with response "
                         "code RC, both hex; repeatable")
+    p.add_argument("--refuse-after", type=lambda s: int(s, 16), metavar="CC",
+                   help="(refuse) only the first refused command after each "
+                        "command of code CC (hex)")
     p.add_argument("--log", help="JSON-lines event log")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="also print every event on stderr")
@@ -1478,7 +1496,7 @@ def main(argv: List[str]) -> int:
     elif args.mode == "refuse":
         if not args.refuse:
             raise SystemExit("--mode refuse needs --refuse CC:RC")
-        interposer = RefuseInterposer(log, dict(args.refuse))
+        interposer = RefuseInterposer(log, dict(args.refuse), args.refuse_after)
     elif args.mode == "persist-first":
         interposer = PersistFirstInterposer(log)
     else:
