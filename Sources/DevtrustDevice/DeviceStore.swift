@@ -259,7 +259,7 @@ public struct DeviceStore: Sendable {
             }
             state.registrations.append(record)
             state.formerRegistrations.removeAll { $0 == FormerRegistration(record, keystoreOwner: owner) }
-            Self.remember(replaced.filter { $0.registrationId != record.registrationId }, by: user, in: &state, keystoreOwner: owner, shared: false)
+            Self.remember(replaced.filter { $0.registrationId != record.registrationId }, by: user, in: &state, keystoreOwner: owner)
         }
     }
 
@@ -272,24 +272,21 @@ public struct DeviceStore: Sendable {
         return try keystore.update { state, _ in
             let forgotten = state.registrations.filter { $0.belongs(to: user, keystoreOwner: owner) }
             state.registrations.removeAll { $0.belongs(to: user, keystoreOwner: owner) }
-            // Forgetting by holder is the agent's (a user's reset) or root's `reset --uid`: a shared keystore.
-            Self.remember(forgotten, by: user, in: &state, keystoreOwner: owner, shared: true)
+            Self.remember(forgotten, by: user, in: &state, keystoreOwner: owner)
             return forgotten
         }
     }
 
-    /// Keeps whose the forgotten registrations of a keystore of several users were, so that the agent
-    /// records none of their ids for anyone else. Those the agent recorded for a uid; and, in a keystore
-    /// several users record in (`shared`: the agent's), those without a uid too, its owner's (root's,
-    /// registered directly), which were remembered by no one before. A keystore of one's own keeps none
-    /// (nobody else records there). Bounded: a holder (uid and account) keeps its
+    /// Keeps whose the forgotten registrations were, so that the agent records none of their ids for
+    /// anyone else: those the agent recorded for a uid, and those without one, the keystore owner's
+    /// (root's, registered directly in the machine keystore before the agent served it; whether a
+    /// keystore will be served cannot be told from it, so a keystore of one's own keeps its owner's
+    /// replaced ids too, a few dozen bytes each). Bounded: a holder (uid and account) keeps its
     /// `maximumRegistrationsPerUser` newest, so that its own churn pushes out only its own; past
     /// `maximumFormerRegistrations` in all, the oldest of the holder with the most goes.
     static func remember(_ forgotten: [RegistrationRecord], by forgetter: RegistrationHolder, in state: inout KeystoreState,
-                         keystoreOwner: UInt32, shared: Bool) {
-        let shared = shared || forgetter.account != nil || state.registrations.contains { $0.uid != nil }
-            || !state.formerRegistrations.isEmpty || forgotten.contains { $0.uid != nil }
-        for var record in forgotten where record.uid != nil || shared {
+                         keystoreOwner: UInt32) {
+        for var record in forgotten {
             // A record of the uid alone (an older agent's, or the owner's own) forgotten by an account of
             // that uid was that account's (it was served to it): its id stays that account's. Root naming
             // a uid knows no account: the former is then nobody's (the agent records it for no one).

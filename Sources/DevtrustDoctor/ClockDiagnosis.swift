@@ -93,7 +93,6 @@ package struct ClockDiagnosis {
             return DoctorCheck(id, Self.title, .fail, "the keystore names the server \(server.named), which is not a URL devtrust can use (\(server.problem ?? "?")): every command for it fails",
                                fix: again)
         }
-        let sent = now()
         let response: HTTPResponse
         do {
             response = try http.send(HTTPRequest(method: "GET", url: url, headers: [("Accept", "application/json")]))
@@ -121,8 +120,9 @@ package struct ClockDiagnosis {
             }
             age = seconds
         }
-        // In floating point, then clamped: a Date and an Age far apart must not overflow.
-        let difference = ((sent + received) / 2 - (Double(date) + Double(age) + 0.5)).rounded()
+        // This machine's time when the answer came, as ClockWatchingHTTPClient takes it (a server stamps
+        // Date when it answers). In floating point, then clamped: a Date and an Age far apart must not overflow.
+        let difference = (received - (Double(date) + Double(age) + 0.5)).rounded()
         let skew = Int64(max(-1e15, min(1e15, difference)))
         return verdict(id, server, skew: skew)
     }

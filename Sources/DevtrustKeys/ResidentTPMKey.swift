@@ -127,10 +127,13 @@ public final class ResidentTPMKey: DeviceKey {
             state.object = object
             state.names = names
             return (context, object, true)
-        } catch where error.isTPMWarning {
-            // The TPM did not read it (busy, testing): nothing says another object is there, and the
-            // key this process has just loaded would hold a slot for nothing.
-            context.flush(object)
+        } catch where error.isTPMWarning && !error.isObjectGone {
+            // The TPM did not read it (busy, out of memory): nothing says another object is there, and
+            // the key this process has just loaded would hold a slot for nothing. (An empty handle,
+            // TPM_RC_REFERENCE_H0, is a warning too: another program flushed the key, and the handle
+            // may be its object's by now: let go of, below.) A flush the TPM refuses lets go of it too,
+            // so that the context's end flushes nothing at that handle blindly.
+            if !context.flush(object) { context.forget(object) }
             throw error
         } catch {
             // Not flushed: another object may hold the handle by now; a copy of the key that is

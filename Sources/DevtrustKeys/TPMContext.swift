@@ -114,8 +114,13 @@ final class TPMContext {
         if rc != 0 { throw TPMError.from(rc, operation: operation, ownerAuthorized: ownerAuthorized) }
     }
 
-    func flush(_ object: ESYS_TR) {
-        if tss.Esys_FlushContext(esys, object) == 0 { unflushed[object] = nil }
+    /// Flushes an object of this context; whether the TPM did (if not, it is still remembered, and
+    /// flushed when the context goes).
+    @discardableResult
+    func flush(_ object: ESYS_TR) -> Bool {
+        guard tss.Esys_FlushContext(esys, object) == 0 else { return false }
+        unflushed[object] = nil
+        return true
     }
 
     /// Lets go of ESAPI's record of an object the TPM no longer holds (no TPM command): it is not

@@ -189,4 +189,33 @@ extension AgentTests {
         #expect(ended, "init still waits after \(Int(Date().timeIntervalSince(started))) s (AgentStandsIn.seconds is 5)")
         alice.account.endProcesses()
     }
+
+    /// Root registers the machine keystore directly (before the agent runs) and then again with
+    /// --replace: the replaced id, still root's device at the server, is remembered, and another user
+    /// cannot record it through the agent. (A third review: 18bff04 guessed from the keystore's
+    /// content that it was nobody else's, remembered nothing, and Mallory's tokens were root's device.)
+    @Test func rootsReplacedDirectRegistrationStaysRoots() throws {
+        let machine = try MachineAgent(policy: Self.unlimited)
+        let server = try ReferenceServer()
+        func direct(_ extra: [String]) throws -> String {
+            let run = try ProcessRunner.run(machine.binary, ["--keystore", machine.keystore, "register", "--server", server.url, "--non-interactive",
+                                                             "--inputs", "-", "--json"] + extra,
+                                            environment: machine.agentEnvironment, stdin: Array(Self.answers("root@example.com").utf8))
+            return try #require(try JSONParser.parse(run.stdout).objectValue?["registrationId"]?.stringValue, "\(run)")
+        }
+        let oldID = try direct([])
+        let newID = try direct(["--replace"])
+        #expect(oldID != newID)
+        let formers = try Self.manifest(machine.keystore)["formerRegistrations"]?.arrayValue ?? []
+        #expect(formers.contains { $0.objectValue?["registrationId"] == .string(oldID) }, "root's replaced id is not remembered: \(formers)")
+        try machine.start()
+        let mallory = try machine.user("mallory")
+        let claim = try Self.claimed(oldID, by: mallory, at: server.url)
+        #expect(!claim.signed && !claim.recorded, "Mallory recorded root's replaced id: \(claim.result)")
+        let stolen = try mallory.devtrust(["token", "--device-id", oldID])
+        #expect(stolen.status != 0, "\(stolen)")
+        if stolen.status == 0 {
+            Issue.record("the reference server on Mallory's token: \(try Self.deviceCheck(stolen.output, at: server))")
+        }
+    }
 }

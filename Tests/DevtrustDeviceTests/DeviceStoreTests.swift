@@ -144,10 +144,9 @@ import Testing
                                              FormerRegistration(registrationId: "old-1", uid: 1001, account: nil)])
     }
 
-    /// Forgotten registrations are remembered as their users' (a replaced one too; one of a keystore
-    /// of one's own is not: nobody else records there), within `maximumFormerRegistrations`: past it
-    /// the oldest of the uid with the most goes, so a user who forgets over and over pushes out only
-    /// their own. Recording one's own id again takes it out; a new key empties them.
+    /// Forgotten registrations are remembered as their users' (a replaced one too), 32 per account and
+    /// `maximumFormerRegistrations` in all: past it the oldest of the account with the most goes, so a
+    /// user who forgets over and over pushes out only their own. Recording one's own id again takes it out; a new key empties them.
     @Test func forgottenRegistrationsAreRememberedWithinABound() throws {
         let directory = TemporaryDirectory()
         let keystore = Keystore(path: directory.file("ks"))
@@ -160,9 +159,6 @@ import Testing
                                uid: uid, account: uid.map { "user\($0)" })
         }
         let owner = DeviceStore(keystore: keystore)
-        try owner.recordRegistration(record("own-1", uid: nil))
-        try owner.recordRegistration(record("own-2", uid: nil))
-        #expect(try owner.wholeState().formerRegistrations.isEmpty)
 
         let alice = DeviceStore(keystore: keystore, viewer: 1001, viewerAccount: "user1001")
         let mallory = DeviceStore(keystore: keystore, viewer: 1002, viewerAccount: "user1002")
@@ -192,6 +188,25 @@ import Testing
         // The keystore stays within what a keystore reads (it is read back above) and a new key empties them.
         _ = try owner.initialize(backend: .software, force: true)
         #expect(try owner.wholeState().formerRegistrations.isEmpty)
+    }
+
+    /// The keystore owner's registration, made directly (root's, in the machine keystore before the
+    /// agent serves it: no uid), is remembered when it is replaced, as a former of no account: the
+    /// agent records it for no one. (Not remembered, another user recorded root's replaced id through
+    /// the agent, and the server took her tokens as root's device: a third review.)
+    @Test func anOwnersReplacedRegistrationIsRemembered() throws {
+        let directory = TemporaryDirectory()
+        let keystore = Keystore(path: directory.file("ks"))
+        guard case let .created(key, _, _) = try DeviceStore(keystore: keystore).initialize(backend: .software, force: false) else {
+            Issue.record("no key")
+            return
+        }
+        let owner = DeviceStore(keystore: keystore)
+        for id in ["own-1", "own-2"] {
+            try owner.recordRegistration(RegistrationRecord(registrationId: id, server: "https://idp.example", flowType: "REGISTRATION",
+                                                            keyFingerprint: key.fingerprint, registeredAt: "t", uid: nil))
+        }
+        #expect(try owner.wholeState().formerRegistrations == [FormerRegistration(registrationId: "own-1", uid: keystore.ownerID, account: nil)])
     }
 
     /// The bound is kept by holder, a uid and an account: a new account given a departed user's uid
