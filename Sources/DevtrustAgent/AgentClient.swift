@@ -135,15 +135,18 @@ public struct AgentClient: Sendable {
         guard let server = AgentPeer.of(descriptor) else { throw unavailable(.io(operation: "identify", errno: errno)) }
         // In a user namespace the kernel shows any uid the namespace does not map (the machine's root,
         // another user) as the overflow uid: it names nobody, also when it is the caller's own (a
-        // namespace without a uid map), so nothing is sent to it.
-        // A map that cannot be read (a /proc without it) proves nothing: the overflow uid names nobody then too.
-        let unmapped = server.uid == Self.overflowUID() && Self.isInitialUserNamespace() != true
-        guard !unmapped, server.uid == 0 || server.uid == geteuid() else {
-            throw unavailable(unmapped ? .rootNotMapped(uid: server.uid) : .notTheAgent(uid: server.uid))
+        // namespace without a uid map), so nothing is sent to it. A map that cannot be read (a /proc
+        // without it) proves nothing: the overflow uid names nobody then too. Root's listener (the
+        // agent, every token's case) costs no read of /proc.
+        if server.uid != 0 {
+            let unmapped = server.uid == Self.overflowUID() && Self.isInitialUserNamespace() != true
+            guard !unmapped, server.uid == geteuid() else {
+                throw unavailable(unmapped ? .rootNotMapped(uid: server.uid) : .notTheAgent(uid: server.uid))
+            }
         }
         // The timeout bounds the whole exchange, not each read: a listener that sends a byte now and
         // then (root's, or the caller's own) does not hold the command for longer.
-        let deadline = Self.monotonicMilliseconds() + Int64(timeoutMilliseconds)
+        let deadline = MonotonicClock.milliseconds() + Int64(timeoutMilliseconds)
         do {
             try send(frame, on: descriptor, by: deadline)
         } catch let error where error.reason == .closedDuringRequest {
@@ -161,16 +164,9 @@ public struct AgentClient: Sendable {
         AgentUnavailable(socket: socket, reason: reason)
     }
 
-    /// Milliseconds of the monotonic clock.
-    static func monotonicMilliseconds() -> Int64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Int64(time.tv_sec) * 1000 + Int64(time.tv_nsec) / 1_000_000
-    }
-
     /// Sets the socket's send and receive timeouts to what is left until `deadline`; throws when nothing is.
     private func bound(_ descriptor: Int32, by deadline: Int64) throws(AgentUnavailable) {
-        let left = deadline - Self.monotonicMilliseconds()
+        let left = deadline - MonotonicClock.milliseconds()
         guard left > 0 else { throw unavailable(.timedOut(seconds: timeoutMilliseconds / 1000)) }
         var timeout = timeval(tv_sec: Int(left / 1000), tv_usec: Int((left % 1000) * 1000))
         let size = socklen_t(MemoryLayout<timeval>.size)

@@ -49,12 +49,7 @@ extension AgentService {
             let holder = Self.holder(peer, user)
             let forgotten = try store(for: peer, user).forgetRegistrations(of: holder)
             pending.removeAll { $0.holder == holder }
-            let shown = forgotten.map { record -> JSONValue in
-                var record = record
-                record.uid = nil
-                record.account = nil
-                return .object(record.keystoreObject)
-            }
+            let shown = forgotten.map { JSONValue.object($0.withoutHolder.keystoreObject) }
             return ClientAnswer(result: ["forgotten": .array(shown)], outcome: "ok: forgot \(forgotten.count) registration(s)")
         case .publicKey, .status, .token, .registrationStep, .registrationComplete:
             throw AgentProtocolError("\(request.operation) is not one of the client operations")

@@ -1,6 +1,7 @@
 import CAgentSocket
 import DevtrustEncoding
 import DevtrustErrors
+import DevtrustKeys
 import Glibc
 
 /// Who is at the other end of a connection, as the kernel recorded it when they connected
@@ -145,9 +146,7 @@ public final class AgentServer {
 
     /// Milliseconds of the monotonic clock.
     static func now() -> Int64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Int64(time.tv_sec) * 1000 + Int64(time.tv_nsec) / 1_000_000
+        MonotonicClock.milliseconds()
     }
 
     /// Serves until SIGTERM or SIGINT; then accepts no more, finishes the connections in flight

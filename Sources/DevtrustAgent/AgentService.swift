@@ -220,12 +220,7 @@ public final class AgentService: AgentRequestHandler {
         if let record = state.key {
             key = .object(["backend": .string(record.backend.rawValue), "fingerprint": .string(record.fingerprint), "createdAt": .string(record.createdAt)])
         }
-        var registrations = [JSONValue]()
-        for var record in state.registrations {
-            record.uid = nil
-            record.account = nil
-            registrations.append(.object(record.keystoreObject))
-        }
+        let registrations = state.registrations.map { JSONValue.object($0.withoutHolder.keystoreObject) }
         return ["keystore": .string(settings.keystore.path), "key": key, "registrations": .array(registrations),
                 "policy": settings.policy.source.map(JSONValue.string) ?? .null]
     }
@@ -266,13 +261,13 @@ public final class AgentService: AgentRequestHandler {
             throw AgentTooManyRegistrations(limit: DeviceStore.maximumRegistrations, registeredAs: nil, wholeMachine: true)
         }
         let service = tokens(for: peer, user: user, store: store)
-        let (inputs, deviceDataJTI) = try RegistrationProof.answered(challenge: challenge, requiredParams: requiredParams,
+        let (inputs, deviceDataJTI) = try RegistrationProof.answer(challenge: challenge, requiredParams: requiredParams,
                                                   minter: service.registrationMinter(key: device.key, server: server),
                                                   attributes: try service.attributes(addedClaims: added).attributes(posture: service.posture(backend: device.record.backend)))
-        pending.removeAll { now - $0.answeredAt > Self.pendingMilliseconds || ($0.uid == peer.uid && $0.registrationID == registrationID) }
+        pending.removeAll { now - $0.answeredAt > Self.pendingMilliseconds || ($0.holder == holder && $0.registrationID == registrationID) }
         let own = pending.filter { $0.uid == peer.uid }
         if own.count >= Self.pendingPerUser, let oldest = own.first {
-            pending.removeAll { $0.uid == oldest.uid && $0.registrationID == oldest.registrationID }
+            pending.removeAll { $0.holder == oldest.holder && $0.registrationID == oldest.registrationID }
         }
         pending.append(PendingRegistration(holder: holder, server: server, registrationID: registrationID, keyFingerprint: device.record.fingerprint,
                                            answeredAt: now))
@@ -301,11 +296,8 @@ public final class AgentService: AgentRequestHandler {
         } catch DeviceError.keystoreFull(let limit) {
             throw AgentTooManyRegistrations(limit: limit, registeredAs: (registrationID, answered.server), wholeMachine: true)
         }
-        pending.removeAll { $0.uid == peer.uid && $0.registrationID == registrationID }
-        var shown = record
-        shown.uid = nil
-        shown.account = nil
-        return ["registration": .object(shown.keystoreObject), "backend": (try? store.state().key?.backend.rawValue).flatMap { $0 }.map(JSONValue.string) ?? .null]
+        pending.removeAll { $0.holder == holder && $0.registrationID == registrationID }
+        return ["registration": .object(record.withoutHolder.keystoreObject), "backend": (try? store.state().key?.backend.rawValue).flatMap { $0 }.map(JSONValue.string) ?? .null]
     }
 
     /// A registration id is one device record at one server, and every user's records name the

@@ -1,6 +1,7 @@
 import DevtrustConfig
 import DevtrustEncoding
 import DevtrustHTTP
+import DevtrustKeys
 import DevtrustSignIn
 import DevtrustTerminal
 import Glibc
@@ -65,7 +66,7 @@ package struct NativeHostDiscovery {
         self.entries = entries
         let now = services.clock.secondsSinceEpoch()
         unfetched = Set(urls.filter { url in entries[url].map { !Self.answers($0, purpose: purpose, now: now) } ?? true })
-        deadline = Self.monotonicMilliseconds() + Int64(Self.budgetMilliseconds)
+        deadline = MonotonicClock.milliseconds() + Int64(Self.budgetMilliseconds)
     }
 
     private static func answers(_ entry: Entry, purpose: Purpose, now: Int64) -> Bool {
@@ -78,7 +79,7 @@ package struct NativeHostDiscovery {
         if let entry = entries[url], Self.answers(entry, purpose: purpose, now: now) {
             return try Self.server(entry)
         }
-        let share = (deadline - Self.monotonicMilliseconds()) / Int64(max(unfetched.count, 1))
+        let share = (deadline - MonotonicClock.milliseconds()) / Int64(max(unfetched.count, 1))
         unfetched.remove(url)
         guard share >= 100 else {
             throw Failure(description: "not fetched: this reply's \(Self.budgetMilliseconds / 1000) s for discovery documents are spent")
@@ -132,11 +133,5 @@ package struct NativeHostDiscovery {
                                  failure: object["failure"]?.stringValue)
         }
         return entries
-    }
-
-    package static func monotonicMilliseconds() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
     }
 }

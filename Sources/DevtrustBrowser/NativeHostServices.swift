@@ -4,7 +4,6 @@ import DevtrustDevice
 import DevtrustHTTP
 import DevtrustKeys
 import DevtrustKeystore
-import Glibc
 
 /// Where the native host's device tokens come from: the device key of a keystore (the core's
 /// device-token service over it), or the system agent, which mints them with the machine key for
@@ -86,7 +85,7 @@ package final class RememberedState<Value>: @unchecked Sendable {
     private let now: () -> Int64
 
     /// `now`: milliseconds of a clock that does not go back (the monotonic clock).
-    package init(lifetimeMilliseconds: Int64 = RememberedState.lifetimeMilliseconds, now: @escaping () -> Int64 = RememberedState.monotonicMilliseconds) {
+    package init(lifetimeMilliseconds: Int64 = RememberedState.lifetimeMilliseconds, now: @escaping () -> Int64 = MonotonicClock.milliseconds) {
         lifetime = lifetimeMilliseconds
         self.now = now
     }
@@ -107,11 +106,5 @@ package final class RememberedState<Value>: @unchecked Sendable {
 
     package func forget() {
         kept = nil
-    }
-
-    package static func monotonicMilliseconds() -> Int64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Int64(time.tv_sec) * 1000 + Int64(time.tv_nsec) / 1_000_000
     }
 }

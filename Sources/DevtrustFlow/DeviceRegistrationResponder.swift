@@ -30,7 +30,7 @@ public struct DeviceRegistrationResponder: DeviceRegistrationAnswering, Sendable
         let (registrationId, challengeText) = try Self.read(step)
         var inputs: [(String, String)]
         do {
-            inputs = try RegistrationProof.answer(challenge: challengeText, requiredParams: step.requiredParams, minter: minter, attributes: attributes)
+            inputs = try RegistrationProof.answer(challenge: challengeText, requiredParams: step.requiredParams, minter: minter, attributes: attributes).inputs
         } catch let refusal as RegistrationProof.Refusal {
             throw Self.error(refusal)
         }

@@ -33,15 +33,10 @@ public enum RegistrationProof {
     }
 
     /// The inputs the step sends: `publicKey`, `signature`, and `deviceData` when `requiredParams`
-    /// has it (minted by `minter` over `attributes`). The challenge is checked before anything is signed.
+    /// has it (minted by `minter` over `attributes`), and that deviceData's `jti` (the system agent's
+    /// audit names it; nil without one). The challenge is checked before anything is signed.
     public static func answer(challenge text: String, requiredParams: [String], minter: DeviceTokenMinter,
-                              attributes: @autoclosure () throws -> DeviceAttributes) throws -> [(String, String)] {
-        try answered(challenge: text, requiredParams: requiredParams, minter: minter, attributes: try attributes()).inputs
-    }
-
-    /// The same inputs, and the `jti` of the deviceData among them (nil without one).
-    public static func answered(challenge text: String, requiredParams: [String], minter: DeviceTokenMinter,
-                                attributes: @autoclosure () throws -> DeviceAttributes) throws -> (inputs: [(String, String)], deviceDataJTI: String?) {
+                              attributes: @autoclosure () throws -> DeviceAttributes) throws -> (inputs: [(String, String)], deviceDataJTI: String?) {
         let unknown = requiredParams.filter { !knownParams.contains($0) }
         guard unknown.isEmpty else { throw Refusal.unknownParameters(unknown) }
         let challenge = try checkedChallenge(text)

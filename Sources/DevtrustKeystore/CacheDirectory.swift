@@ -57,7 +57,8 @@ public struct CacheDirectory: Sendable {
         return cache == keystore || cache.hasPrefix(keystore + "/")
     }
 
-    static func canonical(_ path: String) -> String? {
+    /// `path` resolved (links, `.`, `..`, trailing slashes), or nil when it does not resolve.
+    public static func canonical(_ path: String) -> String? {
         guard let resolved = realpath(path, nil) else { return nil }
         defer { free(resolved) }
         return String(cString: resolved)

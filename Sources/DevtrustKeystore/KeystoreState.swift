@@ -68,6 +68,15 @@ public struct RegistrationRecord: Equatable, Sendable {
         uid ?? keystoreOwner
     }
 
+    /// The record as its user is shown it: without whose it is (the uid and account), which only
+    /// the keystore's owner sees.
+    public var withoutHolder: RegistrationRecord {
+        var shown = self
+        shown.uid = nil
+        shown.account = nil
+        return shown
+    }
+
     /// Whether the registration is `holder`'s in a keystore owned by `keystoreOwner`.
     public func belongs(to holder: RegistrationHolder, keystoreOwner: UInt32) -> Bool {
         holder.holds(uid: owner(keystoreOwner: keystoreOwner), account: account)
@@ -184,7 +193,7 @@ public struct KeystoreState: Equatable, Sendable {
     public var tpmPersistentHandles: [UInt32]
     /// Stored sign-ins (version 2); their tokens are in their own files.
     public var signIns: [SignInRecord]
-    /// The registrations of other users the agent forgot, oldest first, while the key is the same
+    /// The registrations that were forgotten or replaced, oldest first, while the key is the same
     /// (`FormerRegistration`; version 2, written only when there are any).
     public var formerRegistrations: [FormerRegistration]
 

@@ -93,20 +93,15 @@ extension AgentTests {
     @Test(.timeLimit(.minutes(1))) func aClientWithoutAUidMapSendsNothingToAnotherUsersProgram() throws {
         let machine = try MachineAgent()
         let alice = try machine.user("alice"), mallory = try machine.user("mallory")
-        let fake = DevtrustBinary.copyForOtherUsers(Repository.path("Tests/Interop/impostor_agent.py"), into: machine.scratch.file("tools"))
-        let socket = mallory.home + "/agent.sock", log = mallory.home + "/received"
-        chmod(mallory.home, 0o711)
-        let program = try BackgroundProcess("/usr/sbin/runuser", ["-u", mallory.account.name, "--", ExternalTool.python.rawValue, fake, socket, log],
-                                            environment: ["PATH": "/usr/bin:/bin"])
-        defer { mallory.account.endProcesses(); _ = program }
-        try #require(program.waitFor(seconds: 10) { _, _ in FileManager.default.fileExists(atPath: socket) })
+        let impostor = try Impostor.start(as: mallory, machine: machine)
+        defer { impostor.stop() }
+        let socket = impostor.socket
         let outside = try alice.shell("\"$DEVTRUST\" --agent \(socket) token")
         #expect(outside.status == 6 && outside.stderr.contains("it is not the devtrust agent"), "\(outside)")
         let inside = try alice.shell("exec unshare -U \"$DEVTRUST\" --agent \(socket) token")
         try #require(!inside.stderr.contains("unshare failed"), "no unprivileged user namespaces here: \(inside)")
         #expect(inside.status == 6 && inside.stdout.isEmpty, "\(inside)")
-        let received = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        #expect(!received.contains("got:"), "another user's program received: \(received)")
+        #expect(!impostor.received.contains("got:"), "another user's program received: \(impostor.received)")
     }
 }
 
@@ -153,22 +148,16 @@ extension AgentTests {
     @Test(.timeLimit(.minutes(1))) func aClientThatCannotReadItsUidMapSendsNothingToAnotherUsersProgram() throws {
         let machine = try MachineAgent()
         let alice = try machine.user("alice"), mallory = try machine.user("mallory")
-        let tools = machine.scratch.file("tools")
-        let fake = DevtrustBinary.copyForOtherUsers(Repository.path("Tests/Interop/impostor_agent.py"), into: tools)
-        let hide = DevtrustBinary.copyForOtherUsers(Repository.path("Tests/Interop/hidden_proc_userns.py"), into: tools)
-        let socket = mallory.home + "/agent.sock", log = mallory.home + "/received"
-        chmod(mallory.home, 0o711)
-        let program = try BackgroundProcess("/usr/sbin/runuser", ["-u", mallory.account.name, "--", ExternalTool.python.rawValue, fake, socket, log],
-                                            environment: ["PATH": "/usr/bin:/bin"])
-        defer { mallory.account.endProcesses(); _ = program }
-        try #require(program.waitFor(seconds: 10) { _, _ in FileManager.default.fileExists(atPath: socket) })
+        let hide = DevtrustBinary.copyForOtherUsers(Repository.path("Tests/Interop/hidden_proc_userns.py"), into: machine.scratch.file("tools"))
+        let impostor = try Impostor.start(as: mallory, machine: machine)
+        defer { impostor.stop() }
+        let socket = impostor.socket
         let readable = try alice.shell("exec unshare -U \"$DEVTRUST\" --agent \(socket) token")
         try #require(!readable.stderr.contains("unshare failed"), "no unprivileged user namespaces here: \(readable)")
         #expect(readable.status == 6 && readable.stdout.isEmpty, "\(readable)")
         let hidden = try alice.shell("exec \(ExternalTool.python.rawValue) \(hide) \(alice.home)/data \"$DEVTRUST\" --agent \(socket) token")
         #expect(hidden.status == 6 && hidden.stdout.isEmpty, "\(hidden)")
-        let received = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        #expect(!received.contains("got:"), "another user's program received: \(received)")
+        #expect(!impostor.received.contains("got:"), "another user's program received: \(impostor.received)")
     }
 
     /// InitCommand: `AgentStandsIn.seconds` is how long init waits for the agent's answer, in all: the
@@ -217,5 +206,36 @@ extension AgentTests {
         if stolen.status == 0 {
             Issue.record("the reference server on Mallory's token: \(try Self.deviceCheck(stolen.output, at: server))")
         }
+    }
+}
+
+/// Another user's program at a socket name of theirs (Tests/Interop/impostor_agent.py): it logs each
+/// request it receives, and answers with a token of its own.
+struct Impostor {
+    let user: MachineUser
+    let socket: String
+    let log: String
+    let program: BackgroundProcess
+
+    /// Started as `user`, listening once this returns.
+    static func start(as user: MachineUser, machine: MachineAgent) throws -> Impostor {
+        let script = DevtrustBinary.copyForOtherUsers(Repository.path("Tests/Interop/impostor_agent.py"), into: machine.scratch.file("tools"))
+        let socket = user.home + "/agent.sock", log = user.home + "/received"
+        chmod(user.home, 0o711)
+        let program = try BackgroundProcess("/usr/sbin/runuser", ["-u", user.account.name, "--", ExternalTool.python.rawValue, script, socket, log],
+                                            environment: ["PATH": "/usr/bin:/bin"])
+        guard program.waitFor(seconds: 10, { _, _ in FileManager.default.fileExists(atPath: socket) }) else {
+            user.account.endProcesses()
+            throw FixtureError("the impostor did not listen at \(socket): \(program.stderr)")
+        }
+        return Impostor(user: user, socket: socket, log: log, program: program)
+    }
+
+    /// What it received.
+    var received: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+
+    /// Ends it (runuser passes it no signal).
+    func stop() {
+        user.account.endProcesses()
     }
 }

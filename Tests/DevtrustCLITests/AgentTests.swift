@@ -998,6 +998,9 @@ extension AgentTests {
         #expect(manifest["formerRegistrations"] == .array([.object(["registrationId": .string(aliceID), "uid": .integer(Int64(uid)), "account": .string(aliceName)])]))
         #expect(Self.auditLines(machine, uid: 0).contains { $0.hasSuffix("op=forget-registrations outcome=\"ok: forgot 1 registration(s) of uid \(uid)\"") },
                 "\(machine.audit)")
+        // Asked again, there is nothing left to forget: said so, exit 0.
+        let twice = try ProcessRunner.run(machine.binary, ["reset", "--uid", "\(uid)", "--yes"], environment: environment)
+        #expect(twice.status == 0 && twice.stderr.contains("nothing to forget: uid \(uid) has no registrations in the devtrust agent at \(machine.socket)"), "\(twice)")
         // Her id stays hers; Bob registers a device of his own.
         let again = try Self.claimed(aliceID, by: bob, at: server.url)
         #expect(!again.signed && !again.recorded, "\(again.result)")
@@ -1006,6 +1009,13 @@ extension AgentTests {
         #expect(bobs.status == 0, "\(bobs)")
         #expect(try Self.header(bobs.output)["deviceId"] == .string(bobID))
         #expect(try Self.deviceCheck(bobs.output, at: server)["user"] == .string("bob@example.com"))
+        // Root forgets Bob's in the machine keystore itself, named (as with the agent stopped): his id stays his too.
+        let direct = try ProcessRunner.run(machine.binary, ["--keystore", machine.keystore, "reset", "--uid", "\(uid)", "--yes"], environment: machine.agentEnvironment)
+        #expect(direct.status == 0 && direct.stderr.contains("\(machine.keystore) forgot 1 registration(s) of uid \(uid) (account \(bob.account.name)): \(bobID) with \(server.url)"),
+                "\(direct)")
+        #expect(try Self.manifest(machine.keystore)["formerRegistrations"]?.arrayValue?.last == .object(["registrationId": .string(bobID), "uid": .integer(Int64(uid)),
+                                                                                                          "account": .string(bob.account.name)]))
+        #expect(try bob.devtrust(["token"]).status == 3)
     }
 
     /// A client gives a DPoP proof only its method, URL, nonce and access token's hash: a header, a
@@ -1685,6 +1695,26 @@ extension AgentTests {
         _ = try tpmAnswer(tpmCommand(0x15C, handles: [handle], authorized: true, bigEndian(UInt16(data.count)) + data), in: tpm)
     }
 
+    /// The machine key loaded again beside another program's object at `theirs`, which is still there.
+    static func expectKeyReloaded(beside theirs: String, key machineKey: String, in tpm: Swtpm) throws {
+        let handles = try tpm.transientHandles()
+        let reloadedHandle = try #require(handles.first { $0 != theirs }, "\(handles)")
+        #expect(handles.count == 2 && handles.contains(theirs), "\(handles)")
+        #expect(try objectNames(at: reloadedHandle, in: tpm) == machineKey)
+    }
+
+    /// Stopped, the agent flushes its own key and nothing else: another program's sequence at
+    /// `handle`, untouched, hashes on and ends with the digest of both parts.
+    static func expectStopLeavesTheSequence(_ agent: BackgroundProcess, _ sequence: UInt32, at handle: String,
+                                            parts: (first: [UInt8], second: [UInt8]), in tpm: Swtpm) throws {
+        kill(agent.pid, SIGTERM)
+        let ended = try #require(agent.finish())
+        #expect(ended.status == 0, "\(ended)")
+        #expect(try tpm.transientHandles() == [handle])
+        #expect(try sequenceComplete(sequence, parts.second, in: tpm) == SHA256.hash(parts.first + parts.second).bytes)
+        #expect(try tpm.transientHandles().isEmpty)
+    }
+
     /// Ends the sequence at `handle` with `data` (TPM2_SequenceComplete, which flushes it, with
     /// TPM_RH_NULL for its ticket): its digest.
     static func sequenceComplete(_ handle: UInt32, _ data: [UInt8], in tpm: Swtpm) throws -> [UInt8] {
@@ -1759,10 +1789,7 @@ extension AgentTests {
         #expect(commands.first == "ReadPublic" && commands.filter { $0 == "Sign" } == ["Sign"] && commands.filter { $0 == "Load" } == ["Load"]
                 && commands.last == "Sign", "\(commands)")
         // The sequence is where it was; the machine key is loaded beside it.
-        let handles = try tpm.transientHandles()
-        let reloadedHandle = try #require(handles.first { $0 != keyHandle }, "\(handles)")
-        #expect(handles.count == 2 && handles.contains(keyHandle), "\(handles)")
-        #expect(try Self.objectNames(at: reloadedHandle, in: tpm) == machineKey)
+        try Self.expectKeyReloaded(beside: keyHandle, key: machineKey, in: tpm)
         sent = proxy.commands.count
         let steady = try alice.devtrust(["token"])
         try #require(steady.status == 0, "\(steady)")
@@ -1775,14 +1802,7 @@ extension AgentTests {
         #expect(try tokens.allSatisfy { try Self.header($0)["deviceId"] == .string(id) })
         #expect(try Self.deviceCheck(afterSwap.output, at: server)["user"] == .string("alice@example.com"))
 
-        // Stopped, the agent flushes its own key and nothing else: the sequence, untouched, hashes
-        // on and ends with the digest of both parts.
-        kill(agent.pid, SIGTERM)
-        let ended = try #require(agent.finish())
-        #expect(ended.status == 0, "\(ended)")
-        #expect(try tpm.transientHandles() == [keyHandle])
-        #expect(try Self.sequenceComplete(sequence, secondPart, in: tpm) == SHA256.hash(firstPart + secondPart).bytes)
-        #expect(try tpm.transientHandles().isEmpty)
+        try Self.expectStopLeavesTheSequence(agent, sequence, at: keyHandle, parts: (firstPart, secondPart), in: tpm)
     }
 
     /// The same for the names the agent reads right after it loads the key: another program flushes
@@ -1827,22 +1847,13 @@ extension AgentTests {
         // After the refused ReadPublic: one Load and one Sign, the machine key's.
         let commands = Array(proxy.commands.dropFirst(sent).drop { $0 != "Load" }.dropFirst(2))
         #expect(commands.filter { $0 == "Sign" } == ["Sign"] && commands.filter { $0 == "Load" } == ["Load"] && commands.last == "Sign", "\(commands)")
-        let handles = try tpm.transientHandles()
-        let reloadedHandle = try #require(handles.first { $0 != loadedHandle }, "\(handles)")
-        #expect(handles.count == 2 && handles.contains(loadedHandle), "\(handles)")
-        #expect(try Self.objectNames(at: reloadedHandle, in: tpm) == machineKey)
+        try Self.expectKeyReloaded(beside: loadedHandle, key: machineKey, in: tpm)
         let claims = try Self.verified([result.output], by: machine)
         #expect(claims.count == 1 && claims.allSatisfy { $0 != nil }, "\(result.output)")
         #expect(try Self.header(result.output)["deviceId"] == .string(id))
         #expect(try Self.deviceCheck(result.output, at: server)["user"] == .string("alice@example.com"))
 
-        // Stopped, the agent flushes its own key and nothing else; the sequence hashes on.
-        kill(agent.pid, SIGTERM)
-        let ended = try #require(agent.finish())
-        #expect(ended.status == 0, "\(ended)")
-        #expect(try tpm.transientHandles() == [loadedHandle])
-        #expect(try Self.sequenceComplete(sequence, secondPart, in: tpm) == SHA256.hash(firstPart + secondPart).bytes)
-        #expect(try tpm.transientHandles().isEmpty)
+        try Self.expectStopLeavesTheSequence(agent, sequence, at: loadedHandle, parts: (firstPart, secondPart), in: tpm)
     }
 
     /// A TPM without a resource manager keeps what a killed process loaded. The agent killed with

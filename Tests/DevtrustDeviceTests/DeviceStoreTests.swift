@@ -43,12 +43,8 @@ import Testing
     /// registration without touching another's with the same server, and keeps at most
     /// `maximumRegistrationsPerUser` for one user.
     @Test func eachUserSeesAndReplacesOnlyTheirOwnRegistrations() throws {
-        let directory = TemporaryDirectory()
-        let keystore = Keystore(path: directory.file("ks"))
-        guard case let .created(key, _, _) = try DeviceStore(keystore: keystore).initialize(backend: .software, force: false) else {
-            Issue.record("no key")
-            return
-        }
+        let fixture = try KeyedKeystore()
+        let keystore = fixture.keystore, key = fixture.key
         func record(_ id: String, _ server: String, uid: UInt32?) -> RegistrationRecord {
             RegistrationRecord(registrationId: id, server: server, flowType: "REGISTRATION", keyFingerprint: key.fingerprint, registeredAt: "t", uid: uid)
         }
@@ -78,12 +74,8 @@ import Testing
     /// machine keystore holds them all): one more is refused and nothing changes; a user's new
     /// registration with a server they are registered with replaces theirs, and is recorded still.
     @Test func aKeystoreHoldsAtMostItsRegistrationsForAllUsersTogether() throws {
-        let directory = TemporaryDirectory()
-        let keystore = Keystore(path: directory.file("ks"))
-        guard case let .created(key, _, _) = try DeviceStore(keystore: keystore).initialize(backend: .software, force: false) else {
-            Issue.record("no key")
-            return
-        }
+        let fixture = try KeyedKeystore()
+        let keystore = fixture.keystore, key = fixture.key
         func record(_ id: String, _ server: String, uid: UInt32) -> RegistrationRecord {
             RegistrationRecord(registrationId: id, server: server, flowType: "REGISTRATION", keyFingerprint: key.fingerprint, registeredAt: "t", uid: uid)
         }
@@ -111,12 +103,8 @@ import Testing
     /// and replaces none of the departed account's (a record without an account, of an agent before
     /// it, is the uid's whoever has it). Forgetting by uid alone forgets every account's.
     @Test func aUidsNewAccountSeesNoneOfTheDepartedAccounts() throws {
-        let directory = TemporaryDirectory()
-        let keystore = Keystore(path: directory.file("ks"))
-        guard case let .created(key, _, _) = try DeviceStore(keystore: keystore).initialize(backend: .software, force: false) else {
-            Issue.record("no key")
-            return
-        }
+        let fixture = try KeyedKeystore()
+        let keystore = fixture.keystore, key = fixture.key
         func record(_ id: String, account: String?) -> RegistrationRecord {
             RegistrationRecord(registrationId: id, server: "https://idp.example", flowType: "REGISTRATION", keyFingerprint: key.fingerprint,
                                registeredAt: "t", uid: 1001, account: account)
@@ -148,12 +136,8 @@ import Testing
     /// `maximumFormerRegistrations` in all: past it the oldest of the account with the most goes, so a
     /// user who forgets over and over pushes out only their own. Recording one's own id again takes it out; a new key empties them.
     @Test func forgottenRegistrationsAreRememberedWithinABound() throws {
-        let directory = TemporaryDirectory()
-        let keystore = Keystore(path: directory.file("ks"))
-        guard case let .created(key, _, _) = try DeviceStore(keystore: keystore).initialize(backend: .software, force: false) else {
-            Issue.record("no key")
-            return
-        }
+        let fixture = try KeyedKeystore()
+        let keystore = fixture.keystore, key = fixture.key
         func record(_ id: String, _ server: String = "https://idp.example", uid: UInt32?) -> RegistrationRecord {
             RegistrationRecord(registrationId: id, server: server, flowType: "REGISTRATION", keyFingerprint: key.fingerprint, registeredAt: "t",
                                uid: uid, account: uid.map { "user\($0)" })
@@ -195,12 +179,8 @@ import Testing
     /// agent records it for no one. (Not remembered, another user recorded root's replaced id through
     /// the agent, and the server took her tokens as root's device: a third review.)
     @Test func anOwnersReplacedRegistrationIsRemembered() throws {
-        let directory = TemporaryDirectory()
-        let keystore = Keystore(path: directory.file("ks"))
-        guard case let .created(key, _, _) = try DeviceStore(keystore: keystore).initialize(backend: .software, force: false) else {
-            Issue.record("no key")
-            return
-        }
+        let fixture = try KeyedKeystore()
+        let keystore = fixture.keystore, key = fixture.key
         let owner = DeviceStore(keystore: keystore)
         for id in ["own-1", "own-2"] {
             try owner.recordRegistration(RegistrationRecord(registrationId: id, server: "https://idp.example", flowType: "REGISTRATION",
@@ -213,12 +193,8 @@ import Testing
     /// pushes out its own forgotten ids, never the departed user's. (Counted by uid, Bob's loop pushed
     /// Alice's out first, being the oldest of the uid's, and could then record her id.)
     @Test func aReusedUidPushesOutOnlyItsOwnFormerRegistrations() throws {
-        let directory = TemporaryDirectory()
-        let keystore = Keystore(path: directory.file("ks"))
-        guard case let .created(key, _, _) = try DeviceStore(keystore: keystore).initialize(backend: .software, force: false) else {
-            Issue.record("no key")
-            return
-        }
+        let fixture = try KeyedKeystore()
+        let keystore = fixture.keystore, key = fixture.key
         func record(_ id: String, account: String?) -> RegistrationRecord {
             RegistrationRecord(registrationId: id, server: "https://idp.example", flowType: "REGISTRATION", keyFingerprint: key.fingerprint,
                                registeredAt: "t", uid: 1001, account: account)
@@ -237,12 +213,8 @@ import Testing
     /// A record of a uid alone (an agent before accounts were recorded wrote them) that its user
     /// forgets is remembered as that account's; one root forgets by uid stays a former of no account.
     @Test func aRecordWithoutAnAccountIsRememberedAsItsForgettersAccount() throws {
-        let directory = TemporaryDirectory()
-        let keystore = Keystore(path: directory.file("ks"))
-        guard case let .created(key, _, _) = try DeviceStore(keystore: keystore).initialize(backend: .software, force: false) else {
-            Issue.record("no key")
-            return
-        }
+        let fixture = try KeyedKeystore()
+        let keystore = fixture.keystore, key = fixture.key
         func legacy(_ id: String, uid: UInt32) -> RegistrationRecord {
             RegistrationRecord(registrationId: id, server: "https://idp\(uid).example", flowType: "REGISTRATION", keyFingerprint: key.fingerprint,
                                registeredAt: "t", uid: uid, account: nil)
@@ -373,5 +345,20 @@ import Testing
         #expect(throws: DeviceError.registrationForOtherKey(registrationId: "id0", server: "https://a")) {
             try RegistrationSelector.select(from: Self.state(["https://a"], fingerprint: "old"), .server(nil))
         }
+    }
+}
+
+/// A keystore with a new software key, in a directory of its own (kept while the fixture is).
+struct KeyedKeystore {
+    let directory = TemporaryDirectory()
+    let keystore: Keystore
+    let key: KeyRecord
+
+    init() throws {
+        keystore = Keystore(path: directory.file("ks"))
+        guard case let .created(key, _, _) = try DeviceStore(keystore: keystore).initialize(backend: .software, force: false) else {
+            throw FixtureError("no key was created in \(keystore.path)")
+        }
+        self.key = key
     }
 }

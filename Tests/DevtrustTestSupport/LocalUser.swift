@@ -16,7 +16,7 @@ public final class LocalUser: @unchecked Sendable {
             && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")
     }
 
-    /// A system user named `dt-LABEL-XXXXXX` (random), with no home and no login shell; with `uid`,
+    /// A system user named `dt-LABEL-` and six random hex digits, with no home and no login shell; with `uid`,
     /// that uid (one a removed user had).
     public init(_ label: String, uid wanted: UInt32? = nil) throws {
         let suffix = String(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(6))

@@ -83,11 +83,8 @@ struct AgentStandsIn: Equatable {
     /// Whether two paths name one directory (a link, a trailing slash, `..`): compared as written when either does not resolve.
     static func sameDirectory(_ first: String, _ second: String) -> Bool {
         guard first != second else { return true }
-        guard let one = realpath(first, nil) else { return false }
-        defer { free(one) }
-        guard let other = realpath(second, nil) else { return false }
-        defer { free(other) }
-        return strcmp(one, other) == 0
+        guard let one = CacheDirectory.canonical(first) else { return false }
+        return one == CacheDirectory.canonical(second)
     }
 
     var text: String {

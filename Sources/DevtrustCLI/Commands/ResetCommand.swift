@@ -129,21 +129,22 @@ enum ResetCommand: DevtrustCommand {
     /// who left, before their uid is given to someone else), and nothing else: no key, no sign-in.
     /// Through the agent only root may; in a keystore named (`--keystore`), its owner.
     private static func forgetUID(_ context: CommandContext, _ options: Options, uid: UInt32) throws {
+        // What was forgotten, as the agent's answer and keystore.json both name it.
+        typealias Forgotten = (registrationId: String, server: String, account: String?)
         let place: String
-        let forget: () throws -> [RegistrationRecord]
+        let forget: () throws -> [Forgotten]
         switch try context.deviceAccess(command: Options.spec.name) {
         case let .agent(agent):
             place = "the devtrust agent at \(agent.socket)"
             forget = {
                 try agent.forgetRegistrations(uid: uid).map { object in
-                    RegistrationRecord(registrationId: object["registrationId"]?.stringValue ?? "?", server: object["server"]?.stringValue ?? "?",
-                                       flowType: "", keyFingerprint: "", registeredAt: "", uid: uid, account: object["account"]?.stringValue)
+                    (object["registrationId"]?.stringValue ?? "?", object["server"]?.stringValue ?? "?", object["account"]?.stringValue)
                 }
             }
         case .keystore:
             let store = try context.deviceStore()
             place = store.keystore.path
-            forget = { try store.forgetRegistrations(of: RegistrationHolder(uid: uid)) }
+            forget = { try store.forgetRegistrations(of: RegistrationHolder(uid: uid)).map { ($0.registrationId, $0.server, $0.account) } }
         }
         if !options.yes {
             let question = "Forget every registration of uid \(uid) in \(place), whichever account made it? Its tokens cannot be had again. [y/N] "
