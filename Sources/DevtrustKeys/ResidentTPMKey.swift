@@ -127,12 +127,12 @@ public final class ResidentTPMKey: DeviceKey {
             state.object = object
             state.names = names
             return (context, object, true)
-        } catch where error.isTPMWarning && !error.isObjectGone {
+        } catch where error.isTPMWarning {
             // The TPM did not read it (busy, out of memory): nothing says another object is there, and
-            // the key this process has just loaded would hold a slot for nothing. (An empty handle,
-            // TPM_RC_REFERENCE_H0, is a warning too: another program flushed the key, and the handle
-            // may be its object's by now: let go of, below.) A flush the TPM refuses lets go of it too,
-            // so that the context's end flushes nothing at that handle blindly.
+            // the key this process has just loaded would hold a slot for nothing. (An empty handle is
+            // not a warning: another program flushed the key, and the handle may be its object's by
+            // now: let go of, below.) A flush the TPM refuses lets go of it too, so that the context's
+            // end flushes nothing at that handle blindly.
             if !context.flush(object) { context.forget(object) }
             throw error
         } catch {
@@ -250,7 +250,8 @@ extension TPMError {
     var isTPMWarning: Bool {
         switch self {
         case .busy, .lockout, .outOfObjectMemory, .outOfSessionMemory: return true
-        case let .commandFailed(_, code): return code.tpmCode.map { $0 & 0x900 == 0x900 } ?? false
+        // TPM_RC_REFERENCE_H0-H6 are warnings by their format, but say the object is gone (`isObjectGone`).
+        case let .commandFailed(_, code): return code.tpmCode.map { $0 & 0x900 == 0x900 && !(0x910...0x916).contains($0) } ?? false
         default: return false
         }
     }

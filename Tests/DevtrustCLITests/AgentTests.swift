@@ -1749,6 +1749,30 @@ extension AgentTests {
         #expect(try tpm.transientHandles().isEmpty, "keys loaded before refused checks are still in the TPM")
     }
 
+    /// An empty handle on that check (TPM_RC_REFERENCE_H0, a warning by its format) is not a warning:
+    /// another program flushed the key, and the handle may be its object's by now, so the agent lets
+    /// go of it unflushed. Here the interposer only says so, and the key is still there: the retry
+    /// takes it back (its names, found among the TPM's objects) and signs, with no second Load; one
+    /// key stays loaded. (Flushed as a warning, the key went, and the retry's Load met the same answer:
+    /// the signature failed.)
+    @Test(.enabled(if: Swtpm.shouldRun)) func anEmptyHandleAfterALoadIsNotFlushed() throws {
+        let tpm = try Swtpm()
+        let machine = try MachineAgent(tpm: tpm.tcti)
+        let interposer = try TPMInterposer(tpm, mode: "refuse", arguments: ["--refuse", "0x173:0x910", "--refuse-after", "0x157"])
+        machine.agentTCTI = interposer.tcti
+        try machine.start()
+        let alice = try machine.user("alice")
+        let challenge = Self.randomChallenge()
+        let signed = try alice.rawClient("sign-challenge", [challenge])
+        #expect(signed.status == 0 && interposer.events(named: "refused").count == 1, "\(signed) \(interposer.events())")
+        let request: JSONObject = ["spki": .string(try machine.publicKey()),
+                                   "der": .array([.object(["message": .string(Base64.encode(try Base64URL.decode(challenge, padding: .optional))),
+                                                           "signature": .string(signed.output)])])]
+        let verified = try ExternalTool.python.run([Repository.path("Tests/Interop/verify_es256.py")], stdin: JSONWriter.bytes(.object(request)))
+        #expect(verified.stdout.contains("\"valid\": 1"), "\(verified)")
+        #expect(try tpm.transientHandles().count == 1)
+    }
+
     /// Another program flushes the machine key from a TPM without a resource manager and starts a
     /// hash sequence (TPM2_HashSequenceStart), which lands on the handle the agent's key had. A
     /// sequence has no public area to read: the agent's check before signing (ReadPublic) is refused
