@@ -133,16 +133,9 @@ public struct AgentClient: Sendable {
         // The kernel's record of who made the listening socket (systemd, or the agent: root; or an
         // agent of the caller's own): another user's program at the name gets no request, and gives no answer.
         guard let server = AgentPeer.of(descriptor) else { throw unavailable(.io(operation: "identify", errno: errno)) }
-        // In a user namespace the kernel shows any uid the namespace does not map (the machine's root,
-        // another user) as the overflow uid: it names nobody, also when it is the caller's own (a
-        // namespace without a uid map), so nothing is sent to it. A map that cannot be read (a /proc
-        // without it) proves nothing: the overflow uid names nobody then too. Root's listener (the
-        // agent, every token's case) costs no read of /proc.
-        if server.uid != 0 {
-            let unmapped = server.uid == Self.overflowUID() && Self.isInitialUserNamespace() != true
-            guard !unmapped, server.uid == geteuid() else {
-                throw unavailable(unmapped ? .rootNotMapped(uid: server.uid) : .notTheAgent(uid: server.uid))
-            }
+        if let refusal = Self.refusal(ofListener: server.uid, caller: geteuid(), overflowUID: Self.overflowUID(),
+                                      initialNamespace: { Self.isInitialUserNamespace() }) {
+            throw unavailable(refusal)
         }
         // The timeout bounds the whole exchange, not each read: a listener that sends a byte now and
         // then (root's, or the caller's own) does not hold the command for longer.
@@ -210,6 +203,18 @@ public struct AgentClient: Sendable {
             filled += got
         }
         return bytes
+    }
+
+    /// Why a listener of `listener` (its uid as SO_PEERCRED gives it) is not spoken to, or nil when it
+    /// is root's or the caller's. In a user namespace the kernel shows any uid the namespace does not
+    /// map (the machine's root, another user) as the overflow uid: it names nobody, also when it is
+    /// the caller's own (a namespace without a uid map) or 0 (an overflow uid set to 0). A map that
+    /// cannot be read (`initialNamespace` nil: a /proc without it) proves nothing: the overflow uid
+    /// names nobody then too. The map is read only for a listener of the overflow uid.
+    static func refusal(ofListener listener: UInt32, caller: UInt32, overflowUID: UInt32,
+                        initialNamespace: () -> Bool?) -> AgentUnavailable.Reason? {
+        if listener == overflowUID, initialNamespace() != true { return .rootNotMapped(uid: listener) }
+        return listener == 0 || listener == caller ? nil : .notTheAgent(uid: listener)
     }
 
     /// Whether this process is in the machine's own user namespace, whose /proc/self/uid_map is the

@@ -18,6 +18,31 @@ import Testing
         return [UInt8(count >> 24), UInt8(truncatingIfNeeded: count >> 16), UInt8(truncatingIfNeeded: count >> 8), UInt8(truncatingIfNeeded: count)] + body
     }
 
+    /// Whom a client speaks to, by the listener's uid as the kernel gives it: root, or the caller;
+    /// never the overflow uid outside the machine's own user namespace (or when the namespace cannot
+    /// be told), also when it is the caller's own or 0 (`kernel.overflowuid=0`, where another user's
+    /// listener shows as 0 to a client in a namespace: an outside review sent it the request so).
+    @Test func aClientSpeaksOnlyToRootOrItselfAndNeverToTheOverflowUID() {
+        func verdict(_ listener: UInt32, caller: UInt32 = 1001, overflow: UInt32 = 65534, initial: Bool?) -> AgentUnavailable.Reason? {
+            AgentClient.refusal(ofListener: listener, caller: caller, overflowUID: overflow, initialNamespace: { initial })
+        }
+        // The machine's own namespace: root and the caller; anyone else is not the agent.
+        #expect(verdict(0, initial: true) == nil && verdict(1001, initial: true) == nil)
+        #expect(verdict(1002, initial: true) == .notTheAgent(uid: 1002))
+        #expect(verdict(65534, caller: 65534, initial: true) == nil)  // nobody's own agent, on the machine
+        // A namespace, or one that cannot be told: the overflow uid names nobody.
+        for initial in [false, nil] as [Bool?] {
+            #expect(verdict(65534, initial: initial) == .rootNotMapped(uid: 65534))
+            #expect(verdict(65534, caller: 65534, initial: initial) == .rootNotMapped(uid: 65534))
+            #expect(verdict(0, overflow: 0, initial: initial) == .rootNotMapped(uid: 0))
+            #expect(verdict(0, initial: initial) == nil)  // the caller's uid mapped to 0 (`unshare -r`): its own listener
+        }
+        // The map is read only for a listener of the overflow uid.
+        var reads = 0
+        _ = AgentClient.refusal(ofListener: 0, caller: 1001, overflowUID: 65534, initialNamespace: { reads += 1; return false })
+        #expect(reads == 0)
+    }
+
     @Test func aFrameIsReadAsItArrivesAndNoFurtherThanItsBound() {
         var reader = FrameReader(limit: 16)
         #expect(reader.wanted == 4 && reader.state == .incomplete)
